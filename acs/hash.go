@@ -20,21 +20,30 @@ func (h Hash) IsZero() bool { return h == Hash{} }
 // ParseHash decodes a 64-character lowercase hex digest. Uppercase hex is
 // refused: ACS §8.2 defines the text form as lowercase, and accepting both
 // would let two spellings of one head compare unequal elsewhere.
-func ParseHash(s string) (Hash, error) {
+func ParseHash(s string) (Hash, error) { return parseHash(s) }
+
+func parseHash[T string | []byte](s T) (Hash, error) {
 	var h Hash
 	if len(s) != 64 {
-		return h, fmt.Errorf("hash %q: want 64 lowercase hex characters, got %d characters", s, len(s))
+		return h, fmt.Errorf("hash %s: want 64 lowercase hex characters, got %d characters", quoteName([]byte(s)), len(s))
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return h, fmt.Errorf("hash %q: character %d is not lowercase hex", s, i)
+			return h, fmt.Errorf("hash %s: character %d is not lowercase hex", quoteName([]byte(s)), i)
 		}
 	}
-	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
-		return h, fmt.Errorf("hash %q: %w", s, err)
+	for i := range h {
+		h[i] = unhex(s[2*i])<<4 | unhex(s[2*i+1])
 	}
 	return h, nil
+}
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
 }
 
 // EntryHash computes a ContextEntry's entry_hash from its content bytes (the
@@ -52,4 +61,22 @@ func EntryHash(content []byte, prev *Hash) Hash {
 	var h Hash
 	d.Sum(h[:0])
 	return h
+}
+
+// RequestHash computes a request_hash (ACS §8.1): the SHA-256 of the RFC 8785
+// form of a request's params exactly as received, its signature member
+// included (DESIGN.md, normative choices). params must be a JSON object and
+// pass every check of Canonicalize.
+func RequestHash(params []byte) (Hash, error) {
+	if i := skipSpace(params, 0); i < len(params) && params[i] != '{' {
+		if kind := kindOf(params[i]); kind != "" {
+			return Hash{}, fmt.Errorf("request params must be a JSON object, got %s", kind)
+		}
+	}
+	e := newEncoder(params)
+	defer e.release()
+	if err := e.run(); err != nil {
+		return Hash{}, fmt.Errorf("request params: %w", err)
+	}
+	return sha256.Sum256(e.out), nil
 }

@@ -1,0 +1,642 @@
+package acs
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+)
+
+// Canonicalize parses in strictly and returns its RFC 8785 canonical form.
+//
+// Beyond the RFC 8259 grammar it refuses, with a *JSONError naming the byte
+// offset, everything RFC 8785 §3.1 (via I-JSON) says has no canonical form:
+// duplicate members (compared after unescaping), invalid UTF-8, lone
+// surrogates in \u escapes, numbers beyond the IEEE 754 double range (1e400
+// is refused, never rounded to infinity), trailing data after the value, and
+// nesting deeper than MaxDepth. Numbers that underflow (1e-400) read as zero,
+// as an IEEE 754 parser reads them.
+func Canonicalize(in []byte) ([]byte, error) {
+	e := newEncoder(in)
+	defer e.release()
+	if err := e.run(); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(e.out), nil
+}
+
+// encoder is the working memory of one canonicalization. It parses and
+// serializes in the same pass: every value is written to out as soon as it
+// is read, and an object whose members arrived out of order is put in order
+// when it closes, by moving its already-canonical members. Encoders are
+// pooled so a stream of ContextEntries reuses one set of buffers.
+type encoder struct {
+	in  []byte
+	out []byte
+
+	// members is a stack of the members of every open object; an object
+	// owns members[base:] while it is open.
+	members []member
+	// names holds decoded member names that could not be read from out:
+	// names written with escapes, and names of dropped members.
+	names []byte
+	// scratch holds an object's members while they are rewritten in order.
+	scratch []byte
+
+	depth int
+	// entry, when set, receives the top-level members ParseEntry needs and
+	// makes the top-level object drop entry_hash and previous_hash.
+	entry  *entryFields
+	fields entryFields
+}
+
+// member is one object member already written to out.
+type member struct {
+	nameOff    int // input offset of the name's opening quote, for errors
+	name0      int // decoded name is out[name0:name1] or names[name0:name1]
+	name1      int
+	inNames    bool
+	dropped    bool
+	start, end int // `"name":value` in out
+}
+
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
+
+func newEncoder(in []byte) *encoder {
+	e := encoders.Get().(*encoder)
+	e.in = in
+	e.out = e.out[:0]
+	e.members = e.members[:0]
+	e.names = e.names[:0]
+	e.depth = 0
+	return e
+}
+
+func (e *encoder) release() {
+	// Keep the buffers a typical entry needs; let a rare huge document's
+	// buffers go rather than pin them in the pool.
+	const keep = 1 << 20
+	if cap(e.out) > keep || cap(e.scratch) > keep {
+		return
+	}
+	e.in, e.entry = nil, nil
+	encoders.Put(e)
+}
+
+// run canonicalizes all of e.in into e.out.
+func (e *encoder) run() error {
+	i, err := e.value(0)
+	if err != nil {
+		return err
+	}
+	if i = skipSpace(e.in, i); i < len(e.in) {
+		return e.fail(i, ErrTrailingData, describeByte(e.in[i])+" after the JSON value")
+	}
+	return nil
+}
+
+func (e *encoder) fail(off int, kind error, detail string) error {
+	return &JSONError{Offset: off, Kind: kind, Detail: detail}
+}
+
+func skipSpace(in []byte, i int) int {
+	for i < len(in) {
+		switch in[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// value canonicalizes the value starting at or after in[i] (after
+// whitespace) and returns the offset just past it.
+func (e *encoder) value(i int) (int, error) {
+	in := e.in
+	i = skipSpace(in, i)
+	if i >= len(in) {
+		return i, e.fail(i, ErrMalformed, "unexpected end of input, expected a value")
+	}
+	switch c := in[i]; c {
+	case '{':
+		return e.object(i)
+	case '[':
+		return e.array(i)
+	case '"':
+		return e.str(i)
+	case 't':
+		return e.literal(i, "true")
+	case 'f':
+		return e.literal(i, "false")
+	case 'n':
+		return e.literal(i, "null")
+	default:
+		if c == '-' || '0' <= c && c <= '9' {
+			return e.number(i)
+		}
+		return i, e.fail(i, ErrMalformed, describeByte(c)+", expected a value")
+	}
+}
+
+func (e *encoder) literal(i int, lit string) (int, error) {
+	if !bytes.HasPrefix(e.in[i:], []byte(lit)) {
+		return i, e.fail(i, ErrMalformed, "invalid literal, expected "+lit)
+	}
+	e.out = append(e.out, lit...)
+	return i + len(lit), nil
+}
+
+// describeByte names an unexpected byte for an error message.
+func describeByte(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return "unexpected character " + strconv.QuoteRune(rune(c))
+	}
+	return "unexpected byte 0x" + strconv.FormatUint(uint64(c), 16)
+}
+
+func (e *encoder) enter(i int) error {
+	e.depth++
+	if e.depth > MaxDepth {
+		return e.fail(i, ErrTooDeep, "arrays and objects nested deeper than "+strconv.Itoa(MaxDepth))
+	}
+	return nil
+}
+
+func (e *encoder) array(open int) (int, error) {
+	if err := e.enter(open); err != nil {
+		return open, err
+	}
+	e.out = append(e.out, '[')
+	i := skipSpace(e.in, open+1)
+	if i < len(e.in) && e.in[i] == ']' {
+		e.out = append(e.out, ']')
+		e.depth--
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i, err = e.value(i); err != nil {
+			return i, err
+		}
+		i = skipSpace(e.in, i)
+		if i >= len(e.in) {
+			return i, e.fail(i, ErrMalformed, "unexpected end of input in array opened at byte "+strconv.Itoa(open))
+		}
+		switch e.in[i] {
+		case ',':
+			e.out = append(e.out, ',')
+			i++
+			continue
+		case ']':
+			e.out = append(e.out, ']')
+			e.depth--
+			return i + 1, nil
+		}
+		return i, e.fail(i, ErrMalformed, describeByte(e.in[i])+", expected ',' or ']' after array element")
+	}
+}
+
+func (e *encoder) object(open int) (int, error) {
+	if err := e.enter(open); err != nil {
+		return open, err
+	}
+	in := e.in
+	top := e.entry != nil && e.depth == 1
+	e.out = append(e.out, '{')
+	base, namesBase, region := len(e.members), len(e.names), len(e.out)
+	sorted, emitted := true, 0
+	i := skipSpace(in, open+1)
+	if i < len(in) && in[i] == '}' {
+		e.out = append(e.out, '}')
+		e.depth--
+		return i + 1, nil
+	}
+	for {
+		if i >= len(in) {
+			return i, e.fail(i, ErrMalformed, "unexpected end of input in object opened at byte "+strconv.Itoa(open))
+		}
+		if in[i] != '"' {
+			return i, e.fail(i, ErrMalformed, describeByte(in[i])+", expected a member name in double quotes")
+		}
+		mark := len(e.out)
+		if emitted > 0 {
+			e.out = append(e.out, ',')
+		}
+		m := member{nameOff: i, start: len(e.out)}
+		var err error
+		if i, err = e.str(i); err != nil {
+			return i, err
+		}
+		m.name0, m.name1 = m.start+1, len(e.out)-1
+		if bytes.IndexByte(e.out[m.name0:m.name1], '\\') >= 0 {
+			// The canonical form escapes a few characters; member order and
+			// duplicates are decided on the unescaped name (RFC 8785 §3.2.3).
+			n := len(e.names)
+			e.names = appendUnescaped(e.names, e.out[m.name0:m.name1])
+			m.name0, m.name1, m.inNames = n, len(e.names), true
+		}
+		name := e.name(m)
+
+		if len(e.members) > base {
+			switch c := compareNames(e.name(e.members[len(e.members)-1]), name); {
+			case c == 0:
+				return m.nameOff, e.fail(m.nameOff, ErrDuplicateMember, "duplicate member "+quoteName(name))
+			case c > 0:
+				sorted = false
+			}
+		}
+
+		f := fieldNone
+		if top {
+			f = lookupField(name)
+		}
+
+		if i = skipSpace(in, i); i >= len(in) || in[i] != ':' {
+			if i >= len(in) {
+				return i, e.fail(i, ErrMalformed, "unexpected end of input, expected ':' after member name")
+			}
+			return i, e.fail(i, ErrMalformed, describeByte(in[i])+", expected ':' after member name "+quoteName(name))
+		}
+		e.out = append(e.out, ':')
+		valueStart := len(e.out)
+		if i, err = e.value(i + 1); err != nil {
+			return i, err
+		}
+
+		if f != fieldNone {
+			e.entry.capture(f, m.nameOff, e.out[valueStart:])
+			// ACS §8.2: content_bytes is the entry with its top-level
+			// entry_hash and previous_hash removed; nested members of the
+			// same name are content like any other.
+			if f == fieldEntryHash || f == fieldPreviousHash {
+				if !m.inNames {
+					n := len(e.names)
+					e.names = append(e.names, name...)
+					m.name0, m.name1, m.inNames = n, len(e.names), true
+				}
+				m.dropped = true
+				e.out = e.out[:mark]
+			}
+		}
+		if !m.dropped {
+			m.end = len(e.out)
+			emitted++
+		}
+		e.members = append(e.members, m)
+
+		i = skipSpace(in, i)
+		if i >= len(in) {
+			return i, e.fail(i, ErrMalformed, "unexpected end of input in object opened at byte "+strconv.Itoa(open))
+		}
+		if in[i] == ',' {
+			i = skipSpace(in, i+1)
+			continue
+		}
+		if in[i] == '}' {
+			i++
+			break
+		}
+		return i, e.fail(i, ErrMalformed, describeByte(in[i])+", expected ',' or '}' after object member")
+	}
+	if !sorted {
+		if err := e.reorder(base, region); err != nil {
+			return i, err
+		}
+	}
+	e.out = append(e.out, '}')
+	e.members = e.members[:base]
+	e.names = e.names[:namesBase]
+	e.depth--
+	return i, nil
+}
+
+func (e *encoder) name(m member) []byte {
+	if m.inNames {
+		return e.names[m.name0:m.name1]
+	}
+	return e.out[m.name0:m.name1]
+}
+
+// reorder sorts the members of the object whose members start at
+// e.members[base] and whose serialized members start at e.out[region],
+// checks them for duplicates, and rewrites them in order.
+func (e *encoder) reorder(base, region int) error {
+	ms := e.members[base:]
+	slices.SortFunc(ms, func(a, b member) int { return compareNames(e.name(a), e.name(b)) })
+	dup := -1
+	for j := 1; j < len(ms); j++ {
+		if !bytes.Equal(e.name(ms[j-1]), e.name(ms[j])) {
+			continue
+		}
+		// Report the later of the two, where the repetition is.
+		k := j
+		if ms[j-1].nameOff > ms[j].nameOff {
+			k = j - 1
+		}
+		if dup < 0 || ms[k].nameOff < ms[dup].nameOff {
+			dup = k
+		}
+	}
+	if dup >= 0 {
+		return e.fail(ms[dup].nameOff, ErrDuplicateMember, "duplicate member "+quoteName(e.name(ms[dup])))
+	}
+	e.scratch = append(e.scratch[:0], e.out[region:]...)
+	e.out = e.out[:region]
+	n := 0
+	for _, m := range ms {
+		if m.dropped {
+			continue
+		}
+		if n > 0 {
+			e.out = append(e.out, ',')
+		}
+		e.out = append(e.out, e.scratch[m.start-region:m.end-region]...)
+		n++
+	}
+	return nil
+}
+
+// compareNames orders member names as RFC 8785 §3.2.3 requires: by their
+// UTF-16 code units, compared as unsigned integers. Comparing UTF-8 bytes
+// gives code point order, which agrees with UTF-16 order except between a
+// character at or above U+10000 (a surrogate pair, 0xD800-0xDBFF first) and
+// one in U+E000-U+FFFF: UTF-16 puts the former first, UTF-8 the latter. At
+// the first differing byte both names are at the same character boundary
+// (their prefixes are equal), so the lead bytes tell the two cases apart.
+func compareNames(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		x, y := a[i], b[i]
+		if x == y {
+			continue
+		}
+		switch {
+		case x >= 0xF0 && (y == 0xEE || y == 0xEF):
+			return -1
+		case y >= 0xF0 && (x == 0xEE || x == 0xEF):
+			return 1
+		case x < y:
+			return -1
+		default:
+			return 1
+		}
+	}
+	return len(a) - len(b)
+}
+
+// plain marks the bytes a string copies through without looking twice:
+// printable ASCII other than '"' and '\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// str canonicalizes the string whose opening quote is at in[open]
+// (RFC 8785 §3.2.2.2): the escapes \" \\ \b \f \n \r \t stay, other control
+// characters become \u00xx in lowercase hex, and every other character,
+// escaped in the input or not, is written as literal UTF-8.
+func (e *encoder) str(open int) (int, error) {
+	in := e.in
+	out := append(e.out, '"')
+	i := open + 1
+	run := i
+	for {
+		for i < len(in) && plain[in[i]] {
+			i++
+		}
+		if i >= len(in) {
+			return i, e.fail(open, ErrMalformed, "unterminated string")
+		}
+		c := in[i]
+		switch {
+		case c == '"':
+			out = append(out, in[run:i]...)
+			e.out = append(out, '"')
+			return i + 1, nil
+		case c >= 0x80:
+			// RFC 8785 §3.2.4: the result must be valid UTF-8, so the input
+			// must be. utf8.DecodeRune also refuses encoded surrogates and
+			// overlong forms.
+			r, size := utf8.DecodeRune(in[i:])
+			if r == utf8.RuneError && size == 1 {
+				return i, e.fail(i, ErrInvalidUTF8, "invalid UTF-8 byte 0x"+strconv.FormatUint(uint64(c), 16)+" in string")
+			}
+			i += size
+			continue
+		case c < 0x20:
+			return i, e.fail(i, ErrMalformed, "control character 0x"+strconv.FormatUint(uint64(c), 16)+" in string must be escaped")
+		}
+		// c == '\\'
+		out = append(out, in[run:i]...)
+		if i+1 >= len(in) {
+			return i, e.fail(open, ErrMalformed, "unterminated string")
+		}
+		switch esc := in[i+1]; esc {
+		case '"', '\\', 'b', 'f', 'n', 'r', 't':
+			out = append(out, '\\', esc)
+			i += 2
+		case '/':
+			out = append(out, '/')
+			i += 2
+		case 'u':
+			r, ok := hex4(in, i+2)
+			if !ok {
+				return i, e.fail(i, ErrMalformed, "invalid \\u escape, want four hex digits")
+			}
+			at := i
+			i += 6
+			switch {
+			case 0xD800 <= r && r < 0xDC00:
+				lo, ok := rune(0), false
+				if i+1 < len(in) && in[i] == '\\' && in[i+1] == 'u' {
+					lo, ok = hex4(in, i+2)
+				}
+				if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return at, e.fail(at, ErrLoneSurrogate, "high surrogate "+string(in[at:at+6])+" not followed by a low surrogate escape")
+				}
+				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+				i += 6
+			case 0xDC00 <= r && r <= 0xDFFF:
+				return at, e.fail(at, ErrLoneSurrogate, "low surrogate "+string(in[at:at+6])+" without a high surrogate before it")
+			}
+			out = appendCanonicalRune(out, r)
+		default:
+			return i, e.fail(i, ErrMalformed, "invalid escape "+strconv.Quote(string(in[i:i+2])))
+		}
+		run = i
+	}
+}
+
+// hex4 reads the four hex digits of a \u escape at in[i:i+4].
+func hex4(in []byte, i int) (rune, bool) {
+	if i+4 > len(in) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range in[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+const lowerHex = "0123456789abcdef"
+
+// appendCanonicalRune writes r as RFC 8785 §3.2.2.2 wants it inside a string.
+func appendCanonicalRune(out []byte, r rune) []byte {
+	switch r {
+	case '"', '\\':
+		return append(out, '\\', byte(r))
+	case '\b':
+		return append(out, '\\', 'b')
+	case '\f':
+		return append(out, '\\', 'f')
+	case '\n':
+		return append(out, '\\', 'n')
+	case '\r':
+		return append(out, '\\', 'r')
+	case '\t':
+		return append(out, '\\', 't')
+	}
+	if r < 0x20 {
+		return append(out, '\\', 'u', '0', '0', lowerHex[r>>4], lowerHex[r&0xF])
+	}
+	return utf8.AppendRune(out, r)
+}
+
+// appendUnescaped decodes the inside of a canonical string, which uses only
+// the escapes appendCanonicalRune writes.
+func appendUnescaped(dst, s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		switch s[i] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, _ := hex4(s, i+1)
+			dst = append(dst, byte(r))
+			i += 4
+		default: // '"' and '\\'
+			dst = append(dst, s[i])
+		}
+	}
+	return dst
+}
+
+// number canonicalizes the number starting at in[start] (RFC 8785 §3.2.2.3).
+func (e *encoder) number(start int) (int, error) {
+	in := e.in
+	i := start
+	if in[i] == '-' {
+		i++
+	}
+	intStart := i
+	switch {
+	case i >= len(in) || in[i] < '0' || in[i] > '9':
+		return i, e.fail(i, ErrMalformed, "invalid number, expected a digit after '-'")
+	case in[i] == '0':
+		i++
+		if i < len(in) && '0' <= in[i] && in[i] <= '9' {
+			return start, e.fail(start, ErrMalformed, "invalid number, leading zero")
+		}
+	default:
+		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
+			i++
+		}
+	}
+	intDigits := i - intStart
+	integer := true
+	if i < len(in) && in[i] == '.' {
+		integer = false
+		i++
+		if i >= len(in) || in[i] < '0' || in[i] > '9' {
+			return i, e.fail(i, ErrMalformed, "invalid number, expected a digit after '.'")
+		}
+		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
+		integer = false
+		i++
+		if i < len(in) && (in[i] == '+' || in[i] == '-') {
+			i++
+		}
+		if i >= len(in) || in[i] < '0' || in[i] > '9' {
+			return i, e.fail(i, ErrMalformed, "invalid number, expected a digit in the exponent")
+		}
+		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
+			i++
+		}
+	}
+	tok := in[start:i]
+	if integer && intDigits <= 15 {
+		// An integer of at most 15 digits is exactly a double, and ES6
+		// prints such a double as exactly those digits (the grammar above
+		// already refused leading zeros). Only -0 prints differently.
+		if intDigits == 1 && in[intStart] == '0' {
+			e.out = append(e.out, '0')
+		} else {
+			e.out = append(e.out, tok...)
+		}
+		return i, nil
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil {
+		// The grammar is checked above, so only ErrRange is left: the
+		// magnitude exceeds the largest double. I-JSON (RFC 7493 §2.2)
+		// leaves no canonical form for it; ParseFloat's infinity must not
+		// be printed.
+		return start, e.fail(start, ErrNumberRange, "number "+quoteName(tok)+" is outside the IEEE 754 double range")
+	}
+	e.out = appendNumber(e.out, f)
+	return i, nil
+}
+
+// appendNumber writes a finite double as ECMAScript's Number.prototype.
+// toString does (ECMA-262 Number::toString, RFC 8785 §3.2.2.3): the
+// shortest digits that read back as the same double, in plain notation for
+// magnitudes in [1e-6, 1e21) and as d.ddde±x otherwise, with -0 as 0.
+func appendNumber(dst []byte, f float64) []byte {
+	if f == 0 {
+		return append(dst, '0')
+	}
+	if a := max(f, -f); a >= 1e-6 && a < 1e21 {
+		return strconv.AppendFloat(dst, f, 'f', -1, 64)
+	}
+	n := len(dst)
+	dst = strconv.AppendFloat(dst, f, 'e', -1, 64)
+	// Go pads the exponent to two digits (1e-07); ECMAScript does not.
+	x := n + bytes.IndexByte(dst[n:], 'e')
+	if dst[x+2] == '0' {
+		dst = append(dst[:x+2], dst[x+3:]...)
+	}
+	return dst
+}
