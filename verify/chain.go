@@ -1,0 +1,120 @@
+package verify
+
+import (
+	"fmt"
+
+	"github.com/acsledger/acsledger/acs"
+)
+
+// A ChainVerifier replays one session's ContextEntries in chain order, one
+// at a time, and reports where the chain does not hold together. It never
+// trusts a stated entry_hash: it recomputes each one (ACS §8.2) and checks
+// every link against the entry before it.
+//
+// It keeps no entry after Add returns. To name a fork wherever its two
+// branches appear in the input, it remembers, per entry, the 32-byte parent
+// hash it named and its own hash (about 100 bytes an entry, whatever the
+// entry's size).
+//
+// The zero value is ready to use. A ChainVerifier is not safe for concurrent
+// use.
+type ChainVerifier struct {
+	n int // entries added so far
+
+	// link is what the next entry's previous_hash must equal: the previous
+	// entry's stated entry_hash, or its recomputed one when it stated none.
+	// Using the stated hash keeps one edited entry from also breaking the
+	// link after it.
+	link acs.Hash
+
+	// head is the recomputed entry_hash of the last entry added.
+	head acs.Hash
+
+	// children maps each previous_hash seen to the first entry naming it.
+	children map[acs.Hash]child
+}
+
+type child struct {
+	index int
+	hash  acs.Hash
+}
+
+// Add checks the next entry of the chain and returns what is wrong with it,
+// or nil. It reports every problem it can see without letting one cause
+// produce a string of findings: an entry reported as a fork is not also
+// reported as a previous_hash_mismatch, and a dropped entry breaks only the
+// link of the entry after the gap.
+func (v *ChainVerifier) Add(e *acs.Entry) []Finding {
+	i := v.n
+	v.n++
+	var fs []Finding
+	add := func(code, expected, actual, format string, args ...any) {
+		fs = append(fs, Finding{
+			Code:       code,
+			EntryIndex: i,
+			EntryID:    e.EntryID,
+			StepID:     e.StepID,
+			Expected:   expected,
+			Actual:     actual,
+			Message:    fmt.Sprintf(format, args...),
+		})
+	}
+
+	// ACS §8.2: entry_hash = SHA-256(content_bytes || prev_hash_bytes), with
+	// the entry's own previous_hash, so that an edit of the content or of
+	// previous_hash shows here even when the link check below passes.
+	recomputed := acs.EntryHash(e.Content, e.PreviousHash)
+	stated := recomputed
+	switch {
+	case e.EntryHash == nil:
+		add(CodeEntryHashMismatch, recomputed.String(), "",
+			"The entry has no entry_hash; its content and previous_hash hash to %s.", recomputed)
+	case *e.EntryHash != recomputed:
+		stated = *e.EntryHash
+		add(CodeEntryHashMismatch, recomputed.String(), stated.String(),
+			"The entry's content and previous_hash hash to %s, not to its stated entry_hash %s.", recomputed, stated)
+	}
+
+	var first *child
+	if e.PreviousHash != nil {
+		if c, ok := v.children[*e.PreviousHash]; ok {
+			first = &c
+		} else {
+			if v.children == nil {
+				v.children = make(map[acs.Hash]child)
+			}
+			v.children[*e.PreviousHash] = child{index: i, hash: stated}
+		}
+	}
+
+	switch {
+	case i == 0:
+		// ACS §8: the root of a session's chain has previous_hash null.
+		if e.PreviousHash != nil {
+			add(CodeRootHasPrevious, "", e.PreviousHash.String(),
+				"The first entry has previous_hash %s where the root of a chain has null.", e.PreviousHash)
+		}
+	case first != nil:
+		add(CodeFork, first.hash.String(), stated.String(),
+			"The entry names the same previous_hash %s as entry %d, so the chain has two different entries at one position.",
+			e.PreviousHash, first.index)
+	case e.PreviousHash == nil:
+		add(CodePreviousHashMismatch, v.link.String(), "",
+			"The entry has a null previous_hash, but it follows entry %d whose entry_hash is %s.", i-1, v.link)
+	case *e.PreviousHash != v.link:
+		add(CodePreviousHashMismatch, v.link.String(), e.PreviousHash.String(),
+			"The entry's previous_hash %s is not the entry_hash %s of entry %d before it.", e.PreviousHash, v.link, i-1)
+	}
+
+	v.link = stated
+	v.head = recomputed
+	return fs
+}
+
+// Entries returns how many entries have been added.
+func (v *ChainVerifier) Entries() int { return v.n }
+
+// Head returns the recomputed entry_hash of the last entry added: the
+// chain_hash the chain commits to (ACS §8). It is the zero Hash before the
+// first entry.
+func (v *ChainVerifier) Head() acs.Hash { return v.head }

@@ -1,0 +1,113 @@
+package verify
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/acsledger/acsledger/acs"
+)
+
+type corpusManifest struct {
+	Cases []struct {
+		File     string `json:"file"`
+		Entries  int    `json:"entries"`
+		Head     string `json:"head"`
+		Findings []struct {
+			Code       string `json:"code"`
+			EntryIndex int    `json:"entry_index"`
+		} `json:"findings"`
+	} `json:"cases"`
+	Requests []struct {
+		Params      json.RawMessage `json:"params"`
+		RequestHash string          `json:"request_hash"`
+	} `json:"requests"`
+}
+
+func readManifest(t testing.TB) corpusManifest {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "corpus", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m corpusManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("manifest.json: %v", err)
+	}
+	if len(m.Cases) == 0 {
+		t.Fatal("manifest.json lists no cases")
+	}
+	return m
+}
+
+// TestCorpus replays every file of the tamper corpus and requires exactly
+// the findings its manifest lists, in order, and nothing else.
+func TestCorpus(t *testing.T) {
+	t.Parallel()
+	m := readManifest(t)
+	codes := map[string]bool{}
+	for _, c := range m.Cases {
+		t.Run(c.File, func(t *testing.T) {
+			t.Parallel()
+			f, err := os.Open(filepath.Join("testdata", "corpus", c.File))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			r, err := VerifyChain(f)
+			if err != nil {
+				t.Fatalf("VerifyChain: %v", err)
+			}
+			var got, want []string
+			for _, f := range r.Findings {
+				got = append(got, f.Code+"@"+strconv.Itoa(f.EntryIndex))
+			}
+			for _, f := range c.Findings {
+				want = append(want, f.Code+"@"+strconv.Itoa(f.EntryIndex))
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("findings = %v, want %v\n%v", got, want, r.Findings)
+			}
+			if r.Verified() != (len(c.Findings) == 0) {
+				t.Errorf("Verified() = %v with %d findings", r.Verified(), len(r.Findings))
+			}
+			if r.Entries != c.Entries {
+				t.Errorf("Entries = %d, want %d", r.Entries, c.Entries)
+			}
+			if r.Head.String() != c.Head {
+				t.Errorf("Head = %s, want %s", r.Head, c.Head)
+			}
+		})
+		for _, f := range c.Findings {
+			codes[f.Code] = true
+		}
+	}
+	for _, code := range []string{CodeEntryHashMismatch, CodePreviousHashMismatch, CodeRootHasPrevious, CodeFork} {
+		if !codes[code] {
+			t.Errorf("no corpus file produces %s", code)
+		}
+	}
+}
+
+// TestCorpusRequestHash checks acs.RequestHash against the request_hash
+// vectors the generator computed with gowebpki/jcs, since entries commit to
+// requests through it.
+func TestCorpusRequestHash(t *testing.T) {
+	t.Parallel()
+	m := readManifest(t)
+	if len(m.Requests) == 0 {
+		t.Fatal("manifest.json lists no request vectors")
+	}
+	for i, r := range m.Requests {
+		h, err := acs.RequestHash(r.Params)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if h.String() != r.RequestHash {
+			t.Errorf("request %d: RequestHash = %s, want %s", i, h, r.RequestHash)
+		}
+	}
+}
