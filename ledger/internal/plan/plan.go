@@ -1,0 +1,236 @@
+// Package plan is the store-independent half of an append: it validates
+// records and, given the current state of the touched sessions, decides what
+// every record becomes (a new chain entry, an idempotent replay or an error)
+// and which rows and head moves a store must write.
+package plan
+
+import (
+	"bytes"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/ledger"
+)
+
+// Prepared is a record that passed validation.
+type Prepared struct {
+	// Index is the record's index in the caller's batch (0 for Append).
+	Index int
+	ledger.Record
+	Entry *acs.Entry
+}
+
+// Prepare checks a record's identifiers and size and parses its entry.
+func Prepare(index int, r ledger.Record, maxBytes int) (Prepared, error) {
+	invalid := func(format string, args ...any) error {
+		return &ledger.InvalidEntryError{Index: index, SessionID: r.SessionID, Err: fmt.Errorf(format, args...)}
+	}
+	if err := checkID("session id", r.SessionID, ledger.MaxSessionIDBytes, false); err != nil {
+		return Prepared{}, invalid("%w", err)
+	}
+	if err := checkID("agent id", r.AgentID, ledger.MaxAgentIDBytes, true); err != nil {
+		return Prepared{}, invalid("%w", err)
+	}
+	if len(r.Entry) > maxBytes {
+		return Prepared{}, invalid("entry is %d bytes, over the %d-byte limit", len(r.Entry), maxBytes)
+	}
+	e, err := acs.ParseEntry(r.Entry)
+	if err != nil {
+		return Prepared{}, &ledger.InvalidEntryError{Index: index, SessionID: r.SessionID, Err: err}
+	}
+	return Prepared{Index: index, Record: r, Entry: e}, nil
+}
+
+func checkID(what, s string, max int, emptyOK bool) error {
+	switch {
+	case s == "" && !emptyOK:
+		return fmt.Errorf("%s is empty", what)
+	case len(s) > max:
+		return fmt.Errorf("%s is %d bytes, over the %d-byte limit", what, len(s), max)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%s is not valid UTF-8", what)
+	}
+	for i, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%s has a control character at byte %d", what, i)
+		}
+	}
+	return nil
+}
+
+// State is a stored session's identity and head.
+type State struct {
+	AgentID string
+	Length  int64
+	Head    acs.Hash
+}
+
+// Key names an entry by session and step_id, the idempotency key.
+type Key struct{ SessionID, StepID string }
+
+// Stored is an entry already in the store, as needed to judge a retry.
+type Stored struct {
+	Position     int64
+	EntryHash    acs.Hash
+	PreviousHash *acs.Hash
+	Content      []byte
+}
+
+// Row is an entry to insert.
+type Row struct {
+	SessionID    string
+	Position     int64
+	EntryHash    acs.Hash
+	PreviousHash *acs.Hash
+	Entry        *acs.Entry
+}
+
+// Move is a head compare-and-swap for one session: from (FromLength,
+// FromHead) to (ToLength, ToHead). Created means the session does not exist
+// yet and must be inserted (FromLength is 0).
+type Move struct {
+	SessionID  string
+	AgentID    string
+	Created    bool
+	FromLength int64
+	FromHead   acs.Hash
+	ToLength   int64
+	ToHead     acs.Hash
+}
+
+// Plan is the outcome of Make.
+type Plan struct {
+	// Results and Errs are indexed like the prepared records; exactly one of
+	// the two is set for each.
+	Results []ledger.Appended
+	Errs    []error
+	Rows    []Row
+	Moves   []Move
+}
+
+// Failed returns the first error of the plan, or nil.
+func (p *Plan) Failed() error {
+	for _, err := range p.Errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SessionIDs returns the distinct session ids of ps in first-seen order.
+func SessionIDs(ps []Prepared) []string {
+	seen := make(map[string]bool, len(ps))
+	var ids []string
+	for _, p := range ps {
+		if !seen[p.SessionID] {
+			seen[p.SessionID] = true
+			ids = append(ids, p.SessionID)
+		}
+	}
+	return ids
+}
+
+// Make chains ps onto the given state. sessions holds every touched session
+// that exists; stored holds every already stored entry whose Key appears in
+// ps. A record that fails does not advance its session; the records after it
+// chain onto the last one that succeeded.
+func Make(ps []Prepared, sessions map[string]State, stored map[Key]Stored) *Plan {
+	p := &Plan{Results: make([]ledger.Appended, len(ps)), Errs: make([]error, len(ps))}
+	moves := make(map[string]int) // session id -> index in p.Moves
+	batch := make(map[Key]Stored)
+	for i, r := range ps {
+		mi, touched := moves[r.SessionID]
+		if !touched {
+			st, exists := sessions[r.SessionID]
+			p.Moves = append(p.Moves, Move{
+				SessionID: r.SessionID, AgentID: st.AgentID, Created: !exists,
+				FromLength: st.Length, FromHead: st.Head, ToLength: st.Length, ToHead: st.Head,
+			})
+			if !exists {
+				p.Moves[len(p.Moves)-1].AgentID = r.AgentID
+			}
+			mi = len(p.Moves) - 1
+			moves[r.SessionID] = mi
+		}
+		m := &p.Moves[mi]
+		if r.AgentID != "" && r.AgentID != m.AgentID {
+			p.Errs[i] = fmt.Errorf("entry %d for session %q: %w: session belongs to agent %q, record names %q",
+				r.Index, r.SessionID, ledger.ErrAgentMismatch, m.AgentID, r.AgentID)
+			continue
+		}
+		key := Key{r.SessionID, r.Entry.StepID}
+		old, ok := stored[key]
+		if !ok {
+			old, ok = batch[key]
+		}
+		if ok {
+			p.Results[i], p.Errs[i] = replay(r, old)
+			continue
+		}
+		var prev *acs.Hash
+		if m.ToLength > 0 {
+			h := m.ToHead
+			prev = &h
+		}
+		// ACS §8.2: the first entry hashes its content alone (prev is nil).
+		sum := acs.EntryHash(r.Entry.Content, prev)
+		if err := checkLinks(r, m.ToLength, sum, prev); err != nil {
+			p.Errs[i] = err
+			continue
+		}
+		row := Row{SessionID: r.SessionID, Position: m.ToLength, EntryHash: sum, PreviousHash: prev, Entry: r.Entry}
+		p.Rows = append(p.Rows, row)
+		batch[key] = Stored{Position: row.Position, EntryHash: sum, PreviousHash: prev, Content: r.Entry.Content}
+		p.Results[i] = ledger.Appended{SessionID: r.SessionID, Position: row.Position, EntryHash: sum, PreviousHash: prev}
+		m.ToLength++
+		m.ToHead = sum
+	}
+	// Sessions whose every record failed move nowhere.
+	kept := p.Moves[:0]
+	for _, m := range p.Moves {
+		if m.ToLength != m.FromLength {
+			kept = append(kept, m)
+		}
+	}
+	p.Moves = kept
+	return p
+}
+
+// replay judges a record whose step_id the session already holds.
+func replay(r Prepared, old Stored) (ledger.Appended, error) {
+	if !bytes.Equal(old.Content, r.Entry.Content) {
+		return ledger.Appended{}, &ledger.ConflictError{
+			Index: r.Index, SessionID: r.SessionID, StepID: r.Entry.StepID,
+			Position: old.Position, EntryHash: old.EntryHash,
+		}
+	}
+	if err := checkLinks(r, old.Position, old.EntryHash, old.PreviousHash); err != nil {
+		return ledger.Appended{}, err
+	}
+	return ledger.Appended{
+		SessionID: r.SessionID, Position: old.Position,
+		EntryHash: old.EntryHash, PreviousHash: old.PreviousHash, Replayed: true,
+	}, nil
+}
+
+// checkLinks compares the submitted entry_hash and previous_hash, when
+// present, with the ledger's values.
+func checkLinks(r Prepared, pos int64, sum acs.Hash, prev *acs.Hash) error {
+	mismatch := func(member string, want, got *acs.Hash) error {
+		return &ledger.HashMismatchError{
+			Index: r.Index, SessionID: r.SessionID, Position: pos,
+			Member: member, Expected: want, Actual: got,
+		}
+	}
+	// previous_hash first: when it is wrong, entry_hash is wrong too, and the
+	// stale head is the more useful report.
+	if got := r.Entry.PreviousHash; got != nil && (prev == nil || *got != *prev) {
+		return mismatch("previous_hash", prev, got)
+	}
+	if got := r.Entry.EntryHash; got != nil && *got != sum {
+		return mismatch("entry_hash", &sum, got)
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+// Package ledger is the append-only evidence store: per-session ACS
+// ContextEntry chains (ACS §8) whose entry_hash the ledger recomputes itself,
+// never trusting the submitted one.
+//
+// The Store interface is the contract; ledger/pgstore (PostgreSQL) and
+// ledger/sqlitestore (embedded SQLite) implement it, ledger/storetest holds
+// the conformance suite both pass, and ledger/storeopen picks one by URL.
+//
+// [ACS]: https://github.com/agentcontrolstandard/acs
+package ledger
+
+import (
+	"context"
+	"time"
+
+	"github.com/acsledger/acsledger/acs"
+)
+
+// DefaultMaxEntryBytes is the default cap on the size of one submitted
+// ContextEntry.
+const DefaultMaxEntryBytes = 1 << 20
+
+// Limits on identifiers, so that an index key cannot be used to store payload.
+const (
+	MaxSessionIDBytes = 256
+	MaxAgentIDBytes   = 256
+)
+
+// Store is an append-only store of per-session ContextEntry chains.
+//
+// Append and AppendBatch parse each entry with acs.ParseEntry, recompute its
+// entry_hash from the canonical content and the session's current head
+// (ACS §8.2), store the exact canonical content bytes, and move the session
+// head by compare-and-swap, so concurrent writers never fork a chain. A
+// submitted entry_hash or previous_hash is only checked, never stored as
+// given. The first append to a session creates it.
+//
+// Errors (check with errors.Is / errors.As):
+//
+//   - ErrInvalidEntry, as *InvalidEntryError: the input is malformed,
+//     oversized, or names an invalid session or agent id. Nothing is written.
+//   - ErrHashMismatch, as *HashMismatchError: a submitted entry_hash or
+//     previous_hash disagrees with the recomputed one. Nothing is written.
+//   - ErrConflict, as *ConflictError: the session already holds an entry with
+//     this step_id and different content. Nothing is written. The same
+//     step_id with the same content is an idempotent retry: Append returns
+//     the original result with Replayed set.
+//   - ErrAgentMismatch: the record names an agent id that differs from the
+//     one the session was created with.
+//   - ErrNotFound: Session or Entries on an unknown session.
+//
+// AppendBatch is all-or-nothing: on any error nothing of the batch is
+// written, and the error carries the index of the offending record.
+//
+// Append and AppendBatch return only after their writes are durable.
+type Store interface {
+	// Append appends one entry to the chain of r.SessionID.
+	Append(ctx context.Context, r Record) (Appended, error)
+
+	// AppendBatch appends many entries, possibly to many sessions, in one
+	// transaction. Records of one session are chained in slice order.
+	AppendBatch(ctx context.Context, rs []Record) ([]Appended, error)
+
+	// Session returns a session and its chain head, or ErrNotFound.
+	Session(ctx context.Context, sessionID string) (Session, error)
+
+	// Sessions lists sessions in creation order, one page at a time.
+	Sessions(ctx context.Context, f SessionFilter) (SessionPage, error)
+
+	// Entries returns up to limit entries of a session in chain order,
+	// starting at position from (0-based). It returns ErrNotFound for an
+	// unknown session and an empty slice past the end of the chain.
+	Entries(ctx context.Context, sessionID string, from int64, limit int) ([]Entry, error)
+
+	// Close releases the store's connections.
+	Close() error
+}
+
+// Record is one ContextEntry submitted for a session.
+type Record struct {
+	SessionID string
+
+	// AgentID is the Observed Agent the session belongs to. ContextEntries do
+	// not carry it, so the writer supplies it; it is recorded by the append
+	// that creates the session. On later appends it may be empty; if set it
+	// must match.
+	AgentID string
+
+	// Entry is the ContextEntry as JSON. Its entry_hash and previous_hash
+	// members are optional; when present they must agree with the ledger.
+	Entry []byte
+}
+
+// Appended is the outcome of one successful append.
+type Appended struct {
+	SessionID string
+	// Position is the entry's 0-based index in its session's chain.
+	Position  int64
+	EntryHash acs.Hash
+	// PreviousHash is nil for the first entry of a session.
+	PreviousHash *acs.Hash
+	// Replayed is set when the entry was already stored (an idempotent
+	// retry) and this is the original result.
+	Replayed bool
+}
+
+// Session describes one session chain.
+type Session struct {
+	SessionID string
+	AgentID   string
+	// Length is the number of entries; Head is the entry_hash of the newest
+	// one, the session's chain_hash (ACS §8).
+	Length    int64
+	Head      acs.Hash
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// SessionFilter selects sessions. Zero fields do not filter.
+type SessionFilter struct {
+	AgentID string
+	// StepType keeps sessions holding at least one entry of this step_type.
+	StepType string
+	// Since and Until keep sessions active in [Since, Until): created before
+	// Until and last appended to at or after Since.
+	Since, Until time.Time
+	// Limit is the page size: 0 means DefaultPageSize, at most MaxPageSize.
+	Limit int
+	// Cursor is SessionPage.Next of the previous page, "" for the first.
+	Cursor string
+}
+
+// Page sizes for Sessions and Entries.
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 1000
+)
+
+// SessionPage is one page of Sessions.
+type SessionPage struct {
+	Sessions []Session
+	// Next is the cursor of the following page, "" on the last one.
+	Next string
+}
+
+// Entry is one stored ContextEntry.
+type Entry struct {
+	SessionID string
+	Position  int64
+	EntryID   string
+	StepID    string
+	StepType  string
+	// Timestamp is the entry's own timestamp member ("" when absent);
+	// RecordedAt is when the ledger stored it.
+	Timestamp  string
+	RecordedAt time.Time
+	// Content is the exact canonical bytes entry_hash commits to: the RFC
+	// 8785 form without entry_hash and previous_hash (ACS §8.2).
+	Content      []byte
+	EntryHash    acs.Hash
+	PreviousHash *acs.Hash
+}
+
+// Options tune a store. The zero value is the default.
+type Options struct {
+	// MaxEntryBytes caps one submitted entry; 0 means DefaultMaxEntryBytes.
+	MaxEntryBytes int
+	// Now is the store's clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// EntryCap returns the effective entry size cap.
+func (o Options) EntryCap() int {
+	if o.MaxEntryBytes <= 0 {
+		return DefaultMaxEntryBytes
+	}
+	return o.MaxEntryBytes
+}
+
+// Clock returns the effective clock.
+func (o Options) Clock() func() time.Time {
+	if o.Now == nil {
+		return time.Now
+	}
+	return o.Now
+}
+
+// PageSize returns the effective page size for a requested limit.
+func PageSize(limit int) int {
+	switch {
+	case limit <= 0:
+		return DefaultPageSize
+	case limit > MaxPageSize:
+		return MaxPageSize
+	}
+	return limit
+}

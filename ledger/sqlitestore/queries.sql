@@ -1,0 +1,50 @@
+-- Named queries of the SQLite store. Times are Unix microseconds.
+
+-- name: SessionState
+SELECT s.agent_id, h.length, h.head
+FROM sessions s JOIN heads h ON h.session_id = s.session_id
+WHERE s.session_id = ?;
+
+-- name: StoredByStep
+SELECT position, entry_hash, previous_hash, content
+FROM entries WHERE session_id = ? AND step_id = ?;
+
+-- name: InsertSession
+INSERT INTO sessions (session_id, agent_id, created_at) VALUES (?, ?, ?);
+
+-- name: InsertHead
+INSERT INTO heads (session_id, length, head, updated_at) VALUES (?, ?, ?, ?);
+
+-- name: MoveHead
+UPDATE heads SET length = ?, head = ?, updated_at = ?
+WHERE session_id = ? AND length = ? AND head = ?;
+
+-- name: InsertEntry
+INSERT INTO entries (session_id, position, entry_hash, previous_hash, entry_id,
+    step_id, step_type, entry_timestamp, recorded_at, content)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: Session
+SELECT s.session_id, s.agent_id, h.length, h.head, s.created_at, h.updated_at
+FROM sessions s JOIN heads h ON h.session_id = s.session_id
+WHERE s.session_id = ?;
+
+-- name: Sessions
+SELECT s.seq, s.session_id, s.agent_id, h.length, h.head, s.created_at, h.updated_at
+FROM sessions s JOIN heads h ON h.session_id = s.session_id
+WHERE s.seq > :after
+  AND (:agent = '' OR s.agent_id = :agent)
+  AND (:since IS NULL OR h.updated_at >= :since)
+  AND (:until IS NULL OR s.created_at < :until)
+  AND (:step_type = '' OR EXISTS (
+        SELECT 1 FROM entries e WHERE e.session_id = s.session_id AND e.step_type = :step_type))
+ORDER BY s.seq
+LIMIT :limit;
+
+-- name: Entries
+SELECT position, entry_id, step_id, step_type, entry_timestamp, recorded_at,
+    content, entry_hash, previous_hash
+FROM entries
+WHERE session_id = ? AND position >= ?
+ORDER BY position
+LIMIT ?;
