@@ -1,0 +1,245 @@
+package web
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/ledger"
+)
+
+type appendedJSON struct {
+	SessionID    string  `json:"session_id"`
+	Position     int64   `json:"position"`
+	EntryHash    string  `json:"entry_hash"`
+	PreviousHash *string `json:"previous_hash"`
+	Replayed     bool    `json:"replayed"`
+}
+
+type sessionJSON struct {
+	SessionID string    `json:"session_id"`
+	AgentID   string    `json:"agent_id"`
+	Length    int64     `json:"length"`
+	Head      string    `json:"chain_hash"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type entryJSON struct {
+	SessionID    string          `json:"session_id"`
+	Position     int64           `json:"position"`
+	EntryID      string          `json:"entry_id"`
+	StepID       string          `json:"step_id"`
+	StepType     string          `json:"step_type"`
+	Timestamp    string          `json:"timestamp,omitempty"`
+	RecordedAt   time.Time       `json:"recorded_at"`
+	EntryHash    string          `json:"entry_hash"`
+	PreviousHash *string         `json:"previous_hash"`
+	Entry        json.RawMessage `json:"entry"`
+}
+
+func hashPtr(h *acs.Hash) *string {
+	if h == nil {
+		return nil
+	}
+	s := h.String()
+	return &s
+}
+
+func toSessionJSON(s ledger.Session) sessionJSON {
+	return sessionJSON{s.SessionID, s.AgentID, s.Length, s.Head.String(), s.CreatedAt.UTC(), s.UpdatedAt.UTC()}
+}
+
+// appendEntry appends the request body, one ContextEntry, to the session
+// named in the path. The agent id comes from the agent_id query parameter.
+func (s *Server) appendEntry(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("couldn't read entry: %w", err))
+		return
+	}
+	res, err := s.store.Append(r.Context(), ledger.Record{
+		SessionID: chi.URLParam(r, "session_id"),
+		AgentID:   r.URL.Query().Get("agent_id"),
+		Entry:     body,
+	})
+	if err != nil {
+		s.failAppend(w, r, err)
+		return
+	}
+	code := http.StatusCreated
+	if res.Replayed {
+		code = http.StatusOK
+	}
+	writeJSON(w, code, appendedJSON{res.SessionID, res.Position, res.EntryHash.String(), hashPtr(res.PreviousHash), res.Replayed})
+}
+
+// failAppend reports an append error with the values a writer needs to act
+// on it: both hashes for a mismatch, the stored entry for a conflict.
+func (s *Server) failAppend(w http.ResponseWriter, r *http.Request, err error) {
+	var mm *ledger.HashMismatchError
+	var ce *ledger.ConflictError
+	switch {
+	case errors.As(err, &mm):
+		writeJSON(w, statusFor(err), map[string]any{
+			"error": err.Error(), "member": mm.Member, "position": mm.Position,
+			"expected": hashPtr(mm.Expected), "actual": hashPtr(mm.Actual),
+		})
+	case errors.As(err, &ce):
+		writeJSON(w, statusFor(err), map[string]any{
+			"error": err.Error(), "step_id": ce.StepID, "position": ce.Position, "entry_hash": ce.EntryHash.String(),
+		})
+	default:
+		s.fail(w, r, err)
+	}
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.store.Session(r.Context(), chi.URLParam(r, "session_id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toSessionJSON(sess))
+}
+
+// listSessions filters by agent_id, step_type, since and until (RFC 3339)
+// and pages with limit and cursor.
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := ledger.SessionFilter{AgentID: q.Get("agent_id"), StepType: q.Get("step_type"), Cursor: q.Get("cursor")}
+	var err error
+	if f.Since, err = timeParam(q.Get("since"), "since"); err == nil {
+		if f.Until, err = timeParam(q.Get("until"), "until"); err == nil {
+			f.Limit, err = intParam(q.Get("limit"), "limit")
+		}
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page, err := s.store.Sessions(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := struct {
+		Sessions []sessionJSON `json:"sessions"`
+		Next     string        `json:"next,omitempty"`
+	}{Sessions: []sessionJSON{}, Next: page.Next}
+	for _, ss := range page.Sessions {
+		out.Sessions = append(out.Sessions, toSessionJSON(ss))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listEntries returns a page of a session's entries in chain order. With
+// format=jsonl it streams the whole chain instead, one complete ContextEntry
+// per line with entry_hash and previous_hash restored: the input of
+// `acsverify chain`.
+func (s *Server) listEntries(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "session_id")
+	q := r.URL.Query()
+	if q.Get("format") == "jsonl" {
+		s.streamChain(w, r, id)
+		return
+	}
+	from, err := intParam(q.Get("from"), "from")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, err := intParam(q.Get("limit"), "limit")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	entries, err := s.store.Entries(r.Context(), id, int64(from), limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := struct {
+		Entries []entryJSON `json:"entries"`
+	}{Entries: []entryJSON{}}
+	for _, e := range entries {
+		out.Entries = append(out.Entries, entryJSON{
+			e.SessionID, e.Position, e.EntryID, e.StepID, e.StepType, e.Timestamp, e.RecordedAt.UTC(),
+			e.EntryHash.String(), hashPtr(e.PreviousHash), e.Content,
+		})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) streamChain(w http.ResponseWriter, r *http.Request, id string) {
+	if _, err := s.store.Session(r.Context(), id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	bw := bufio.NewWriter(w)
+	for e, err := range ledger.AllEntries(r.Context(), s.store, id) {
+		if err != nil {
+			// The status line is gone; end the stream short so the reader's
+			// chain check fails rather than passing on a truncated chain.
+			s.log.Error("chain stream failed", "session", id, "err", err)
+			fmt.Fprintf(bw, "{\"error\":%q}\n", "stream interrupted")
+			break
+		}
+		bw.Write(WithLinks(e.Content, e.EntryHash, e.PreviousHash))
+		bw.WriteByte('\n')
+	}
+	bw.Flush()
+}
+
+// WithLinks returns the complete ContextEntry: the canonical content with
+// its entry_hash and previous_hash members appended. The result is not
+// itself canonical; hashing it by ACS §8.2 gives back entryHash.
+func WithLinks(content []byte, entryHash acs.Hash, prev *acs.Hash) []byte {
+	out := make([]byte, 0, len(content)+160)
+	out = append(out, content[:len(content)-1]...)
+	if len(content) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"entry_hash":"`...)
+	out = append(out, entryHash.String()...)
+	out = append(out, `","previous_hash":`...)
+	if prev == nil {
+		out = append(out, "null"...)
+	} else {
+		out = append(out, '"')
+		out = append(out, prev.String()...)
+		out = append(out, '"')
+	}
+	return append(out, '}')
+}
+
+func timeParam(v, name string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: query parameter %s=%q is not an RFC 3339 time", errBadRequest, name, v)
+	}
+	return t, nil
+}
+
+func intParam(v, name string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: query parameter %s=%q is not a non-negative integer", errBadRequest, name, v)
+	}
+	return n, nil
+}

@@ -1,0 +1,118 @@
+// Package web is acsledger's HTTP surface: the health check and the
+// /api/v1 evidence API over a ledger.Store. Handlers are thin: they decode,
+// call the store and encode; errors map to statuses in one place
+// (statusFor).
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/acsledger/acsledger/ledger"
+)
+
+// Options configure the handler. The zero value is usable.
+type Options struct {
+	Logger *slog.Logger
+	// MaxEntryBytes caps a request body carrying one entry; 0 means
+	// ledger.DefaultMaxEntryBytes.
+	MaxEntryBytes int64
+}
+
+// Server serves the HTTP API over one store.
+type Server struct {
+	store   ledger.Store
+	log     *slog.Logger
+	maxBody int64
+	router  chi.Router
+}
+
+// New returns the HTTP handler for store.
+func New(store ledger.Store, opts Options) *Server {
+	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = ledger.DefaultMaxEntryBytes
+	}
+	r := chi.NewRouter()
+	r.Get("/healthz", s.healthz)
+	r.Route("/api/v1", func(r chi.Router) {
+		r.Get("/sessions", s.listSessions)
+		r.Get("/sessions/{session_id}", s.getSession)
+		r.Get("/sessions/{session_id}/entries", s.listEntries)
+		r.Post("/sessions/{session_id}/entries", s.appendEntry)
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such resource: %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path))
+	})
+	s.router = r
+	return s
+}
+
+// Router exposes the router so that other packages can mount routes beside
+// the API (the Merkle log's public endpoints, the Guardian).
+func (s *Server) Router() chi.Router { return s.router }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// statusFor maps store and request errors to HTTP statuses. It is the only
+// place that does.
+func statusFor(err error) int {
+	var maxErr *http.MaxBytesError
+	switch {
+	case errors.As(err, &maxErr):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errBadRequest), errors.Is(err, ledger.ErrInvalidEntry):
+		return http.StatusBadRequest
+	case errors.Is(err, ledger.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ledger.ErrHashMismatch), errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrAgentMismatch):
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
+}
+
+// errBadRequest marks malformed query parameters.
+var errBadRequest = errors.New("bad request")
+
+// fail writes err with its status; internal errors are logged and their
+// text is not shown to the client.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := statusFor(err)
+	msg := err.Error()
+	if code == http.StatusInternalServerError {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		msg = "internal error"
+	}
+	writeError(w, code, msg)
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, errorBody{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
