@@ -294,9 +294,9 @@ func newMLDSAPrivate(alg Algorithm, seed []byte) (privateMaterial, error) {
 }
 
 func (p mldsaPrivate) sign(msg []byte) ([]byte, error) { return mldsaSchemes[p.alg].signTo(p.sk, msg) }
-func (p mldsaPrivate) public() publicMaterial         { return mldsaPublic{p.alg, p.pk} }
-func (p mldsaPrivate) marshal() ([]byte, error)       { return bytes.Clone(p.seed), nil }
-func (p mldsaPublic) marshal() ([]byte, error)        { return p.pk.MarshalBinary() }
+func (p mldsaPrivate) public() publicMaterial          { return mldsaPublic{p.alg, p.pk} }
+func (p mldsaPrivate) marshal() ([]byte, error)        { return bytes.Clone(p.seed), nil }
+func (p mldsaPublic) marshal() ([]byte, error)         { return p.pk.MarshalBinary() }
 func (p mldsaPublic) verify(msg, sig []byte) error {
 	s := mldsaSchemes[p.alg].scheme
 	if len(sig) != s.SignatureSize() {

@@ -1,0 +1,165 @@
+package sig
+
+import (
+	"bytes"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"testing"
+)
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func unhex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatalf("bad hex %q: %v", s, err)
+	}
+	return b
+}
+
+// TestRFC4231 checks the MAC under the HMAC-SHA256 signer against the
+// RFC 4231 test cases.
+func TestRFC4231(t *testing.T) {
+	var f struct {
+		Cases []struct {
+			Name string
+			Key  string `json:"key_hex"`
+			Data string `json:"data_hex"`
+			MAC  string `json:"mac_hex"`
+		}
+	}
+	readJSON(t, "testdata/rfc4231.json", &f)
+	if len(f.Cases) != 6 {
+		t.Fatalf("%d cases, want 6", len(f.Cases))
+	}
+	for _, c := range f.Cases {
+		got := macSHA256(unhex(t, c.Key), unhex(t, c.Data))
+		if !bytes.Equal(got, unhex(t, c.MAC)) {
+			t.Errorf("%s: MAC %x, want %s", c.Name, got, c.MAC)
+		}
+		h := &hmacKey{keyID: "k", key: unhex(t, c.Key)}
+		if err := h.Verify(unhex(t, c.Data), unhex(t, c.MAC)); err != nil {
+			t.Errorf("%s: Verify: %v", c.Name, err)
+		}
+	}
+}
+
+// TestRFC5869 checks crypto/hkdf, which session keys use, against RFC 5869,
+// and sessionKey against test case A.3 (empty salt, as our derivation; its
+// 32-byte output is the first 32 bytes of the 42-byte OKM).
+func TestRFC5869(t *testing.T) {
+	var f struct {
+		Cases []struct {
+			Name   string
+			IKM    string `json:"ikm_hex"`
+			Salt   string `json:"salt_hex"`
+			Info   string `json:"info_hex"`
+			Length int
+			PRK    string `json:"prk_hex"`
+			OKM    string `json:"okm_hex"`
+		}
+	}
+	readJSON(t, "testdata/rfc5869.json", &f)
+	if len(f.Cases) != 2 {
+		t.Fatalf("%d cases, want 2", len(f.Cases))
+	}
+	for _, c := range f.Cases {
+		prk, err := hkdf.Extract(sha256.New, unhex(t, c.IKM), unhex(t, c.Salt))
+		if err != nil || !bytes.Equal(prk, unhex(t, c.PRK)) {
+			t.Errorf("%s: PRK %x (%v), want %s", c.Name, prk, err, c.PRK)
+		}
+		okm, err := hkdf.Key(sha256.New, unhex(t, c.IKM), unhex(t, c.Salt), string(unhex(t, c.Info)), c.Length)
+		if err != nil || !bytes.Equal(okm, unhex(t, c.OKM)) {
+			t.Errorf("%s: OKM %x (%v), want %s", c.Name, okm, err, c.OKM)
+		}
+	}
+	a3 := f.Cases[1]
+	// sessionKey refuses an empty session_id on purpose; A.3's empty info
+	// is reached through the unexported derivation with a non-empty one
+	// only, so check the refusal and derive A.3 directly.
+	if _, err := sessionKey(unhex(t, a3.IKM), ""); err != ErrSessionRequired {
+		t.Errorf("sessionKey with empty session: %v, want ErrSessionRequired", err)
+	}
+	k, err := hkdf.Key(sha256.New, unhex(t, a3.IKM), nil, "", 32)
+	if err != nil || !bytes.Equal(k, unhex(t, a3.OKM)[:32]) {
+		t.Errorf("A.3 with nil salt, L=32: %x, want prefix of %s", k, a3.OKM)
+	}
+}
+
+// TestHMACVectors replays hmac_vectors.json, made by gen_hmac_vectors.go
+// without package sig.
+func TestHMACVectors(t *testing.T) {
+	var vs []struct {
+		Name           string `json:"name"`
+		KeyID          string `json:"key_id"`
+		IKM            string `json:"ikm_hex"`
+		SessionID      string `json:"session_id"`
+		SessionKey     string `json:"session_key_hex"`
+		Member         string `json:"member"`
+		Envelope       string `json:"envelope"`
+		SignedInput    string `json:"signed_input"`
+		SignatureValue string `json:"signature_value"`
+		SignedEnvelope string `json:"signed_envelope"`
+	}
+	readJSON(t, "testdata/hmac_vectors.json", &vs)
+	if len(vs) < 4 {
+		t.Fatalf("%d vectors, want at least 4", len(vs))
+	}
+	members := map[string]Member{"params": Params, "result": Result, "error": ErrorMember}
+	for _, v := range vs {
+		t.Run(v.Name, func(t *testing.T) {
+			m := members[v.Member]
+			key, err := NewHMACKey(v.KeyID, unhex(t, v.IKM))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sk, err := sessionKey(unhex(t, v.IKM), v.SessionID)
+			if err != nil || hex.EncodeToString(sk) != v.SessionKey {
+				t.Fatalf("session key %x (%v), want %s", sk, err, v.SessionKey)
+			}
+			in, err := SignedInput([]byte(v.Envelope), m)
+			if err != nil || string(in) != v.SignedInput {
+				t.Fatalf("SignedInput(envelope) = %s (%v)\nwant %s", in, err, v.SignedInput)
+			}
+			in, s, err := Split([]byte(v.SignedEnvelope), m)
+			if err != nil || string(in) != v.SignedInput {
+				t.Fatalf("SignedInput(signed envelope) = %s (%v)\nwant %s", in, err, v.SignedInput)
+			}
+			if s.Algorithm != HMACSHA256 || s.KeyID != v.KeyID {
+				t.Errorf("extracted %+v", s)
+			}
+			signer, err := key.Signer(v.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			signed, err := SignEnvelope([]byte(v.Envelope), m, signer)
+			if err != nil || string(signed) != v.SignedEnvelope {
+				t.Fatalf("SignEnvelope = %s (%v)\nwant %s", signed, err, v.SignedEnvelope)
+			}
+			ks, _ := NewKeySet(key.Public())
+			got, err := VerifyEnvelope([]byte(v.SignedEnvelope), ks, v.SessionID)
+			if err != nil {
+				t.Fatalf("VerifyEnvelope: %v", err)
+			}
+			if got.KeyID != v.KeyID {
+				t.Errorf("verified key_id %q", got.KeyID)
+			}
+			if _, err := VerifyEnvelope([]byte(v.SignedEnvelope), ks, v.SessionID+"x"); err == nil {
+				t.Error("verified under another session_id")
+			}
+		})
+	}
+}
