@@ -2,6 +2,8 @@ package acs
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
@@ -41,8 +43,12 @@ type encoder struct {
 	// names holds decoded member names that could not be read from out:
 	// names written with escapes, and names of dropped members.
 	names []byte
-	// scratch holds an object's members while they are rewritten in order.
+	// scratch holds an object's members while they are rewritten in order,
+	// and order the order to write them in.
 	scratch []byte
+	order   []int32
+	// escaped reports whether the last string read had an escape.
+	escaped bool
 
 	depth int
 	// entry, when set, receives the top-level members ParseEntry needs and
@@ -52,13 +58,54 @@ type encoder struct {
 }
 
 // member is one object member already written to out.
+//
+// It holds offsets, not slices, so the pooled stack of members holds no
+// pointers: the garbage collector never scans it and writing it needs no
+// write barrier.
 type member struct {
-	nameOff    int // input offset of the name's opening quote, for errors
-	name0      int // decoded name is out[name0:name1] or names[name0:name1]
-	name1      int
-	inNames    bool
-	dropped    bool
-	start, end int // `"name":value` in out
+	nameOff      int32 // input offset of the name's opening quote, for errors
+	name0, name1 int32 // decoded name: out[name0:name1], or names[...] if inNames
+	start, end   int32 // `"name":value` in out
+	inNames      bool
+	dropped      bool
+	// key is the first eight bytes of the name, big-endian, zero padded;
+	// lessKey uses it to settle most comparisons without the name.
+	key uint64
+}
+
+// nameKey computes member.key. Names with a byte of 0xEE or more in their
+// first eight bytes get no key (0): UTF-16 order differs from byte order
+// there, so they are always compared in full.
+func nameKey(name []byte) uint64 {
+	var k uint64
+	for i := 0; i < 8; i++ {
+		k <<= 8
+		if i < len(name) {
+			if name[i] >= 0xEE {
+				return 0
+			}
+			k |= uint64(name[i])
+		}
+	}
+	return k
+}
+
+// compareMembers orders two members by name (RFC 8785 §3.2.3).
+func (e *encoder) compareMembers(a, b *member) int {
+	if a.key != b.key && a.key != 0 && b.key != 0 {
+		if a.key < b.key {
+			return -1
+		}
+		return 1
+	}
+	return compareNames(e.name(a), e.name(b))
+}
+
+func (e *encoder) name(m *member) []byte {
+	if m.inNames {
+		return e.names[m.name0:m.name1]
+	}
+	return e.out[m.name0:m.name1]
 }
 
 var encoders = sync.Pool{New: func() any { return new(encoder) }}
@@ -206,7 +253,7 @@ func (e *encoder) object(open int) (int, error) {
 	in := e.in
 	top := e.entry != nil && e.depth == 1
 	e.out = append(e.out, '{')
-	base, namesBase, region := len(e.members), len(e.names), len(e.out)
+	base, namesBase, region := len(e.members), len(e.names), int32(len(e.out))
 	sorted, emitted := true, 0
 	i := skipSpace(in, open+1)
 	if i < len(in) && in[i] == '}' {
@@ -225,25 +272,29 @@ func (e *encoder) object(open int) (int, error) {
 		if emitted > 0 {
 			e.out = append(e.out, ',')
 		}
-		m := member{nameOff: i, start: len(e.out)}
+		m := member{nameOff: int32(i), start: int32(len(e.out))}
 		var err error
 		if i, err = e.str(i); err != nil {
 			return i, err
 		}
-		m.name0, m.name1 = m.start+1, len(e.out)-1
-		if bytes.IndexByte(e.out[m.name0:m.name1], '\\') >= 0 {
-			// The canonical form escapes a few characters; member order and
-			// duplicates are decided on the unescaped name (RFC 8785 §3.2.3).
+		// The name as written to out is also its decoded form unless the
+		// canonical form escapes something. Its place in out stays put: out
+		// only grows past it, and later rewrites touch only later bytes.
+		m.name0, m.name1 = m.start+1, int32(len(e.out)-1)
+		if e.escaped {
+			// Member order and duplicates are decided on the unescaped
+			// name (RFC 8785 §3.2.3).
 			n := len(e.names)
 			e.names = appendUnescaped(e.names, e.out[m.name0:m.name1])
-			m.name0, m.name1, m.inNames = n, len(e.names), true
+			m.name0, m.name1, m.inNames = int32(n), int32(len(e.names)), true
 		}
-		name := e.name(m)
+		name := e.name(&m)
+		m.key = nameKey(name)
 
 		if len(e.members) > base {
-			switch c := compareNames(e.name(e.members[len(e.members)-1]), name); {
+			switch c := e.compareMembers(&e.members[len(e.members)-1], &m); {
 			case c == 0:
-				return m.nameOff, e.fail(m.nameOff, ErrDuplicateMember, "duplicate member "+quoteName(name))
+				return i, e.fail(int(m.nameOff), ErrDuplicateMember, "duplicate member "+quoteName(name))
 			case c > 0:
 				sorted = false
 			}
@@ -267,22 +318,21 @@ func (e *encoder) object(open int) (int, error) {
 		}
 
 		if f != fieldNone {
-			e.entry.capture(f, m.nameOff, e.out[valueStart:])
+			e.entry.capture(f, int(m.nameOff), e.out[valueStart:])
 			// ACS §8.2: content_bytes is the entry with its top-level
 			// entry_hash and previous_hash removed; nested members of the
 			// same name are content like any other.
 			if f == fieldEntryHash || f == fieldPreviousHash {
-				if !m.inNames {
-					n := len(e.names)
-					e.names = append(e.names, name...)
-					m.name0, m.name1, m.inNames = n, len(e.names), true
-				}
+				// Its name in out is about to be overwritten.
+				n := len(e.names)
+				e.names = append(e.names, fieldNames[f]...)
+				m.name0, m.name1, m.inNames = int32(n), int32(len(e.names)), true
 				m.dropped = true
 				e.out = e.out[:mark]
 			}
 		}
 		if !m.dropped {
-			m.end = len(e.out)
+			m.end = int32(len(e.out))
 			emitted++
 		}
 		e.members = append(e.members, m)
@@ -313,40 +363,50 @@ func (e *encoder) object(open int) (int, error) {
 	return i, nil
 }
 
-func (e *encoder) name(m member) []byte {
-	if m.inNames {
-		return e.names[m.name0:m.name1]
-	}
-	return e.out[m.name0:m.name1]
-}
-
 // reorder sorts the members of the object whose members start at
 // e.members[base] and whose serialized members start at e.out[region],
 // checks them for duplicates, and rewrites them in order.
-func (e *encoder) reorder(base, region int) error {
+func (e *encoder) reorder(base int, region int32) error {
 	ms := e.members[base:]
-	slices.SortFunc(ms, func(a, b member) int { return compareNames(e.name(a), e.name(b)) })
+	// Sort a small slice of indexes rather than the members themselves.
+	order := e.order[:0]
+	for j := range ms {
+		order = append(order, int32(j))
+	}
+	e.order = order
+	if len(order) <= 16 {
+		for j := 1; j < len(order); j++ {
+			for k := j; k > 0 && e.compareMembers(&ms[order[k-1]], &ms[order[k]]) > 0; k-- {
+				order[k-1], order[k] = order[k], order[k-1]
+			}
+		}
+	} else {
+		slices.SortFunc(order, func(a, b int32) int { return e.compareMembers(&ms[a], &ms[b]) })
+	}
 	dup := -1
-	for j := 1; j < len(ms); j++ {
-		if !bytes.Equal(e.name(ms[j-1]), e.name(ms[j])) {
+	for j := 1; j < len(order); j++ {
+		a, b := &ms[order[j-1]], &ms[order[j]]
+		if !bytes.Equal(e.name(a), e.name(b)) {
 			continue
 		}
 		// Report the later of the two, where the repetition is.
-		k := j
-		if ms[j-1].nameOff > ms[j].nameOff {
-			k = j - 1
-		}
-		if dup < 0 || ms[k].nameOff < ms[dup].nameOff {
+		k := int(max(a.nameOff, b.nameOff))
+		if dup < 0 || k < dup {
 			dup = k
 		}
 	}
 	if dup >= 0 {
-		return e.fail(ms[dup].nameOff, ErrDuplicateMember, "duplicate member "+quoteName(e.name(ms[dup])))
+		for j := range ms {
+			if int(ms[j].nameOff) == dup {
+				return e.fail(dup, ErrDuplicateMember, "duplicate member "+quoteName(e.name(&ms[j])))
+			}
+		}
 	}
 	e.scratch = append(e.scratch[:0], e.out[region:]...)
 	e.out = e.out[:region]
 	n := 0
-	for _, m := range ms {
+	for _, j := range order {
+		m := &ms[j]
 		if m.dropped {
 			continue
 		}
@@ -368,7 +428,11 @@ func (e *encoder) reorder(base, region int) error {
 // (their prefixes are equal), so the lead bytes tell the two cases apart.
 func compareNames(a, b []byte) int {
 	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
+	i := 0
+	for i+8 <= n && binary.LittleEndian.Uint64(a[i:]) == binary.LittleEndian.Uint64(b[i:]) {
+		i += 8
+	}
+	for ; i < n; i++ {
 		x, y := a[i], b[i]
 		if x == y {
 			continue
@@ -396,6 +460,28 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// skipPlain returns the offset of the first byte at or after in[i] that is
+// not plain, looking at eight bytes at a time.
+func skipPlain(in []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for i+8 <= len(in) {
+		w := binary.LittleEndian.Uint64(in[i:])
+		// A byte gets its high bit set if it is below 0x20 (the borrow
+		// of w-0x20), '"' or '\\' (x^c is 0, minus 1) or non-ASCII (its
+		// own high bit). A borrow only carries into later bytes, so the
+		// first flagged byte is a true one.
+		t := (w - ones*0x20) | ((w ^ ones*'"') - ones) | ((w ^ ones*'\\') - ones) | w
+		if t &= highs; t != 0 {
+			return i + bits.TrailingZeros64(t)/8
+		}
+		i += 8
+	}
+	for i < len(in) && plain[in[i]] {
+		i++
+	}
+	return i
+}
+
 // str canonicalizes the string whose opening quote is at in[open]
 // (RFC 8785 §3.2.2.2): the escapes \" \\ \b \f \n \r \t stay, other control
 // characters become \u00xx in lowercase hex, and every other character,
@@ -405,10 +491,9 @@ func (e *encoder) str(open int) (int, error) {
 	out := append(e.out, '"')
 	i := open + 1
 	run := i
+	e.escaped = false
 	for {
-		for i < len(in) && plain[in[i]] {
-			i++
-		}
+		i = skipPlain(in, i)
 		if i >= len(in) {
 			return i, e.fail(open, ErrMalformed, "unterminated string")
 		}
@@ -432,6 +517,7 @@ func (e *encoder) str(open int) (int, error) {
 			return i, e.fail(i, ErrMalformed, "control character 0x"+strconv.FormatUint(uint64(c), 16)+" in string must be escaped")
 		}
 		// c == '\\'
+		e.escaped = true
 		out = append(out, in[run:i]...)
 		if i+1 >= len(in) {
 			return i, e.fail(open, ErrMalformed, "unterminated string")
@@ -572,19 +658,21 @@ func (e *encoder) number(start int) (int, error) {
 		}
 	}
 	intDigits := i - intStart
-	integer := true
+	fracStart, fracEnd := i, i
 	if i < len(in) && in[i] == '.' {
-		integer = false
 		i++
+		fracStart = i
 		if i >= len(in) || in[i] < '0' || in[i] > '9' {
 			return i, e.fail(i, ErrMalformed, "invalid number, expected a digit after '.'")
 		}
 		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
 			i++
 		}
+		fracEnd = i
 	}
+	exponent := false
 	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
-		integer = false
+		exponent = true
 		i++
 		if i < len(in) && (in[i] == '+' || in[i] == '-') {
 			i++
@@ -597,15 +685,12 @@ func (e *encoder) number(start int) (int, error) {
 		}
 	}
 	tok := in[start:i]
-	if integer && intDigits <= 15 {
-		// An integer of at most 15 digits is exactly a double, and ES6
-		// prints such a double as exactly those digits (the grammar above
-		// already refused leading zeros). Only -0 prints differently.
-		if intDigits == 1 && in[intStart] == '0' {
-			e.out = append(e.out, '0')
-		} else {
-			e.out = append(e.out, tok...)
-		}
+	if !exponent && isShortestPlain(in[intStart:intStart+intDigits], in[fracStart:fracEnd]) {
+		e.out = append(e.out, tok...)
+		return i, nil
+	}
+	if !exponent && fracStart == fracEnd && intDigits == 1 && in[intStart] == '0' {
+		e.out = append(e.out, '0') // -0 and 0
 		return i, nil
 	}
 	f, err := strconv.ParseFloat(string(tok), 64)
@@ -618,6 +703,36 @@ func (e *encoder) number(start int) (int, error) {
 	}
 	e.out = appendNumber(e.out, f)
 	return i, nil
+}
+
+// isShortestPlain reports whether a number written without exponent, with
+// integer digits ip and fraction digits fp (after the '.', possibly none),
+// is already exactly what appendNumber would print for it, so it can be
+// copied without a round trip through float64.
+//
+// That holds when the value is not zero, has at most 15 significant digits,
+// no trailing zero in its fraction, and a magnitude of at least 1e-6 (plain
+// notation; 15 digits keep it below 1e21). Any decimal of at most 15
+// significant digits survives decimal -> double -> 15 digits unchanged
+// (IEEE 754 double precision carries 15.95 decimal digits), so two such
+// decimals never share a double: no shorter decimal, nor another of equal
+// length, denotes the same double, and ECMAScript's shortest round-trip
+// digits are the ones written. The integer part is free of leading zeros by
+// the grammar.
+func isShortestPlain(ip, fp []byte) bool {
+	if len(fp) > 0 && fp[len(fp)-1] == '0' {
+		return false
+	}
+	if len(ip) == 1 && ip[0] == '0' {
+		// 0.ddd: leading zeros of the fraction are not significant, and
+		// more than five of them put the value below 1e-6.
+		z := 0
+		for z < len(fp) && fp[z] == '0' {
+			z++
+		}
+		return z < len(fp) && z <= 5 && len(fp)-z <= 15
+	}
+	return len(ip)+len(fp) <= 15
 }
 
 // appendNumber writes a finite double as ECMAScript's Number.prototype.
