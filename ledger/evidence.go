@@ -1,0 +1,56 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrReplay is returned by RecordRequest when a session has already seen the
+// request_id or the nonce (ACS §10.3).
+var ErrReplay = errors.New("replayed request")
+
+// GuardianStore is what a Guardian needs beyond Store: the signed response
+// beside each entry, a replay history that survives restarts, and the policy
+// bundles its decisions reference. Both stores implement it.
+//
+// AppendSigned appends r like Append and, in the same transaction, stores
+// the signed response that sign builds from the append's result (whose
+// EntryHash is the chain_hash the response must carry, ACS §8.6). If sign
+// returns an error nothing is written. An idempotent retry (see Store)
+// returns the original result and the response stored with it, without
+// calling sign.
+//
+// Response returns the exact bytes of the response stored beside a
+// session's entry at position, or ErrNotFound.
+//
+// RecordRequest remembers a request's request_id and nonce (nonce may be
+// "") for a session and returns ErrReplay if the session has seen either
+// before. It is durable when it returns.
+//
+// PutPolicyBundle records a policy bundle before any decision uses it. It
+// is idempotent for identical (ID, Version, Digest); the same ID and Version
+// with a different digest is ErrConflict. PolicyBundle returns one by ID and
+// version, or ErrNotFound; PolicyBundles lists them all, oldest first,
+// without their Content.
+type GuardianStore interface {
+	Store
+	AppendSigned(ctx context.Context, r Record, sign func(Appended) ([]byte, error)) (Appended, []byte, error)
+	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
+	RecordRequest(ctx context.Context, sessionID, requestID, nonce string, at time.Time) error
+	PutPolicyBundle(ctx context.Context, b PolicyBundle) error
+	PolicyBundle(ctx context.Context, id, version string) (PolicyBundle, error)
+	PolicyBundles(ctx context.Context) ([]PolicyBundle, error)
+}
+
+// PolicyBundle is one recorded version of a policy bundle (ACS §12.1).
+type PolicyBundle struct {
+	ID      string
+	Version string
+	// Digest is the lowercase hex SHA-256 of Content.
+	Digest string
+	// Content is the bundle itself (a tar.gz or a JSON document of Rego
+	// modules and data, as the policy layer defines).
+	Content    []byte
+	RecordedAt time.Time
+}
