@@ -1,0 +1,602 @@
+package tlog
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// ErrInconsistent means the stored log does not extend its own latest
+// checkpoint (a truncated log, a rewritten tile or leaf, a second tree for a
+// signed size). The log refuses to sign anything further.
+var ErrInconsistent = errors.New("tlog: stored tree is not consistent with the latest checkpoint")
+
+// Config configures a [Log].
+type Config struct {
+	// Origin is the checkpoint origin line, e.g. "ledger.example.com/log".
+	Origin string
+	// Keys are signer keys in the text form of [GenerateKey] (or
+	// note.GenerateKey). The first must be an Ed25519 key named Origin;
+	// further keys (e.g. a [CosignatureMLDSA44] key) add signature lines.
+	Keys []string
+	// BatchSize caps the leaves integrated in one transaction (default 256).
+	BatchSize int
+	// BatchDelay is the longest a pending entry waits for the next
+	// integration when nobody calls [Log.Notify] (default 250ms).
+	BatchDelay time.Duration
+	// Witnesses are asked to cosign each new checkpoint (see witness.go).
+	Witnesses []WitnessConfig
+	// PublishDir, if set, receives every checkpoint as a write-once file.
+	PublishDir string
+	// Now is the clock for cosignature timestamps (default time.Now).
+	Now func() time.Time
+	// Logger receives integration and witnessing events (default discard).
+	Logger *slog.Logger
+}
+
+// Log is the Merkle log over a [Storage]. Its integrator ([Log.Run] or
+// [Log.Integrate]) is the only writer of leaves; any number of goroutines may
+// read proofs and tiles concurrently.
+type Log struct {
+	s         Storage
+	origin    string
+	signers   []note.Signer
+	verifiers note.Verifiers
+	vkeys     []string
+	batch     int
+	delay     time.Duration
+	now       func() time.Time
+	log       *slog.Logger
+	cache     *tileCache
+	witnesses []*witnessClient
+	publish   string
+	notify    chan struct{}
+	signed    chan struct{}
+
+	mu    sync.Mutex // guards the integrator state below
+	rng   *compact.Range
+	tails [][]byte // tails[L]: the hashes of the incomplete tile at level L
+}
+
+// New opens the log, checks that the stored tree extends the latest stored
+// checkpoint (refusing with ErrInconsistent otherwise), and signs a
+// checkpoint if leaves were integrated after the last one (a crash between
+// integration and signing).
+func New(ctx context.Context, s Storage, cfg Config) (*Log, error) {
+	if cfg.Origin == "" || strings.ContainsAny(cfg.Origin, "\n") {
+		return nil, fmt.Errorf("tlog: invalid origin %q", cfg.Origin)
+	}
+	if len(cfg.Keys) == 0 {
+		return nil, errors.New("tlog: no signing key")
+	}
+	l := &Log{
+		s:      s,
+		origin: cfg.Origin,
+		batch:  cfg.BatchSize,
+		delay:  cfg.BatchDelay,
+		now:    cfg.Now,
+		log:    cfg.Logger,
+		cache:  newTileCache(4096),
+		notify: make(chan struct{}, 1),
+		signed: make(chan struct{}, 1),
+	}
+	if l.batch <= 0 {
+		l.batch = 256
+	}
+	if l.delay <= 0 {
+		l.delay = 250 * time.Millisecond
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	var vs []note.Verifier
+	for i, k := range cfg.Keys {
+		signer, vkey, err := signerAndVerifierKey(k, l.now)
+		if err != nil {
+			return nil, fmt.Errorf("tlog: key %d: %w", i, err)
+		}
+		if signer.Name() != cfg.Origin {
+			return nil, fmt.Errorf("tlog: key %d is named %q, want the origin %q", i, signer.Name(), cfg.Origin)
+		}
+		if i == 0 && !strings.HasPrefix(vkey, cfg.Origin+"+") || i == 0 && keyType(vkey) != sigTypeEd25519 {
+			return nil, errors.New("tlog: the first key must be an Ed25519 note key")
+		}
+		v, err := NewVerifier(vkey)
+		if err != nil {
+			return nil, fmt.Errorf("tlog: key %d: %w", i, err)
+		}
+		l.signers = append(l.signers, signer)
+		l.vkeys = append(l.vkeys, vkey)
+		vs = append(vs, v)
+	}
+	l.verifiers = note.VerifierList(vs...)
+	for _, w := range cfg.Witnesses {
+		wc, err := newWitnessClient(w)
+		if err != nil {
+			return nil, err
+		}
+		l.witnesses = append(l.witnesses, wc)
+	}
+	l.publish = cfg.PublishDir
+	if err := l.reload(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.signIfBehind(ctx); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// signerAndVerifierKey parses a signer key and derives its verifier key.
+func signerAndVerifierKey(skey string, now func() time.Time) (note.Signer, string, error) {
+	rest, ok := strings.CutPrefix(skey, "PRIVATE+KEY+")
+	if !ok {
+		return nil, "", errors.New("signer key does not start with PRIVATE+KEY+")
+	}
+	name, typ, seed, _, err := splitKey(rest)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(seed) != 32 {
+		return nil, "", fmt.Errorf("seed is %d bytes, want 32", len(seed))
+	}
+	alg := map[byte]Algorithm{sigTypeEd25519: Ed25519, sigTypeCosignatureEd25519: CosignatureEd25519, sigTypeCosignatureMLDSA44: CosignatureMLDSA44}
+	a, ok := alg[typ]
+	if !ok {
+		return nil, "", fmt.Errorf("unknown signature type 0x%02x", typ)
+	}
+	_, vkey, err := KeyFromSeed(name, a, [32]byte(seed))
+	if err != nil {
+		return nil, "", err
+	}
+	signer, err := NewSigner(skey, now)
+	if err != nil {
+		return nil, "", err
+	}
+	return signer, vkey, nil
+}
+
+func keyType(vkey string) byte {
+	_, typ, _, _, err := splitKey(vkey)
+	if err != nil {
+		return 0
+	}
+	return typ
+}
+
+// Origin returns the checkpoint origin line.
+func (l *Log) Origin() string { return l.origin }
+
+// VerifierKeys returns the verifier keys of the log's signatures, Ed25519
+// first, one per line for `acsledger log-key`.
+func (l *Log) VerifierKeys() []string { return append([]string(nil), l.vkeys...) }
+
+// Verifiers returns the log's keys as note verifiers.
+func (l *Log) Verifiers() note.Verifiers { return l.verifiers }
+
+// reload rebuilds the integrator state from storage.
+func (l *Log) reload(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rng, tails, err := l.loadState(ctx)
+	if err != nil {
+		return err
+	}
+	l.rng, l.tails = rng, tails
+	return nil
+}
+
+// loadState reads the integrator state from storage: the compact range of
+// the whole tree and the hashes of every level's incomplete tile.
+func (l *Log) loadState(ctx context.Context) (*compact.Range, [][]byte, error) {
+	size, err := l.s.Size(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("couldn't read the log size: %w", err)
+	}
+	r := &treeReader{s: l.s, size: size}
+	rng, err := r.compactRange(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("couldn't rebuild the tree edge at size %d: %w", size, err)
+	}
+	tails := make([][]byte, 0, maxTileLevel+1)
+	for level := 0; levelWidth(size, level) > 0; level++ {
+		w := levelWidth(size, level)
+		var t []byte
+		if w%TileWidth != 0 {
+			t, err = r.tileHashes(ctx, level, w/TileWidth, int(w%TileWidth))
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		tails = append(tails, append(make([]byte, 0, TileWidth*HashSize), t...))
+	}
+	return rng, tails, nil
+}
+
+// Notify wakes the integrator early, e.g. right after an append committed.
+// It never blocks.
+func (l *Log) Notify() {
+	select {
+	case l.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Run integrates pending entries and signs checkpoints until ctx ends, and
+// asks the configured witnesses to cosign each new checkpoint. It returns
+// ctx's error, or the first ErrInconsistent (after which nothing is signed).
+func (l *Log) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if len(l.witnesses) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.runWitnessing(ctx)
+		}()
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		case <-l.notify:
+		}
+		n, err := l.Integrate(ctx)
+		switch {
+		case errors.Is(err, ErrInconsistent):
+			l.log.Error("merkle log stopped", "err", err)
+			return err
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			l.log.Warn("merkle log integration failed, retrying", "err", err)
+		}
+		if n == l.batch {
+			timer.Reset(0) // more is waiting
+		} else {
+			timer.Reset(l.delay)
+		}
+	}
+}
+
+// Integrate sequences one batch of pending entries in one storage
+// transaction and then signs a checkpoint for the new tree. It returns how
+// many leaves it added.
+func (l *Log) Integrate(ctx context.Context) (int, error) {
+	n, err := l.integrateBatch(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return n, l.signIfBehind(ctx)
+}
+
+func (l *Log) integrateBatch(ctx context.Context) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rng == nil {
+		if l.dirty(ctx); l.rng == nil {
+			return 0, errors.New("tlog: integrator state could not be rebuilt")
+		}
+	}
+	pending, err := l.s.Pending(ctx, l.batch)
+	if err != nil || len(pending) == 0 {
+		return 0, err
+	}
+	start := l.rng.End()
+	leaves := make([]StoredLeaf, len(pending))
+	var tiles []FullTile
+	var visitErr error
+	visit := func(id compact.NodeID, hash []byte) {
+		if id.Level%TileHeight != 0 {
+			return
+		}
+		level := int(id.Level / TileHeight)
+		if level >= len(l.tails) {
+			l.tails = append(l.tails, make([]byte, 0, TileWidth*HashSize))
+		}
+		if got, want := uint64(len(l.tails[level])/HashSize), id.Index%TileWidth; got != want {
+			visitErr = fmt.Errorf("tile edge at level %d holds %d hashes, node index %d needs %d", level, got, id.Index, want)
+			return
+		}
+		l.tails[level] = append(l.tails[level], hash...)
+		if len(l.tails[level]) == TileWidth*HashSize {
+			t := FullTile{Level: level, N: id.Index / TileWidth, Data: l.tails[level]}
+			copy(t.Root[:], subtreeHash(t.Data))
+			tiles = append(tiles, t)
+			l.tails[level] = make([]byte, 0, TileWidth*HashSize)
+		}
+	}
+	for i, p := range pending {
+		data, err := p.Leaf.MarshalJCS()
+		if err != nil {
+			// A leaf we cannot encode would stop the log forever; it is
+			// a ledger bug, reported with the entry it came from.
+			l.dirty(ctx)
+			return 0, fmt.Errorf("entry %d: %w", p.EntryID, err)
+		}
+		leaves[i] = StoredLeaf{EntryID: p.EntryID, EntryHash: p.Leaf.EntryHash, Data: data}
+		h := LeafHash(data)
+		if err := l.rng.Append(h[:], visit); err != nil || visitErr != nil {
+			l.dirty(ctx)
+			return 0, fmt.Errorf("couldn't extend the tree: %w", errors.Join(err, visitErr))
+		}
+	}
+	if err := l.s.Integrate(ctx, start, leaves, tiles); err != nil {
+		l.dirty(ctx)
+		return 0, fmt.Errorf("couldn't store leaves %d..%d: %w", start, start+uint64(len(leaves))-1, err)
+	}
+	return len(leaves), nil
+}
+
+// dirty throws away integrator state after a failed batch; it is rebuilt
+// from storage so nothing half-applied survives in memory. Until that
+// succeeds the state stays marked and the next batch retries the reload.
+func (l *Log) dirty(ctx context.Context) {
+	rng, tails, err := l.loadState(context.WithoutCancel(ctx))
+	if err != nil {
+		l.log.Warn("couldn't rebuild the tree after a failed batch", "err", err)
+		l.rng = nil
+		return
+	}
+	l.rng, l.tails = rng, tails
+}
+
+// latest returns the latest stored checkpoint, verified with the log's
+// keys; ok is false before the first.
+func (l *Log) latest(ctx context.Context) (cp Checkpoint, signed []byte, ok bool, err error) {
+	signed, err = l.s.LatestCheckpoint(ctx)
+	if errors.Is(err, ErrNotFound) {
+		return cp, nil, false, nil
+	}
+	if err != nil {
+		return cp, nil, false, fmt.Errorf("couldn't read the latest checkpoint: %w", err)
+	}
+	cp, err = l.openCheckpoint(signed)
+	if err != nil {
+		return cp, nil, false, fmt.Errorf("%w: stored latest checkpoint: %v", ErrInconsistent, err)
+	}
+	return cp, signed, true, nil
+}
+
+// openCheckpoint verifies a checkpoint note with every log key.
+func (l *Log) openCheckpoint(signed []byte) (Checkpoint, error) {
+	n, err := note.Open(signed, l.verifiers)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if len(n.Sigs) != len(l.signers) {
+		return Checkpoint{}, fmt.Errorf("checkpoint carries %d of the log's %d signatures", len(n.Sigs), len(l.signers))
+	}
+	cp, err := ParseCheckpoint([]byte(n.Text))
+	if err != nil {
+		return cp, err
+	}
+	if cp.Origin != l.origin {
+		return cp, fmt.Errorf("checkpoint origin %q, want %q", cp.Origin, l.origin)
+	}
+	return cp, nil
+}
+
+// signIfBehind signs a checkpoint for the stored tree if the latest
+// checkpoint is smaller. Before signing it recomputes, from stored tiles and
+// leaves (not from memory), the new root and a consistency proof from the
+// latest checkpoint, and refuses with ErrInconsistent if they disagree.
+func (l *Log) signIfBehind(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, _, hasOld, err := l.latest(ctx)
+	if err != nil {
+		return err
+	}
+	if l.rng == nil {
+		return errors.New("tlog: integrator state could not be rebuilt")
+	}
+	size := l.rng.End()
+	r := &treeReader{s: l.s, size: size, cache: l.cache}
+	root, err := r.root(ctx)
+	if err != nil {
+		return fmt.Errorf("couldn't compute the root at size %d: %w", size, err)
+	}
+	mem, err := l.rng.GetRootHash(nil)
+	if err != nil {
+		return err
+	}
+	if size > 0 && !bytes.Equal(mem, root[:]) {
+		return fmt.Errorf("%w: stored tree root at size %d differs from the integrator's", ErrInconsistent, size)
+	}
+	if hasOld {
+		switch {
+		case old.Size > size:
+			return fmt.Errorf("%w: checkpoint is for %d leaves but storage holds %d", ErrInconsistent, old.Size, size)
+		case old.Size == size:
+			if old.Root != root {
+				return fmt.Errorf("%w: stored tree at size %d has a different root than its checkpoint", ErrInconsistent, size)
+			}
+			return nil
+		}
+		p, err := r.consistency(ctx, old.Size)
+		if err != nil {
+			return fmt.Errorf("couldn't prove consistency %d..%d: %w", old.Size, size, err)
+		}
+		if err := proof.VerifyConsistency(hasher, old.Size, size, p, old.Root[:], root[:]); err != nil {
+			return fmt.Errorf("%w: %v", ErrInconsistent, err)
+		}
+	} else if size == 0 {
+		return nil // nothing to sign yet
+	}
+	cp := Checkpoint{Origin: l.origin, Size: size, Root: root}
+	signed, err := note.Sign(&note.Note{Text: string(cp.Marshal())}, l.signers...)
+	if err != nil {
+		return fmt.Errorf("couldn't sign checkpoint %d: %w", size, err)
+	}
+	if err := l.s.SwapCheckpoint(ctx, hasOld, old.Size, size, signed); err != nil {
+		return fmt.Errorf("couldn't store checkpoint %d: %w", size, err)
+	}
+	if l.publish != "" {
+		if err := publishCheckpoint(l.publish, size, signed); err != nil {
+			l.log.Error("couldn't publish checkpoint", "size", size, "err", err)
+		}
+	}
+	select {
+	case l.signed <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Checkpoint returns the latest signed checkpoint with the witness
+// cosignatures stored for it appended; ErrNotFound before the first.
+func (l *Log) Checkpoint(ctx context.Context) ([]byte, error) {
+	signed, err := l.s.LatestCheckpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := l.openCheckpoint(signed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: stored latest checkpoint: %v", ErrInconsistent, err)
+	}
+	lines, err := l.s.Cosignatures(ctx, cp.Size)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), signed...)
+	for _, line := range lines {
+		out = append(out, line...)
+	}
+	return out, nil
+}
+
+// latestSize returns the size of the latest checkpoint, 0 before the first.
+func (l *Log) latestSize(ctx context.Context) (Checkpoint, []byte, error) {
+	cp, signed, ok, err := l.latest(ctx)
+	if err != nil {
+		return cp, nil, err
+	}
+	if !ok {
+		return Checkpoint{}, nil, fmt.Errorf("%w: no checkpoint signed yet", ErrNotFound)
+	}
+	return cp, signed, nil
+}
+
+// Tile returns tile (level, n) at width (256 for a full tile) or, for level
+// [EntriesLevel], the entry bundle, as covered by the latest checkpoint.
+// Anything beyond that checkpoint is ErrNotFound.
+func (l *Log) Tile(ctx context.Context, level int, n uint64, width int) ([]byte, error) {
+	cp, _, err := l.latestSize(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if level == EntriesLevel {
+		avail := cp.Size
+		if n > avail/TileWidth || n*TileWidth+uint64(width) > avail {
+			return nil, fmt.Errorf("%w: entry bundle %d width %d is beyond the checkpoint size %d", ErrNotFound, n, width, cp.Size)
+		}
+		leaves, err := l.s.Leaves(ctx, n*TileWidth, n*TileWidth+uint64(width))
+		if err != nil {
+			return nil, err
+		}
+		var b []byte
+		for _, leaf := range leaves {
+			if b, err = AppendBundleEntry(b, leaf); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
+	}
+	r := &treeReader{s: l.s, size: cp.Size, cache: l.cache}
+	return r.tileHashes(ctx, level, n, width)
+}
+
+// InclusionProof returns the RFC 6962 inclusion proof of leaf index in the
+// tree of size, which must not exceed the latest checkpoint.
+func (l *Log) InclusionProof(ctx context.Context, index, size uint64) ([][]byte, error) {
+	cp, _, err := l.latestSize(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if size > cp.Size || index >= size {
+		return nil, fmt.Errorf("%w: leaf %d in a tree of %d (checkpoint size %d)", ErrBadRange, index, size, cp.Size)
+	}
+	r := &treeReader{s: l.s, size: size, cache: l.cache}
+	return r.inclusion(ctx, index)
+}
+
+// ConsistencyProof returns the RFC 6962 consistency proof between two tree
+// sizes, the larger not beyond the latest checkpoint.
+func (l *Log) ConsistencyProof(ctx context.Context, oldSize, newSize uint64) ([][]byte, error) {
+	cp, _, err := l.latestSize(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if oldSize > newSize || newSize > cp.Size {
+		return nil, fmt.Errorf("%w: sizes %d..%d (checkpoint size %d)", ErrBadRange, oldSize, newSize, cp.Size)
+	}
+	r := &treeReader{s: l.s, size: newSize, cache: l.cache}
+	return r.consistency(ctx, oldSize)
+}
+
+// EntryProof is the c2sp.org/tlog-proof@v1 document for the entry at
+// position of session against the latest checkpoint (with its stored
+// cosignatures), and the leaf index.
+func (l *Log) EntryProof(ctx context.Context, sessionID string, position int64) ([]byte, uint64, error) {
+	index, err := l.s.LeafIndexByPosition(ctx, sessionID, position)
+	if err != nil {
+		return nil, 0, err
+	}
+	signed, err := l.Checkpoint(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	cp, err := l.openCheckpoint(signed)
+	if err != nil {
+		return nil, 0, err
+	}
+	if index >= cp.Size {
+		return nil, 0, fmt.Errorf("%w: leaf %d is not yet covered by checkpoint %d", ErrNotFound, index, cp.Size)
+	}
+	r := &treeReader{s: l.s, size: cp.Size, cache: l.cache}
+	p, err := r.inclusion(ctx, index)
+	if err != nil {
+		return nil, 0, err
+	}
+	return FormatProof(index, p, signed), index, nil
+}
+
+// LeafIndexByEntryHash finds the leaf that commits to an entry_hash.
+func (l *Log) LeafIndexByEntryHash(ctx context.Context, h [HashSize]byte) (uint64, error) {
+	return l.s.LeafIndexByEntryHash(ctx, h)
+}
+
+// FormatProof writes a c2sp.org/tlog-proof@v1 document: header, "index N",
+// the inclusion proof hashes in base64 one per line, an empty line, then the
+// checkpoint verbatim.
+func FormatProof(index uint64, inclusion [][]byte, checkpoint []byte) []byte {
+	b := fmt.Appendf(nil, "c2sp.org/tlog-proof@v1\nindex %d\n", index)
+	for _, h := range inclusion {
+		b = base64.StdEncoding.AppendEncode(b, h)
+		b = append(b, '\n')
+	}
+	b = append(b, '\n')
+	return append(b, checkpoint...)
+}

@@ -1,0 +1,165 @@
+package tlog
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+func testCheckpoint() Checkpoint {
+	return Checkpoint{Origin: testOrigin, Size: 12345, Root: sha256.Sum256([]byte("root"))}
+}
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	t.Parallel()
+	cp := testCheckpoint()
+	text := cp.Marshal()
+	if !strings.HasPrefix(string(text), testOrigin+"\n12345\n") {
+		t.Fatalf("checkpoint text %q", text)
+	}
+	back, err := ParseCheckpoint(text)
+	if err != nil || back != cp {
+		t.Fatalf("ParseCheckpoint = %+v, %v", back, err)
+	}
+	for _, bad := range []string{
+		testOrigin + "\n012345\n" + base64.StdEncoding.EncodeToString(cp.Root[:]) + "\n",
+		testOrigin + "\n12345\n" + base64.StdEncoding.EncodeToString(cp.Root[:31]) + "\n",
+		testOrigin + "\n12345\n" + base64.StdEncoding.EncodeToString(cp.Root[:]),
+		"\n12345\n" + base64.StdEncoding.EncodeToString(cp.Root[:]) + "\n",
+		testOrigin + "\n+12345\n" + base64.StdEncoding.EncodeToString(cp.Root[:]) + "\n",
+		string(text) + "extension\n",
+	} {
+		if _, err := ParseCheckpoint([]byte(bad)); err == nil {
+			t.Errorf("ParseCheckpoint accepted %q", bad)
+		}
+	}
+}
+
+// The Ed25519 log key must interoperate with x/mod/sumdb/note both ways.
+func TestEd25519KeyInteroperates(t *testing.T) {
+	t.Parallel()
+	skeys, vkeys := testKeys(t)
+	s, err := NewSigner(skeys[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := note.Sign(&note.Note{Text: string(testCheckpoint().Marshal())}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := note.NewVerifier(vkeys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := note.Open(msg, note.VerifierList(v)); err != nil {
+		t.Fatalf("sumdb/note rejects our Ed25519 signature: %v", err)
+	}
+	// Key ID per signed-note, computed here independently.
+	pub := ed25519.NewKeyFromSeed(func() []byte { s := sha256.Sum256([]byte("tlog test key 0")); return s[:] }()).Public().(ed25519.PublicKey)
+	sum := sha256.Sum256(append([]byte(testOrigin+"\n\x01"), pub...))
+	if v.KeyHash() != binary.BigEndian.Uint32(sum[:4]) {
+		t.Fatalf("key ID %08x, want %x", v.KeyHash(), sum[:4])
+	}
+}
+
+func TestCosignatures(t *testing.T) {
+	t.Parallel()
+	now := func() time.Time { return time.Unix(1700000000, 0) }
+	for _, alg := range []Algorithm{CosignatureEd25519, CosignatureMLDSA44} {
+		skey, vkey, err := KeyFromSeed("witness.test/w1", alg, sha256.Sum256([]byte{byte(alg)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewSigner(skey, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := NewVerifier(vkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := testCheckpoint().Marshal()
+		signed, err := note.Sign(&note.Note{Text: string(text)}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := note.Open(signed, note.VerifierList(v))
+		if err != nil {
+			t.Fatalf("alg %d: %v", alg, err)
+		}
+		sig, _ := base64.StdEncoding.DecodeString(n.Sigs[0].Base64)
+		if ts, _ := CosignatureTime(sig[4:]); !ts.Equal(now()) {
+			t.Errorf("alg %d: timestamp %v", alg, ts)
+		}
+		// Type byte in the verifier key per tlog-cosignature.
+		raw, _ := base64.StdEncoding.DecodeString(strings.SplitN(vkey, "+", 3)[2])
+		if want := map[Algorithm]byte{CosignatureEd25519: 4, CosignatureMLDSA44: 6}[alg]; raw[0] != want {
+			t.Errorf("alg %d: vkey type 0x%02x", alg, raw[0])
+		}
+		// Mangling: any single-byte change of the text or the signature fails.
+		sigBytes := sig[4:]
+		for i := range text {
+			m := bytes.Clone(text)
+			m[i] ^= 1
+			if v.Verify(m, sigBytes) {
+				t.Fatalf("alg %d: verified with text byte %d changed", alg, i)
+			}
+		}
+		step := 1
+		if alg == CosignatureMLDSA44 {
+			step = 37 // 2428 bytes; sample to keep the test fast
+		}
+		for i := 0; i < len(sigBytes); i += step {
+			m := bytes.Clone(sigBytes)
+			m[i] ^= 0x80
+			if v.Verify(text, m) {
+				t.Fatalf("alg %d: verified with signature byte %d changed", alg, i)
+			}
+		}
+	}
+}
+
+// The Ed25519 cosignature message is built here independently from the spec.
+func TestEd25519CosignatureMessage(t *testing.T) {
+	t.Parallel()
+	seed := sha256.Sum256([]byte("w"))
+	skey, _, _ := KeyFromSeed("w.test", CosignatureEd25519, seed)
+	s, _ := NewSigner(skey, func() time.Time { return time.Unix(1679315147, 0) })
+	text := testCheckpoint().Marshal()
+	sig, err := s.Sign(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := append([]byte("cosignature/v1\ntime 1679315147\n"), text...)
+	pub := ed25519.NewKeyFromSeed(seed[:]).Public().(ed25519.PublicKey)
+	if binary.BigEndian.Uint64(sig) != 1679315147 || !ed25519.Verify(pub, msg, sig[8:]) {
+		t.Fatal("cosignature does not verify over the tlog-cosignature message")
+	}
+}
+
+func TestKeyParsingRefusesBadKeys(t *testing.T) {
+	t.Parallel()
+	skeys, vkeys := testKeys(t)
+	bad := []string{
+		"", "name+00000000", strings.Replace(vkeys[1], "+", "+f", 1),
+		vkeys[1][:len(vkeys[1])-8] + "AAAAAAA=", "a b+00000000+AQ==",
+	}
+	for _, k := range bad {
+		if _, err := NewVerifier(k); err == nil {
+			t.Errorf("NewVerifier accepted %q", k)
+		}
+	}
+	// A key ID that does not match the key.
+	parts := strings.SplitN(skeys[1], "+", 5)
+	parts[3] = "00000000"
+	if _, err := NewSigner(strings.Join(parts, "+"), nil); err == nil {
+		t.Error("NewSigner accepted a wrong key ID")
+	}
+}

@@ -1,0 +1,100 @@
+package tlog
+
+import (
+	"context"
+	"errors"
+)
+
+// Sentinel errors returned by [Storage] implementations.
+var (
+	// ErrConflict means a compare-and-swap lost: the log size or the stored
+	// checkpoint was not what the caller expected, or an entry already has a
+	// leaf. The caller must reload its state.
+	ErrConflict = errors.New("tlog: concurrent change")
+	// ErrNotFound means the requested leaf, tile or checkpoint does not exist.
+	ErrNotFound = errors.New("tlog: not found")
+)
+
+// PendingEntry is a ledger entry that has no leaf yet.
+type PendingEntry struct {
+	EntryID int64
+	Leaf    Leaf
+}
+
+// StoredLeaf is one leaf as the integrator writes it.
+type StoredLeaf struct {
+	EntryID   int64
+	EntryHash [HashSize]byte
+	Data      []byte // Leaf.MarshalJCS
+}
+
+// FullTile is a completed tile: 256 hashes of tree level 8*Level, and Root,
+// the hash of tree level 8*(Level+1) they reduce to. Partial tiles are never
+// stored: they are rebuilt from leaves (level 0) or from the Roots of the
+// full tiles one level down, so every stored row is written once and final.
+type FullTile struct {
+	Level int
+	N     uint64
+	Data  []byte
+	Root  [HashSize]byte
+}
+
+// Storage is what the Merkle log needs from a database. Implementations must
+// make Integrate and SwapCheckpoint atomic: after a crash either all of a call
+// is stored or none of it.
+type Storage interface {
+	// Pending returns up to limit entries that have no leaf, lowest entry id
+	// first. Entries that become visible late (a Postgres identity committed
+	// out of order) must still be returned once visible.
+	Pending(ctx context.Context, limit int) ([]PendingEntry, error)
+
+	// Integrate stores leaves at indexes start, start+1, ... together with
+	// the full tiles they complete, and takes their entries off the pending
+	// set. It returns ErrConflict if the log does not have exactly start
+	// leaves or an entry already has a leaf; nothing is stored then.
+	Integrate(ctx context.Context, start uint64, leaves []StoredLeaf, tiles []FullTile) error
+
+	// Size returns the number of leaves.
+	Size(ctx context.Context) (uint64, error)
+
+	// Leaves returns the data of leaves [start, end); ErrNotFound if any is
+	// missing.
+	Leaves(ctx context.Context, start, end uint64) ([][]byte, error)
+
+	// FullTile returns the 256 packed hashes of tile (level, n); ErrNotFound
+	// if the tile is not complete.
+	FullTile(ctx context.Context, level int, n uint64) ([]byte, error)
+
+	// TileRoots returns the packed Roots of full tiles (level, from..to-1);
+	// ErrNotFound if any is missing.
+	TileRoots(ctx context.Context, level int, from, to uint64) ([]byte, error)
+
+	// LeafIndexByPosition returns the leaf index of the entry at position of
+	// session; ErrNotFound if it has no leaf (yet).
+	LeafIndexByPosition(ctx context.Context, sessionID string, position int64) (uint64, error)
+
+	// LeafIndexByEntryHash returns the lowest leaf index whose entry_hash is
+	// h; ErrNotFound if there is none.
+	LeafIndexByEntryHash(ctx context.Context, h [HashSize]byte) (uint64, error)
+
+	// LatestCheckpoint returns the signed checkpoint note the log last
+	// stored; ErrNotFound before the first.
+	LatestCheckpoint(ctx context.Context) ([]byte, error)
+
+	// SwapCheckpoint records note (for a tree of size) as the latest
+	// checkpoint if the latest one is still for oldSize (hasOld false: if
+	// there is none yet), and appends it to the checkpoint history. It
+	// returns ErrConflict otherwise, or if a checkpoint for size exists.
+	SwapCheckpoint(ctx context.Context, hasOld bool, oldSize, size uint64, note []byte) error
+
+	// Checkpoint returns the stored checkpoint note for size; ErrNotFound if
+	// none was signed at that size.
+	Checkpoint(ctx context.Context, size uint64) ([]byte, error)
+
+	// AddCosignature stores one witness signature line for the checkpoint
+	// of size; storing the same line twice is not an error.
+	AddCosignature(ctx context.Context, size uint64, line []byte) error
+
+	// Cosignatures returns the stored signature lines for size, oldest first.
+	Cosignatures(ctx context.Context, size uint64) ([][]byte, error)
+}

@@ -1,0 +1,195 @@
+package tlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+var hasher = rfc6962.DefaultHasher
+
+var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
+
+// tileCache keeps full tiles, which never change, so proofs near the head of
+// a large log do not refetch the same few tiles. It is bounded crudely: when
+// full it is emptied.
+type tileCache struct {
+	mu    sync.Mutex
+	tiles map[[2]uint64][]byte
+	max   int
+}
+
+func newTileCache(max int) *tileCache {
+	return &tileCache{tiles: make(map[[2]uint64][]byte), max: max}
+}
+
+func (c *tileCache) get(level int, n uint64) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tiles[[2]uint64{uint64(level), n}]
+}
+
+func (c *tileCache) put(level int, n uint64, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.tiles) >= c.max {
+		clear(c.tiles)
+	}
+	c.tiles[[2]uint64{uint64(level), n}] = data
+}
+
+// treeReader reads hashes of the tree of a fixed size from storage.
+type treeReader struct {
+	s     Storage
+	size  uint64
+	cache *tileCache // nil: no caching
+}
+
+// levelWidth is how many hashes tree level 8*level has in a tree of size.
+func levelWidth(size uint64, level int) uint64 {
+	return size >> (TileHeight * uint(level))
+}
+
+// tileHashes returns the packed hashes of tile (level, n) at width, which
+// must not exceed what the tree holds.
+func (r *treeReader) tileHashes(ctx context.Context, level int, n uint64, width int) ([]byte, error) {
+	if avail := levelWidth(r.size, level); n*TileWidth+uint64(width) > avail || n > avail/TileWidth {
+		return nil, fmt.Errorf("%w: tile %d/%d width %d is beyond tree size %d", ErrNotFound, level, n, width, r.size)
+	}
+	if width == TileWidth {
+		if r.cache != nil {
+			if t := r.cache.get(level, n); t != nil {
+				return t, nil
+			}
+		}
+		t, err := r.s.FullTile(ctx, level, n)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't read tile %d/%d: %w", level, n, err)
+		}
+		if len(t) != TileWidth*HashSize {
+			return nil, fmt.Errorf("stored tile %d/%d is %d bytes, want %d", level, n, len(t), TileWidth*HashSize)
+		}
+		if r.cache != nil {
+			r.cache.put(level, n, t)
+		}
+		return t, nil
+	}
+	start := n * TileWidth
+	if level == 0 {
+		leaves, err := r.s.Leaves(ctx, start, start+uint64(width))
+		if err != nil {
+			return nil, fmt.Errorf("couldn't read leaves for tile 0/%d.p/%d: %w", n, width, err)
+		}
+		out := make([]byte, 0, width*HashSize)
+		for _, l := range leaves {
+			h := LeafHash(l)
+			out = append(out, h[:]...)
+		}
+		return out, nil
+	}
+	roots, err := r.s.TileRoots(ctx, level-1, start, start+uint64(width))
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read tile roots for tile %d/%d.p/%d: %w", level, n, width, err)
+	}
+	if len(roots) != width*HashSize {
+		return nil, fmt.Errorf("storage returned %d bytes of roots for tile %d/%d.p/%d", len(roots), level, n, width)
+	}
+	return roots, nil
+}
+
+// nodeHash returns the hash of a perfect subtree contained in the tree.
+func (r *treeReader) nodeHash(ctx context.Context, id compact.NodeID) ([]byte, error) {
+	level := int(id.Level / TileHeight)
+	sub := id.Level % TileHeight
+	first := id.Index << sub
+	count := uint64(1) << sub
+	n := first / TileWidth
+	width := min(levelWidth(r.size, level)-n*TileWidth, TileWidth)
+	if first%TileWidth+count > width {
+		return nil, fmt.Errorf("node %d/%d is not complete in a tree of size %d", id.Level, id.Index, r.size)
+	}
+	t, err := r.tileHashes(ctx, level, n, int(width))
+	if err != nil {
+		return nil, err
+	}
+	off := first % TileWidth
+	return subtreeHash(t[off*HashSize : (off+count)*HashSize]), nil
+}
+
+func (r *treeReader) nodeHashes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		h, err := r.nodeHash(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// compactRange returns the compact range [0, size), the right edge that
+// integration extends.
+func (r *treeReader) compactRange(ctx context.Context) (*compact.Range, error) {
+	hashes, err := r.nodeHashes(ctx, compact.RangeNodes(0, r.size, nil))
+	if err != nil {
+		return nil, err
+	}
+	return rangeFactory.NewRange(0, r.size, hashes)
+}
+
+// root returns the RFC 6962 root of the tree, the empty-tree hash for 0.
+func (r *treeReader) root(ctx context.Context) ([HashSize]byte, error) {
+	var out [HashSize]byte
+	rng, err := r.compactRange(ctx)
+	if err != nil {
+		return out, err
+	}
+	h, err := rng.GetRootHash(nil)
+	if err != nil {
+		return out, err
+	}
+	if h == nil {
+		// RFC 6962 §2.1: the empty tree's hash is SHA-256 of the empty
+		// string, which the compact range does not produce by itself.
+		h = hasher.EmptyRoot()
+	}
+	copy(out[:], h)
+	return out, nil
+}
+
+func (r *treeReader) inclusion(ctx context.Context, index uint64) ([][]byte, error) {
+	nodes, err := proof.Inclusion(index, r.size)
+	if err != nil {
+		return nil, err
+	}
+	hashes, err := r.nodeHashes(ctx, nodes.IDs)
+	if err != nil {
+		return nil, err
+	}
+	return nodes.Rehash(hashes, hasher.HashChildren)
+}
+
+func (r *treeReader) consistency(ctx context.Context, oldSize uint64) ([][]byte, error) {
+	if oldSize > r.size {
+		return nil, fmt.Errorf("%w: old size %d is larger than new size %d", ErrBadRange, oldSize, r.size)
+	}
+	nodes, err := proof.Consistency(oldSize, r.size)
+	if err != nil {
+		return nil, err
+	}
+	hashes, err := r.nodeHashes(ctx, nodes.IDs)
+	if err != nil {
+		return nil, err
+	}
+	return nodes.Rehash(hashes, hasher.HashChildren)
+}
+
+// ErrBadRange means a proof was asked for sizes or indexes that do not fit
+// (old size above new size, an index beyond the tree).
+var ErrBadRange = errors.New("tlog: bad proof range")
