@@ -57,7 +57,7 @@ func openCheckpointExternally(t testing.TB, vkey string, signed []byte) (int64, 
 // tileReaderFunc adapts a tile fetcher (direct or HTTP) to sumdb/tlog.
 type tileReaderFunc func(path string) ([]byte, error)
 
-func (f tileReaderFunc) Height() int { return 8 }
+func (f tileReaderFunc) Height() int                        { return 8 }
 func (f tileReaderFunc) SaveTiles([]sumtlog.Tile, [][]byte) {}
 func (f tileReaderFunc) ReadTiles(tiles []sumtlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(tiles))
