@@ -91,21 +91,21 @@ func nameKey(name []byte) uint64 {
 }
 
 // compareMembers orders two members by name (RFC 8785 §3.2.3).
-func (e *encoder) compareMembers(a, b *member) int {
+func (e *encoder) compareMembers(out []byte, a, b *member) int {
 	if a.key != b.key && a.key != 0 && b.key != 0 {
 		if a.key < b.key {
 			return -1
 		}
 		return 1
 	}
-	return compareNames(e.name(a), e.name(b))
+	return compareNames(e.name(out, a), e.name(out, b))
 }
 
-func (e *encoder) name(m *member) []byte {
+func (e *encoder) name(out []byte, m *member) []byte {
 	if m.inNames {
 		return e.names[m.name0:m.name1]
 	}
-	return e.out[m.name0:m.name1]
+	return out[m.name0:m.name1]
 }
 
 var encoders = sync.Pool{New: func() any { return new(encoder) }}
@@ -133,7 +133,8 @@ func (e *encoder) release() {
 
 // run canonicalizes all of e.in into e.out.
 func (e *encoder) run() error {
-	i, err := e.value(0)
+	out, i, err := e.value(e.out[:0], 0)
+	e.out = out
 	if err != nil {
 		return err
 	}
@@ -161,39 +162,39 @@ func skipSpace(in []byte, i int) int {
 
 // value canonicalizes the value starting at or after in[i] (after
 // whitespace) and returns the offset just past it.
-func (e *encoder) value(i int) (int, error) {
+func (e *encoder) value(out []byte, i int) ([]byte, int, error) {
 	in := e.in
 	i = skipSpace(in, i)
 	if i >= len(in) {
-		return i, e.fail(i, ErrMalformed, "unexpected end of input, expected a value")
+		return out, i, e.fail(i, ErrMalformed, "unexpected end of input, expected a value")
 	}
 	switch c := in[i]; c {
 	case '{':
-		return e.object(i)
+		return e.object(out, i)
 	case '[':
-		return e.array(i)
+		return e.array(out, i)
 	case '"':
-		return e.str(i)
+		return e.str(out, i)
 	case 't':
-		return e.literal(i, "true")
+		return e.literal(out, i, "true")
 	case 'f':
-		return e.literal(i, "false")
+		return e.literal(out, i, "false")
 	case 'n':
-		return e.literal(i, "null")
+		return e.literal(out, i, "null")
 	default:
 		if c == '-' || '0' <= c && c <= '9' {
-			return e.number(i)
+			return e.number(out, i)
 		}
-		return i, e.fail(i, ErrMalformed, describeByte(c)+", expected a value")
+		return out, i, e.fail(i, ErrMalformed, describeByte(c)+", expected a value")
 	}
 }
 
-func (e *encoder) literal(i int, lit string) (int, error) {
+func (e *encoder) literal(out []byte, i int, lit string) ([]byte, int, error) {
 	if !bytes.HasPrefix(e.in[i:], []byte(lit)) {
-		return i, e.fail(i, ErrMalformed, "invalid literal, expected "+lit)
+		return out, i, e.fail(i, ErrMalformed, "invalid literal, expected "+lit)
 	}
-	e.out = append(e.out, lit...)
-	return i + len(lit), nil
+	out = append(out, lit...)
+	return out, i + len(lit), nil
 }
 
 // describeByte names an unexpected byte for an error message.
@@ -212,89 +213,89 @@ func (e *encoder) enter(i int) error {
 	return nil
 }
 
-func (e *encoder) array(open int) (int, error) {
+func (e *encoder) array(out []byte, open int) ([]byte, int, error) {
 	if err := e.enter(open); err != nil {
-		return open, err
+		return out, open, err
 	}
-	e.out = append(e.out, '[')
+	out = append(out, '[')
 	i := skipSpace(e.in, open+1)
 	if i < len(e.in) && e.in[i] == ']' {
-		e.out = append(e.out, ']')
+		out = append(out, ']')
 		e.depth--
-		return i + 1, nil
+		return out, i + 1, nil
 	}
 	for {
 		var err error
-		if i, err = e.value(i); err != nil {
-			return i, err
+		if out, i, err = e.value(out, i); err != nil {
+			return out, i, err
 		}
 		i = skipSpace(e.in, i)
 		if i >= len(e.in) {
-			return i, e.fail(i, ErrMalformed, "unexpected end of input in array opened at byte "+strconv.Itoa(open))
+			return out, i, e.fail(i, ErrMalformed, "unexpected end of input in array opened at byte "+strconv.Itoa(open))
 		}
 		switch e.in[i] {
 		case ',':
-			e.out = append(e.out, ',')
+			out = append(out, ',')
 			i++
 			continue
 		case ']':
-			e.out = append(e.out, ']')
+			out = append(out, ']')
 			e.depth--
-			return i + 1, nil
+			return out, i + 1, nil
 		}
-		return i, e.fail(i, ErrMalformed, describeByte(e.in[i])+", expected ',' or ']' after array element")
+		return out, i, e.fail(i, ErrMalformed, describeByte(e.in[i])+", expected ',' or ']' after array element")
 	}
 }
 
-func (e *encoder) object(open int) (int, error) {
+func (e *encoder) object(out []byte, open int) ([]byte, int, error) {
 	if err := e.enter(open); err != nil {
-		return open, err
+		return out, open, err
 	}
 	in := e.in
 	top := e.entry != nil && e.depth == 1
-	e.out = append(e.out, '{')
-	base, namesBase, region := len(e.members), len(e.names), int32(len(e.out))
+	out = append(out, '{')
+	base, namesBase, region := len(e.members), len(e.names), int32(len(out))
 	sorted, emitted := true, 0
 	i := skipSpace(in, open+1)
 	if i < len(in) && in[i] == '}' {
-		e.out = append(e.out, '}')
+		out = append(out, '}')
 		e.depth--
-		return i + 1, nil
+		return out, i + 1, nil
 	}
 	for {
 		if i >= len(in) {
-			return i, e.fail(i, ErrMalformed, "unexpected end of input in object opened at byte "+strconv.Itoa(open))
+			return out, i, e.fail(i, ErrMalformed, "unexpected end of input in object opened at byte "+strconv.Itoa(open))
 		}
 		if in[i] != '"' {
-			return i, e.fail(i, ErrMalformed, describeByte(in[i])+", expected a member name in double quotes")
+			return out, i, e.fail(i, ErrMalformed, describeByte(in[i])+", expected a member name in double quotes")
 		}
-		mark := len(e.out)
+		mark := len(out)
 		if emitted > 0 {
-			e.out = append(e.out, ',')
+			out = append(out, ',')
 		}
-		m := member{nameOff: int32(i), start: int32(len(e.out))}
+		m := member{nameOff: int32(i), start: int32(len(out))}
 		var err error
-		if i, err = e.str(i); err != nil {
-			return i, err
+		if out, i, err = e.str(out, i); err != nil {
+			return out, i, err
 		}
 		// The name as written to out is also its decoded form unless the
 		// canonical form escapes something. Its place in out stays put: out
 		// only grows past it, and later rewrites touch only later bytes.
-		m.name0, m.name1 = m.start+1, int32(len(e.out)-1)
+		m.name0, m.name1 = m.start+1, int32(len(out)-1)
 		if e.escaped {
 			// Member order and duplicates are decided on the unescaped
 			// name (RFC 8785 §3.2.3).
 			n := len(e.names)
-			e.names = appendUnescaped(e.names, e.out[m.name0:m.name1])
+			e.names = appendUnescaped(e.names, out[m.name0:m.name1])
 			m.name0, m.name1, m.inNames = int32(n), int32(len(e.names)), true
 		}
-		name := e.name(&m)
+		name := e.name(out, &m)
 		m.key = nameKey(name)
 
 		if len(e.members) > base {
-			switch c := e.compareMembers(&e.members[len(e.members)-1], &m); {
+			switch c := e.compareMembers(out, &e.members[len(e.members)-1], &m); {
 			case c == 0:
-				return i, e.fail(int(m.nameOff), ErrDuplicateMember, "duplicate member "+quoteName(name))
+				return out, i, e.fail(int(m.nameOff), ErrDuplicateMember, "duplicate member "+quoteName(name))
 			case c > 0:
 				sorted = false
 			}
@@ -307,18 +308,18 @@ func (e *encoder) object(open int) (int, error) {
 
 		if i = skipSpace(in, i); i >= len(in) || in[i] != ':' {
 			if i >= len(in) {
-				return i, e.fail(i, ErrMalformed, "unexpected end of input, expected ':' after member name")
+				return out, i, e.fail(i, ErrMalformed, "unexpected end of input, expected ':' after member name")
 			}
-			return i, e.fail(i, ErrMalformed, describeByte(in[i])+", expected ':' after member name "+quoteName(name))
+			return out, i, e.fail(i, ErrMalformed, describeByte(in[i])+", expected ':' after member name "+quoteName(name))
 		}
-		e.out = append(e.out, ':')
-		valueStart := len(e.out)
-		if i, err = e.value(i + 1); err != nil {
-			return i, err
+		out = append(out, ':')
+		valueStart := len(out)
+		if out, i, err = e.value(out, i+1); err != nil {
+			return out, i, err
 		}
 
 		if f != fieldNone {
-			e.entry.capture(f, int(m.nameOff), e.out[valueStart:])
+			e.entry.capture(f, int(m.nameOff), out[valueStart:])
 			// ACS §8.2: content_bytes is the entry with its top-level
 			// entry_hash and previous_hash removed; nested members of the
 			// same name are content like any other.
@@ -328,18 +329,18 @@ func (e *encoder) object(open int) (int, error) {
 				e.names = append(e.names, fieldNames[f]...)
 				m.name0, m.name1, m.inNames = int32(n), int32(len(e.names)), true
 				m.dropped = true
-				e.out = e.out[:mark]
+				out = out[:mark]
 			}
 		}
 		if !m.dropped {
-			m.end = int32(len(e.out))
+			m.end = int32(len(out))
 			emitted++
 		}
 		e.members = append(e.members, m)
 
 		i = skipSpace(in, i)
 		if i >= len(in) {
-			return i, e.fail(i, ErrMalformed, "unexpected end of input in object opened at byte "+strconv.Itoa(open))
+			return out, i, e.fail(i, ErrMalformed, "unexpected end of input in object opened at byte "+strconv.Itoa(open))
 		}
 		if in[i] == ',' {
 			i = skipSpace(in, i+1)
@@ -349,24 +350,25 @@ func (e *encoder) object(open int) (int, error) {
 			i++
 			break
 		}
-		return i, e.fail(i, ErrMalformed, describeByte(in[i])+", expected ',' or '}' after object member")
+		return out, i, e.fail(i, ErrMalformed, describeByte(in[i])+", expected ',' or '}' after object member")
 	}
 	if !sorted {
-		if err := e.reorder(base, region); err != nil {
-			return i, err
+		var err error
+		if out, err = e.reorder(out, base, region); err != nil {
+			return out, i, err
 		}
 	}
-	e.out = append(e.out, '}')
+	out = append(out, '}')
 	e.members = e.members[:base]
 	e.names = e.names[:namesBase]
 	e.depth--
-	return i, nil
+	return out, i, nil
 }
 
 // reorder sorts the members of the object whose members start at
-// e.members[base] and whose serialized members start at e.out[region],
+// e.members[base] and whose serialized members start at out[region],
 // checks them for duplicates, and rewrites them in order.
-func (e *encoder) reorder(base int, region int32) error {
+func (e *encoder) reorder(out []byte, base int, region int32) ([]byte, error) {
 	ms := e.members[base:]
 	// Sort a small slice of indexes rather than the members themselves.
 	order := e.order[:0]
@@ -376,17 +378,17 @@ func (e *encoder) reorder(base int, region int32) error {
 	e.order = order
 	if len(order) <= 16 {
 		for j := 1; j < len(order); j++ {
-			for k := j; k > 0 && e.compareMembers(&ms[order[k-1]], &ms[order[k]]) > 0; k-- {
+			for k := j; k > 0 && e.compareMembers(out, &ms[order[k-1]], &ms[order[k]]) > 0; k-- {
 				order[k-1], order[k] = order[k], order[k-1]
 			}
 		}
 	} else {
-		slices.SortFunc(order, func(a, b int32) int { return e.compareMembers(&ms[a], &ms[b]) })
+		slices.SortFunc(order, func(a, b int32) int { return e.compareMembers(out, &ms[a], &ms[b]) })
 	}
 	dup := -1
 	for j := 1; j < len(order); j++ {
 		a, b := &ms[order[j-1]], &ms[order[j]]
-		if !bytes.Equal(e.name(a), e.name(b)) {
+		if !bytes.Equal(e.name(out, a), e.name(out, b)) {
 			continue
 		}
 		// Report the later of the two, where the repetition is.
@@ -398,12 +400,12 @@ func (e *encoder) reorder(base int, region int32) error {
 	if dup >= 0 {
 		for j := range ms {
 			if int(ms[j].nameOff) == dup {
-				return e.fail(dup, ErrDuplicateMember, "duplicate member "+quoteName(e.name(&ms[j])))
+				return out, e.fail(dup, ErrDuplicateMember, "duplicate member "+quoteName(e.name(out, &ms[j])))
 			}
 		}
 	}
-	e.scratch = append(e.scratch[:0], e.out[region:]...)
-	e.out = e.out[:region]
+	e.scratch = append(e.scratch[:0], out[region:]...)
+	out = out[:region]
 	n := 0
 	for _, j := range order {
 		m := &ms[j]
@@ -411,12 +413,12 @@ func (e *encoder) reorder(base int, region int32) error {
 			continue
 		}
 		if n > 0 {
-			e.out = append(e.out, ',')
+			out = append(out, ',')
 		}
-		e.out = append(e.out, e.scratch[m.start-region:m.end-region]...)
+		out = append(out, e.scratch[m.start-region:m.end-region]...)
 		n++
 	}
-	return nil
+	return out, nil
 }
 
 // compareNames orders member names as RFC 8785 §3.2.3 requires: by their
@@ -486,41 +488,40 @@ func skipPlain(in []byte, i int) int {
 // (RFC 8785 §3.2.2.2): the escapes \" \\ \b \f \n \r \t stay, other control
 // characters become \u00xx in lowercase hex, and every other character,
 // escaped in the input or not, is written as literal UTF-8.
-func (e *encoder) str(open int) (int, error) {
+func (e *encoder) str(out []byte, open int) ([]byte, int, error) {
 	in := e.in
-	out := append(e.out, '"')
+	out = append(out, '"')
 	i := open + 1
 	run := i
 	e.escaped = false
 	for {
 		i = skipPlain(in, i)
 		if i >= len(in) {
-			return i, e.fail(open, ErrMalformed, "unterminated string")
+			return out, i, e.fail(open, ErrMalformed, "unterminated string")
 		}
 		c := in[i]
 		switch {
 		case c == '"':
 			out = append(out, in[run:i]...)
-			e.out = append(out, '"')
-			return i + 1, nil
+			return append(out, '"'), i + 1, nil
 		case c >= 0x80:
 			// RFC 8785 §3.2.4: the result must be valid UTF-8, so the input
 			// must be. utf8.DecodeRune also refuses encoded surrogates and
 			// overlong forms.
 			r, size := utf8.DecodeRune(in[i:])
 			if r == utf8.RuneError && size == 1 {
-				return i, e.fail(i, ErrInvalidUTF8, "invalid UTF-8 byte 0x"+strconv.FormatUint(uint64(c), 16)+" in string")
+				return out, i, e.fail(i, ErrInvalidUTF8, "invalid UTF-8 byte 0x"+strconv.FormatUint(uint64(c), 16)+" in string")
 			}
 			i += size
 			continue
 		case c < 0x20:
-			return i, e.fail(i, ErrMalformed, "control character 0x"+strconv.FormatUint(uint64(c), 16)+" in string must be escaped")
+			return out, i, e.fail(i, ErrMalformed, "control character 0x"+strconv.FormatUint(uint64(c), 16)+" in string must be escaped")
 		}
 		// c == '\\'
 		e.escaped = true
 		out = append(out, in[run:i]...)
 		if i+1 >= len(in) {
-			return i, e.fail(open, ErrMalformed, "unterminated string")
+			return out, i, e.fail(open, ErrMalformed, "unterminated string")
 		}
 		switch esc := in[i+1]; esc {
 		case '"', '\\', 'b', 'f', 'n', 'r', 't':
@@ -532,7 +533,7 @@ func (e *encoder) str(open int) (int, error) {
 		case 'u':
 			r, ok := hex4(in, i+2)
 			if !ok {
-				return i, e.fail(i, ErrMalformed, "invalid \\u escape, want four hex digits")
+				return out, i, e.fail(i, ErrMalformed, "invalid \\u escape, want four hex digits")
 			}
 			at := i
 			i += 6
@@ -543,16 +544,16 @@ func (e *encoder) str(open int) (int, error) {
 					lo, ok = hex4(in, i+2)
 				}
 				if !ok || lo < 0xDC00 || lo > 0xDFFF {
-					return at, e.fail(at, ErrLoneSurrogate, "high surrogate "+string(in[at:at+6])+" not followed by a low surrogate escape")
+					return out, at, e.fail(at, ErrLoneSurrogate, "high surrogate "+string(in[at:at+6])+" not followed by a low surrogate escape")
 				}
 				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
 				i += 6
 			case 0xDC00 <= r && r <= 0xDFFF:
-				return at, e.fail(at, ErrLoneSurrogate, "low surrogate "+string(in[at:at+6])+" without a high surrogate before it")
+				return out, at, e.fail(at, ErrLoneSurrogate, "low surrogate "+string(in[at:at+6])+" without a high surrogate before it")
 			}
 			out = appendCanonicalRune(out, r)
 		default:
-			return i, e.fail(i, ErrMalformed, "invalid escape "+strconv.Quote(string(in[i:i+2])))
+			return out, i, e.fail(i, ErrMalformed, "invalid escape "+strconv.Quote(string(in[i:i+2])))
 		}
 		run = i
 	}
@@ -637,7 +638,7 @@ func appendUnescaped(dst, s []byte) []byte {
 }
 
 // number canonicalizes the number starting at in[start] (RFC 8785 §3.2.2.3).
-func (e *encoder) number(start int) (int, error) {
+func (e *encoder) number(out []byte, start int) ([]byte, int, error) {
 	in := e.in
 	i := start
 	if in[i] == '-' {
@@ -646,11 +647,11 @@ func (e *encoder) number(start int) (int, error) {
 	intStart := i
 	switch {
 	case i >= len(in) || in[i] < '0' || in[i] > '9':
-		return i, e.fail(i, ErrMalformed, "invalid number, expected a digit after '-'")
+		return out, i, e.fail(i, ErrMalformed, "invalid number, expected a digit after '-'")
 	case in[i] == '0':
 		i++
 		if i < len(in) && '0' <= in[i] && in[i] <= '9' {
-			return start, e.fail(start, ErrMalformed, "invalid number, leading zero")
+			return out, start, e.fail(start, ErrMalformed, "invalid number, leading zero")
 		}
 	default:
 		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
@@ -663,7 +664,7 @@ func (e *encoder) number(start int) (int, error) {
 		i++
 		fracStart = i
 		if i >= len(in) || in[i] < '0' || in[i] > '9' {
-			return i, e.fail(i, ErrMalformed, "invalid number, expected a digit after '.'")
+			return out, i, e.fail(i, ErrMalformed, "invalid number, expected a digit after '.'")
 		}
 		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
 			i++
@@ -678,7 +679,7 @@ func (e *encoder) number(start int) (int, error) {
 			i++
 		}
 		if i >= len(in) || in[i] < '0' || in[i] > '9' {
-			return i, e.fail(i, ErrMalformed, "invalid number, expected a digit in the exponent")
+			return out, i, e.fail(i, ErrMalformed, "invalid number, expected a digit in the exponent")
 		}
 		for i < len(in) && '0' <= in[i] && in[i] <= '9' {
 			i++
@@ -686,12 +687,12 @@ func (e *encoder) number(start int) (int, error) {
 	}
 	tok := in[start:i]
 	if !exponent && isShortestPlain(in[intStart:intStart+intDigits], in[fracStart:fracEnd]) {
-		e.out = append(e.out, tok...)
-		return i, nil
+		out = append(out, tok...)
+		return out, i, nil
 	}
 	if !exponent && fracStart == fracEnd && intDigits == 1 && in[intStart] == '0' {
-		e.out = append(e.out, '0') // -0 and 0
-		return i, nil
+		out = append(out, '0') // -0 and 0
+		return out, i, nil
 	}
 	f, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil {
@@ -699,10 +700,10 @@ func (e *encoder) number(start int) (int, error) {
 		// magnitude exceeds the largest double. I-JSON (RFC 7493 §2.2)
 		// leaves no canonical form for it; ParseFloat's infinity must not
 		// be printed.
-		return start, e.fail(start, ErrNumberRange, "number "+quoteName(tok)+" is outside the IEEE 754 double range")
+		return out, start, e.fail(start, ErrNumberRange, "number "+quoteName(tok)+" is outside the IEEE 754 double range")
 	}
-	e.out = appendNumber(e.out, f)
-	return i, nil
+	out = appendNumber(out, f)
+	return out, i, nil
 }
 
 // isShortestPlain reports whether a number written without exponent, with
