@@ -1,0 +1,48 @@
+package pgtest_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/acsledger/acsledger/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func TestNewDatabase(t *testing.T) {
+	ctx := context.Background()
+	a, b := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
+	if a == b {
+		t.Fatalf("two tests got the same database %s", a)
+	}
+	conn, err := pgx.Connect(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// Durability stays on: benchmarks on this server must mean something.
+	for _, setting := range []string{"fsync", "synchronous_commit"} {
+		var v string
+		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", setting).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != "on" {
+			t.Errorf("%s = %s, want on", setting, v)
+		}
+	}
+	// The database is empty and ours to write.
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	conn2, err := pgx.Connect(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close(ctx)
+	var n int
+	if err := conn2.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename = 't'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("second database sees the first one's table: n=%d, %v", n, err)
+	}
+}

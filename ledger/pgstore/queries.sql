@@ -1,0 +1,70 @@
+-- Named queries of the PostgreSQL store. Writes take arrays and unnest
+-- them, so a batch of any size is one round trip per statement.
+
+-- name: SessionStates
+SELECT s.session_id, s.agent_id, h.length, h.head
+FROM sessions s JOIN heads h ON h.session_id = s.session_id
+WHERE s.session_id = ANY($1::text[]);
+
+-- name: StoredBySteps
+SELECT e.session_id, e.step_id, e.position, e.entry_hash, e.previous_hash, e.content
+FROM entries e
+JOIN unnest($1::text[], $2::text[]) AS k (session_id, step_id)
+  ON e.session_id = k.session_id AND e.step_id = k.step_id;
+
+-- name: InsertSessions
+-- ON CONFLICT: a concurrent writer created the session first; the caller
+-- sees fewer rows than it asked for and retries from the new state.
+INSERT INTO sessions (session_id, agent_id, created_at)
+SELECT u.session_id, u.agent_id, $3
+FROM unnest($1::text[], $2::text[]) AS u (session_id, agent_id)
+ON CONFLICT (session_id) DO NOTHING;
+
+-- name: InsertHeads
+INSERT INTO heads (session_id, length, head, updated_at)
+SELECT u.session_id, u.length, u.head, $4
+FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (session_id, length, head);
+
+-- name: MoveHeads
+-- Compare-and-swap of every touched head: a row moves only if it still
+-- holds the planned (length, head). The caller checks the row count.
+UPDATE heads h
+SET length = u.to_length, head = u.to_head, updated_at = $6
+FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bigint[], $5::bytea[])
+    AS u (session_id, from_length, from_head, to_length, to_head)
+WHERE h.session_id = u.session_id AND h.length = u.from_length AND h.head = u.from_head;
+
+-- name: InsertEntries
+INSERT INTO entries (session_id, position, entry_hash, previous_hash, entry_id,
+    step_id, step_type, entry_timestamp, recorded_at, content)
+SELECT u.session_id, u.position, u.entry_hash, u.previous_hash, u.entry_id,
+    u.step_id, u.step_type, u.entry_timestamp, $10, u.content
+FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bytea[], $5::text[],
+    $6::text[], $7::text[], $8::text[], $9::bytea[])
+    AS u (session_id, position, entry_hash, previous_hash, entry_id,
+        step_id, step_type, entry_timestamp, content);
+
+-- name: Session
+SELECT s.session_id, s.agent_id, h.length, h.head, s.created_at, h.updated_at
+FROM sessions s JOIN heads h ON h.session_id = s.session_id
+WHERE s.session_id = $1;
+
+-- name: Sessions
+SELECT s.seq, s.session_id, s.agent_id, h.length, h.head, s.created_at, h.updated_at
+FROM sessions s JOIN heads h ON h.session_id = s.session_id
+WHERE s.seq > $1
+  AND ($2::text = '' OR s.agent_id = $2)
+  AND ($3::timestamptz IS NULL OR h.updated_at >= $3)
+  AND ($4::timestamptz IS NULL OR s.created_at < $4)
+  AND ($5::text = '' OR EXISTS (
+        SELECT 1 FROM entries e WHERE e.session_id = s.session_id AND e.step_type = $5))
+ORDER BY s.seq
+LIMIT $6;
+
+-- name: Entries
+SELECT position, entry_id, step_id, step_type, entry_timestamp, recorded_at,
+    content, entry_hash, previous_hash
+FROM entries
+WHERE session_id = $1 AND position >= $2
+ORDER BY position
+LIMIT $3;

@@ -1,0 +1,199 @@
+// Package pgstore is the PostgreSQL ledger.Store, through pgx/v5.
+//
+// The store connects with the URL it is given and does SET ROLE
+// acsledger_writer on every connection, so the database enforces what the
+// service may do: INSERT and SELECT on the evidence tables, UPDATE of the
+// chain heads only (see migrations/postgres and docs/storage.md). Migrate
+// runs as the URL's own role, which must own the schema.
+//
+// Concurrent Appends share commits: each is queued to a committer that
+// writes everything queued in one transaction (group commit).
+package pgstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/internal/sqlq"
+	"github.com/acsledger/acsledger/migrations"
+)
+
+// WriterRole is the role the store acts as. Migrations create it.
+const WriterRole = "acsledger_writer"
+
+//go:embed queries.sql
+var queriesSQL string
+
+var q = sqlq.Parse(queriesSQL)
+
+// Options tune the PostgreSQL store.
+type Options struct {
+	ledger.Options
+
+	// Committers is the number of group-commit queues; a session always
+	// uses the same one, so committers never race each other for a head.
+	// 0 means 4.
+	Committers int
+	// MaxBatch caps the entries written in one group commit; 0 means 512.
+	MaxBatch int
+	// MaxDelay is how long a committer that found other appends waiting
+	// lingers for more before committing. 0 means 1ms; a lone append never
+	// waits.
+	MaxDelay time.Duration
+	// MaxConns is the connection pool size; 0 means Committers + 8.
+	MaxConns int32
+}
+
+// Store is the PostgreSQL ledger.Store.
+type Store struct {
+	pool       *pgxpool.Pool
+	opts       Options
+	committers []*committer
+	closing    chan struct{}
+	stopped    chan struct{}
+}
+
+var _ ledger.Store = (*Store)(nil)
+
+// Open connects to the database at url (which Migrate must have prepared)
+// and starts the committers.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if opts.Committers <= 0 {
+		opts.Committers = 4
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 512
+	}
+	if opts.MaxDelay <= 0 {
+		opts.MaxDelay = time.Millisecond
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = int32(opts.Committers) + 8
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't parse database URL: %w", err)
+	}
+	cfg.MaxConns = opts.MaxConns
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, "SET ROLE "+WriterRole); err != nil {
+			return fmt.Errorf("couldn't SET ROLE %s (has Migrate run, and is the connecting role a member?): %w", WriterRole, err)
+		}
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't connect to the database: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("couldn't connect to the database: %w", err)
+	}
+	s := &Store{pool: pool, opts: opts, closing: make(chan struct{}), stopped: make(chan struct{})}
+	s.startCommitters()
+	return s, nil
+}
+
+// Close stops the committers, after they have written what was queued, and
+// closes the pool.
+func (s *Store) Close() error {
+	select {
+	case <-s.closing:
+		return nil
+	default:
+	}
+	close(s.closing)
+	<-s.stopped
+	s.pool.Close()
+	return nil
+}
+
+// inTx runs fn in one transaction and commits it if fn returns nil. Every
+// transaction of the package goes through here. Rollback runs on a context
+// that outlives the caller's, so a cancelled caller still releases its
+// locks promptly.
+func inTx(ctx context.Context, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, fn func(pgx.Tx) error) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("couldn't begin transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("couldn't commit: %w", err)
+	}
+	return nil
+}
+
+// Migrate applies every pending migration of migrations/postgres to the
+// database at url, as the URL's role (the schema owner). Each migration runs
+// in its own transaction under an advisory lock, so concurrent Migrate
+// calls are safe; applied versions are recorded in schema_migrations.
+func Migrate(ctx context.Context, url string) error {
+	ms, err := migrations.Postgres()
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("couldn't connect to the database: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, m := range ms {
+		err := inTx(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('acsledger schema_migrations'))"); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+				return err
+			}
+			var applied bool
+			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM schema_migrations WHERE version = $1)", m.Version).Scan(&applied); err != nil {
+				return err
+			}
+			if applied {
+				return nil
+			}
+			// No arguments: the simple protocol runs a multi-statement file.
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("couldn't apply migration postgres/%s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// retryable reports errors after which replanning from fresh state can
+// succeed: a lost head compare-and-swap, a concurrent insert of the same
+// position or step, a deadlock or serialization failure.
+func retryable(err error) bool {
+	if errors.Is(err, errHeadMoved) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "23505", "40P01", "40001":
+			return true
+		}
+	}
+	return false
+}

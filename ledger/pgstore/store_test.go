@@ -1,0 +1,39 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/acsledger/acsledger/internal/pgtest"
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/pgstore"
+	"github.com/acsledger/acsledger/ledger/storetest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// newDB returns the URL of a fresh, migrated database.
+func newDB(t testing.TB) string {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	if err := pgstore.Migrate(context.Background(), url); err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
+func openStore(t testing.TB, url string, opts pgstore.Options) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, opts ledger.Options) ledger.Store {
+		return openStore(t, newDB(t), pgstore.Options{Options: opts})
+	})
+}
