@@ -1,0 +1,251 @@
+package tlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/acsledger/acsledger/internal/pgtest"
+	"github.com/acsledger/acsledger/migrations"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// openPG makes a migrated database and returns a pool acting as
+// acsledger_writer (what the service uses) and one acting as the owner.
+func openPG(t testing.TB) (writer, owner *pgxpool.Pool) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	owner, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(owner.Close)
+	ms, err := migrations.Postgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if err := pgx.BeginFunc(ctx, owner, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, m.SQL)
+			return err
+		}); err != nil {
+			t.Fatalf("migration %s: %v", m.Name, err)
+		}
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET ROLE acsledger_writer")
+		return err
+	}
+	writer, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(writer.Close)
+	return writer, owner
+}
+
+// pgAppendEntries inserts entries like the ledger does, in one transaction
+// on conn (a pool or a transaction).
+func pgAppendEntries(t testing.TB, tx pgx.Tx, session string, from, n int64) {
+	t.Helper()
+	ctx := context.Background()
+	if from == 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO sessions (session_id, agent_id, created_at) VALUES ($1, 'agent', now())`, session); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p := from; p < from+n; p++ {
+		var prev []byte
+		if p > 0 {
+			h := entryHash(session, p-1)
+			prev = h[:]
+		}
+		h := entryHash(session, p)
+		if _, err := tx.Exec(ctx, `INSERT INTO entries (session_id, position, entry_hash, previous_hash, entry_id, step_id, step_type, entry_timestamp, recorded_at, content)
+			VALUES ($1, $2, $3, $4, $5, $6, 'steps/toolCallRequest', '2026-01-01T00:00:00Z', now(), '\x7b7d')`,
+			session, p, h[:], prev, fmt.Sprintf("e%d", p), fmt.Sprintf("s%d", p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func pgAppend(t testing.TB, pool *pgxpool.Pool, session string, from, n int64) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	pgAppendEntries(t, tx, session, from, n)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pgAssertEveryEntryOnce(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	var entries, leaves, distinct, pending, maxIdx int64
+	if err := pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM entries), (SELECT count(*) FROM tlog_leaves),
+		(SELECT count(DISTINCT entry_id) FROM tlog_leaves), (SELECT count(*) FROM tlog_pending),
+		(SELECT coalesce(max(idx), -1) FROM tlog_leaves)`).Scan(&entries, &leaves, &distinct, &pending, &maxIdx); err != nil {
+		t.Fatal(err)
+	}
+	if entries != leaves || leaves != distinct || pending != 0 || maxIdx != leaves-1 {
+		t.Fatalf("entries %d, leaves %d (distinct %d, max idx %d), pending %d", entries, leaves, distinct, maxIdx, pending)
+	}
+}
+
+func TestPGLog(t *testing.T) {
+	t.Parallel()
+	writer, _ := openPG(t)
+	s := NewPGStorage(writer)
+	_, vkeys := testKeys(t)
+	ctx := context.Background()
+	l := newTestLog(t, s, Config{})
+	var oldSize int64
+	var oldRoot [32]byte
+	for round, n := range []int64{1, 300, 255, 1000} {
+		pgAppend(t, writer, fmt.Sprintf("sess-%d", round), 0, n)
+		integrateAll(t, l)
+		signed, err := l.Checkpoint(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size, root := openCheckpointExternally(t, vkeys[0], signed)
+		if size != oldSize+n {
+			t.Fatalf("size %d, want %d", size, oldSize+n)
+		}
+		checkAgainstTiles(t, logTileFetcher(l), size, root, oldSize, oldRoot)
+		oldSize, oldRoot = size, root
+	}
+	pgAssertEveryEntryOnce(t, writer)
+	idx, err := s.LeafIndexByPosition(ctx, "sess-2", 7)
+	if err != nil || idx != 1+300+7 {
+		t.Fatalf("LeafIndexByPosition = %d, %v", idx, err)
+	}
+}
+
+// An identity value that commits after a larger one must still get a leaf.
+func TestPGOutOfOrderCommit(t *testing.T) {
+	t.Parallel()
+	writer, _ := openPG(t)
+	ctx := context.Background()
+	l := newTestLog(t, NewPGStorage(writer), Config{})
+	slow, err := writer.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Rollback(ctx)
+	pgAppendEntries(t, slow, "slow", 0, 3) // takes the smaller ids
+	pgAppend(t, writer, "fast", 0, 5)
+	integrateAll(t, l)
+	if err := slow.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	integrateAll(t, l)
+	pgAssertEveryEntryOnce(t, writer)
+	idx, err := l.s.LeafIndexByPosition(ctx, "slow", 0)
+	if err != nil || idx != 5 {
+		t.Fatalf("slow entry 0 is leaf %d (%v), want 5", idx, err)
+	}
+}
+
+func TestPGCrashRecovery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, crash := range []string{"before commit", "after commit", "before signing"} {
+		t.Run(crash, func(t *testing.T) {
+			t.Parallel()
+			writer, _ := openPG(t)
+			f := &faultyStorage{Storage: NewPGStorage(writer)}
+			l := newTestLog(t, f, Config{BatchSize: 64})
+			pgAppend(t, writer, "s", 0, 300)
+			integrateAll(t, l)
+			pgAppend(t, writer, "s", 300, 100)
+			switch crash {
+			case "before commit":
+				f.failIntegrateBefore = true
+			case "after commit":
+				f.failIntegrateAfter = true
+			case "before signing":
+				f.failSwap = true
+			}
+			if _, err := l.Integrate(ctx); !errors.Is(err, errInjected) {
+				t.Fatalf("Integrate = %v", err)
+			}
+			*f = faultyStorage{Storage: f.Storage}
+			restarted := newTestLog(t, f, Config{BatchSize: 64})
+			integrateAll(t, restarted)
+			integrateAll(t, l)
+			pgAssertEveryEntryOnce(t, writer)
+			cp, _, ok, err := restarted.latest(ctx)
+			if err != nil || !ok || cp.Size != 400 {
+				t.Fatalf("latest checkpoint %+v, %v, %v", cp, ok, err)
+			}
+		})
+	}
+}
+
+// Two integrators over one database: every leaf is written exactly once.
+func TestPGConcurrentIntegrators(t *testing.T) {
+	t.Parallel()
+	writer, _ := openPG(t)
+	a := newTestLog(t, NewPGStorage(writer), Config{BatchSize: 50})
+	b := newTestLog(t, NewPGStorage(writer), Config{BatchSize: 50})
+	pgAppend(t, writer, "s", 0, 1000)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	for _, l := range []*Log{a, b} {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for ctx.Err() == nil {
+				n, err := l.Integrate(ctx)
+				if err == nil && n == 0 {
+					return
+				}
+			}
+		}()
+	}
+	<-done
+	<-done
+	pgAssertEveryEntryOnce(t, writer)
+}
+
+func TestPGWriterPrivileges(t *testing.T) {
+	t.Parallel()
+	writer, owner := openPG(t)
+	ctx := context.Background()
+	l := newTestLog(t, NewPGStorage(writer), Config{})
+	pgAppend(t, writer, "s", 0, 300)
+	integrateAll(t, l)
+	for _, pool := range []*pgxpool.Pool{writer, owner} {
+		for _, s := range []string{
+			`UPDATE tlog_leaves SET data = '\x00' WHERE idx = 0`,
+			`DELETE FROM tlog_leaves WHERE idx = 299`,
+			`TRUNCATE tlog_leaves CASCADE`,
+			`UPDATE tlog_tiles SET root = root`,
+			`DELETE FROM tlog_tiles`,
+			`DELETE FROM tlog_checkpoints`,
+			`UPDATE tlog_checkpoints SET note = note`,
+			`DELETE FROM tlog_head`,
+			`UPDATE tlog_head SET size = 1`,
+			`DELETE FROM tlog_cosignatures`,
+		} {
+			if _, err := pool.Exec(ctx, s); err == nil {
+				t.Errorf("%s: not refused", s)
+			}
+		}
+	}
+}

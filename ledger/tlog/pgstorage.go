@@ -1,0 +1,255 @@
+package tlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PGStorage is the [Storage] over PostgreSQL migrated with
+// migrations/postgres (0002_merkle.sql). The pool's connections should act
+// as acsledger_writer: INSERT and SELECT on the log tables, DELETE on the
+// tlog_pending queue and UPDATE on the one-row tlog_head only.
+type PGStorage struct {
+	pool *pgxpool.Pool
+}
+
+var _ Storage = (*PGStorage)(nil)
+
+// NewPGStorage returns storage over the ledger's pool.
+func NewPGStorage(pool *pgxpool.Pool) *PGStorage { return &PGStorage{pool: pool} }
+
+// inTx runs fn in one transaction; rollback outlives the caller's context.
+func (s *PGStorage) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("couldn't begin transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("couldn't commit: %w", err)
+	}
+	return nil
+}
+
+// uniqueViolation reports a Postgres unique_violation (23505).
+func uniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+func (s *PGStorage) Pending(ctx context.Context, limit int) ([]PendingEntry, error) {
+	rows, err := s.pool.Query(ctx, `SELECT p.entry_id, e.session_id, e.position, e.entry_hash
+		FROM tlog_pending p JOIN entries e ON e.id = p.entry_id
+		ORDER BY p.entry_id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read pending entries: %w", err)
+	}
+	defer rows.Close()
+	var out []PendingEntry
+	for rows.Next() {
+		var p PendingEntry
+		var h []byte
+		if err := rows.Scan(&p.EntryID, &p.Leaf.SessionID, &p.Leaf.Position, &h); err != nil {
+			return nil, fmt.Errorf("couldn't read pending entries: %w", err)
+		}
+		if len(h) != HashSize {
+			return nil, fmt.Errorf("entry %d has a %d-byte entry_hash", p.EntryID, len(h))
+		}
+		p.Leaf.EntryHash = [HashSize]byte(h)
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func (s *PGStorage) Integrate(ctx context.Context, start uint64, leaves []StoredLeaf, tiles []FullTile) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var size int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM tlog_leaves`).Scan(&size); err != nil {
+			return fmt.Errorf("couldn't read log size: %w", err)
+		}
+		if uint64(size) != start {
+			return fmt.Errorf("%w: log has %d leaves, integrator expected %d", ErrConflict, size, start)
+		}
+		idx := make([]int64, len(leaves))
+		ids := make([]int64, len(leaves))
+		hashes := make([][]byte, len(leaves))
+		data := make([][]byte, len(leaves))
+		for i, l := range leaves {
+			idx[i], ids[i], hashes[i], data[i] = int64(start)+int64(i), l.EntryID, l.EntryHash[:], l.Data
+		}
+		// A concurrent integrator inserting the same idx blocks on the
+		// primary key and then fails here: the leaf insert is the CAS.
+		if _, err := tx.Exec(ctx, `INSERT INTO tlog_leaves (idx, entry_id, entry_hash, data)
+			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[], $4::bytea[])`, idx, ids, hashes, data); err != nil {
+			if uniqueViolation(err) {
+				return fmt.Errorf("%w: %v", ErrConflict, err)
+			}
+			return fmt.Errorf("couldn't insert leaves: %w", err)
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM tlog_pending WHERE entry_id = ANY($1)`, ids)
+		if err != nil {
+			return fmt.Errorf("couldn't dequeue entries: %w", err)
+		}
+		if tag.RowsAffected() != int64(len(ids)) {
+			return fmt.Errorf("%w: %d of %d entries were not pending", ErrConflict, int64(len(ids))-tag.RowsAffected(), len(ids))
+		}
+		for _, t := range tiles {
+			if _, err := tx.Exec(ctx, `INSERT INTO tlog_tiles (level, idx, data, root) VALUES ($1, $2, $3, $4)`,
+				t.Level, int64(t.N), t.Data, t.Root[:]); err != nil {
+				if uniqueViolation(err) {
+					return fmt.Errorf("%w: tile %d/%d exists", ErrConflict, t.Level, t.N)
+				}
+				return fmt.Errorf("couldn't insert tile %d/%d: %w", t.Level, t.N, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (s *PGStorage) Size(ctx context.Context) (uint64, error) {
+	var size int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM tlog_leaves`).Scan(&size)
+	return uint64(size), err
+}
+
+func (s *PGStorage) Leaves(ctx context.Context, start, end uint64) ([][]byte, error) {
+	rows, err := s.pool.Query(ctx, `SELECT idx, data FROM tlog_leaves WHERE idx >= $1 AND idx < $2 ORDER BY idx`, int64(start), int64(end))
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read leaves: %w", err)
+	}
+	defer rows.Close()
+	out := make([][]byte, 0, end-start)
+	for rows.Next() {
+		var idx int64
+		var data []byte
+		if err := rows.Scan(&idx, &data); err != nil {
+			return nil, err
+		}
+		if uint64(idx) != start+uint64(len(out)) {
+			return nil, fmt.Errorf("%w: leaf %d is missing", ErrNotFound, start+uint64(len(out)))
+		}
+		out = append(out, data)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if uint64(len(out)) != end-start {
+		return nil, fmt.Errorf("%w: leaf %d is missing", ErrNotFound, start+uint64(len(out)))
+	}
+	return out, nil
+}
+
+func (s *PGStorage) FullTile(ctx context.Context, level int, n uint64) ([]byte, error) {
+	var data []byte
+	err := s.pool.QueryRow(ctx, `SELECT data FROM tlog_tiles WHERE level = $1 AND idx = $2`, level, int64(n)).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: tile %d/%d", ErrNotFound, level, n)
+	}
+	return data, err
+}
+
+func (s *PGStorage) TileRoots(ctx context.Context, level int, from, to uint64) ([]byte, error) {
+	rows, err := s.pool.Query(ctx, `SELECT root FROM tlog_tiles WHERE level = $1 AND idx >= $2 AND idx < $3 ORDER BY idx`, level, int64(from), int64(to))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]byte, 0, (to-from)*HashSize)
+	for rows.Next() {
+		var r []byte
+		if err := rows.Scan(&r); err != nil {
+			return nil, err
+		}
+		out = append(out, r...)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if uint64(len(out)) != (to-from)*HashSize {
+		return nil, fmt.Errorf("%w: tiles %d/%d..%d incomplete", ErrNotFound, level, from, to)
+	}
+	return out, nil
+}
+
+func (s *PGStorage) LeafIndexByPosition(ctx context.Context, sessionID string, position int64) (uint64, error) {
+	var idx int64
+	err := s.pool.QueryRow(ctx, `SELECT l.idx FROM entries e JOIN tlog_leaves l ON l.entry_id = e.id
+		WHERE e.session_id = $1 AND e.position = $2`, sessionID, position).Scan(&idx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("%w: no leaf for session %q position %d", ErrNotFound, sessionID, position)
+	}
+	return uint64(idx), err
+}
+
+func (s *PGStorage) LeafIndexByEntryHash(ctx context.Context, h [HashSize]byte) (uint64, error) {
+	var idx int64
+	err := s.pool.QueryRow(ctx, `SELECT idx FROM tlog_leaves WHERE entry_hash = $1 ORDER BY idx LIMIT 1`, h[:]).Scan(&idx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("%w: no leaf for entry_hash %x", ErrNotFound, h)
+	}
+	return uint64(idx), err
+}
+
+func (s *PGStorage) LatestCheckpoint(ctx context.Context) ([]byte, error) {
+	var note []byte
+	err := s.pool.QueryRow(ctx, `SELECT note FROM tlog_head`).Scan(&note)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: no checkpoint yet", ErrNotFound)
+	}
+	return note, err
+}
+
+func (s *PGStorage) SwapCheckpoint(ctx context.Context, hasOld bool, oldSize, size uint64, note []byte) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO tlog_checkpoints (size, note) VALUES ($1, $2)`, int64(size), note); err != nil {
+			if uniqueViolation(err) {
+				return fmt.Errorf("%w: a checkpoint for size %d exists", ErrConflict, size)
+			}
+			return err
+		}
+		var tag pgconn.CommandTag
+		var err error
+		if hasOld {
+			tag, err = tx.Exec(ctx, `UPDATE tlog_head SET size = $1, note = $2 WHERE size = $3`, int64(size), note, int64(oldSize))
+		} else {
+			tag, err = tx.Exec(ctx, `INSERT INTO tlog_head (size, note) VALUES ($1, $2) ON CONFLICT DO NOTHING`, int64(size), note)
+		}
+		if err != nil {
+			return fmt.Errorf("couldn't move the latest checkpoint: %w", err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("%w: the latest checkpoint moved", ErrConflict)
+		}
+		return nil
+	})
+}
+
+func (s *PGStorage) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
+	var note []byte
+	err := s.pool.QueryRow(ctx, `SELECT note FROM tlog_checkpoints WHERE size = $1`, int64(size)).Scan(&note)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: no checkpoint for size %d", ErrNotFound, size)
+	}
+	return note, err
+}
+
+func (s *PGStorage) AddCosignature(ctx context.Context, size uint64, line []byte) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO tlog_cosignatures (size, line) VALUES ($1, $2) ON CONFLICT DO NOTHING`, int64(size), line)
+	return err
+}
+
+func (s *PGStorage) Cosignatures(ctx context.Context, size uint64) ([][]byte, error) {
+	rows, err := s.pool.Query(ctx, `SELECT line FROM tlog_cosignatures WHERE size = $1 ORDER BY created_at, line`, int64(size))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[[]byte])
+}
