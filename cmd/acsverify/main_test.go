@@ -1,0 +1,102 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){"acsverify": main})
+}
+
+// TestScript runs acsverify as a binary through the scripts in
+// testdata/script. Each script's $WORK/corpus holds the tamper corpus of
+// package verify (verify/testdata/corpus), and `exitcode N command args...`
+// runs a command and requires exit status N.
+func TestScript(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			src := filepath.Join("..", "..", "verify", "testdata", "corpus")
+			files, err := filepath.Glob(filepath.Join(src, "*"))
+			if err != nil || len(files) == 0 {
+				return errors.New("no corpus files in " + src)
+			}
+			dst := filepath.Join(env.WorkDir, "corpus")
+			if err := os.Mkdir(dst, 0o755); err != nil {
+				return err
+			}
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) < 2 {
+					ts.Fatalf("usage: exitcode N command [args...]")
+				}
+				want, err := strconv.Atoi(args[0])
+				if err != nil {
+					ts.Fatalf("exitcode: %v", err)
+				}
+				got := 0
+				if err := ts.Exec(args[1], args[2:]...); err != nil {
+					var ee *exec.ExitError
+					if !errors.As(err, &ee) {
+						ts.Fatalf("exitcode: %v", err)
+					}
+					got = ee.ExitCode()
+				}
+				if got != want {
+					ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+				}
+			},
+		},
+	})
+}
+
+// TestNoDatabaseDriver keeps cmd/acsverify buildable by an auditor with no
+// database driver in its dependency graph.
+func TestNoDatabaseDriver(t *testing.T) {
+	t.Parallel()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go command not found: %v", err)
+	}
+	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	forbidden := []string{"database/sql", "github.com/jackc/pgx", "github.com/lib/pq", "sqlite"}
+	seen := map[string]bool{}
+	for _, d := range deps {
+		seen[d] = true
+		for _, f := range forbidden {
+			if strings.Contains(d, f) {
+				t.Errorf("cmd/acsverify depends on %s", d)
+			}
+		}
+	}
+	// The list must be the real one: it names what acsverify is built on.
+	for _, want := range []string{"github.com/acsledger/acsledger/verify", "github.com/acsledger/acsledger/acs", "flag"} {
+		if !seen[want] {
+			t.Errorf("go list -deps does not list %s; got %d packages", want, len(deps))
+		}
+	}
+}
