@@ -51,13 +51,19 @@ var (
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main for a TestMain that has its own clean-up to do after the
+// server stops: it returns the exit code instead of exiting.
+func Run(m *testing.M) int {
 	code := m.Run()
 	if srv != nil {
 		if err := srv.stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // NewDatabase creates an empty database for t and returns its URL. The
