@@ -57,6 +57,11 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 					return err
 				}
 			}
+			if s.beforeWrite != nil {
+				if err := s.beforeWrite(p); err != nil {
+					return err
+				}
+			}
 			return s.write(ctx, tx, p)
 		})
 		if err != nil && retryable(err) && attempt < maxAttempts {
@@ -65,6 +70,7 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 		if err != nil {
 			return nil, err
 		}
+		s.commits.Add(1)
 		return p, nil
 	}
 }

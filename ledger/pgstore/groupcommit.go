@@ -23,8 +23,8 @@ var ErrClosed = errors.New("ledger store closed")
 // the commit returns (synchronous_commit: durable) hands each waiter its own
 // result. An entry that fails its own checks (hash mismatch, conflict) gets
 // its error without stopping the others; if the transaction itself fails,
-// the committer falls back to one transaction per entry so that one bad
-// entry cannot fail its neighbours.
+// the committer bisects the group until the failing entry stands alone, so
+// that one bad entry cannot fail its neighbours.
 
 type pending struct {
 	ctx  context.Context
@@ -155,31 +155,32 @@ func (s *Store) flush(batch []*pending) {
 	if len(live) == 0 {
 		return
 	}
-	ps := make([]plan.Prepared, len(live))
-	for i, w := range live {
-		ps[i] = w.p
-	}
 	// The transaction serves many callers, so no single caller's context
 	// may cancel it.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	s.commitGroup(ctx, live)
+}
+
+// commitGroup writes ws in one transaction. If the transaction fails as a
+// whole, it splits ws in halves and commits each (first half first, which
+// keeps every session's order), so a bad entry costs its neighbours a few
+// extra transactions, not their writes.
+func (s *Store) commitGroup(ctx context.Context, ws []*pending) {
+	ps := make([]plan.Prepared, len(ws))
+	for i, w := range ws {
+		ps[i] = w.p
+	}
 	p, err := s.apply(ctx, ps, false)
-	if err == nil {
-		for i, w := range live {
+	switch {
+	case err == nil:
+		for i, w := range ws {
 			w.done <- outcome{res: p.Results[i], err: p.Errs[i]}
 		}
-		return
-	}
-	if len(live) == 1 {
-		live[0].done <- outcome{err: err}
-		return
-	}
-	for _, w := range live {
-		p, err := s.apply(ctx, []plan.Prepared{w.p}, false)
-		if err == nil {
-			w.done <- outcome{res: p.Results[0], err: p.Errs[0]}
-		} else {
-			w.done <- outcome{err: err}
-		}
+	case len(ws) == 1:
+		ws[0].done <- outcome{err: err}
+	default:
+		s.commitGroup(ctx, ws[:len(ws)/2])
+		s.commitGroup(ctx, ws[len(ws)/2:])
 	}
 }

@@ -15,6 +15,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/internal/plan"
 	"github.com/acsledger/acsledger/ledger/internal/sqlq"
 	"github.com/acsledger/acsledger/migrations"
 )
@@ -59,6 +61,9 @@ type Store struct {
 	committers []*committer
 	closing    chan struct{}
 	stopped    chan struct{}
+
+	commits     atomic.Int64             // append transactions committed
+	beforeWrite func(p *plan.Plan) error // test hook, nil outside tests
 }
 
 var _ ledger.Store = (*Store)(nil)

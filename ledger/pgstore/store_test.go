@@ -12,6 +12,9 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// newDBRaw returns the URL of a fresh, unmigrated database.
+func newDBRaw(t testing.TB) string { return pgtest.NewDatabase(t) }
+
 // newDB returns the URL of a fresh, migrated database.
 func newDB(t testing.TB) string {
 	t.Helper()

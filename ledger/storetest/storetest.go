@@ -479,6 +479,7 @@ func testInvalidInput(t *testing.T, open Open) {
 		{"step_id not a string", ledger.Record{SessionID: "s", Entry: []byte(`{"entry_id":"e","step_id":7,"step_type":"t"}`)}, "step_id"},
 		{"entry_hash not hex", ledger.Record{SessionID: "s", Entry: []byte(`{"entry_id":"e","step_id":"x","step_type":"t","entry_hash":"zz"}`)}, "entry_hash"},
 		{"duplicate member", ledger.Record{SessionID: "s", Entry: []byte(`{"entry_id":"e","step_id":"x","step_id":"y","step_type":"t"}`)}, "step_id"},
+		{"NUL in step_id", ledger.Record{SessionID: "s", Entry: []byte(`{"entry_id":"e","step_id":"a\u0000b","step_type":"t"}`)}, "NUL"},
 		{"oversized", ledger.Record{SessionID: "s", Entry: big}, "limit"},
 		{"empty session id", ledger.Record{SessionID: "", Entry: ok}, "session id"},
 		{"long session id", ledger.Record{SessionID: strings.Repeat("s", ledger.MaxSessionIDBytes+1), Entry: ok}, "session id"},

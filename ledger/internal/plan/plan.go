@@ -7,6 +7,7 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/acsledger/acsledger/acs"
@@ -38,6 +39,15 @@ func Prepare(index int, r ledger.Record, maxBytes int) (Prepared, error) {
 	e, err := acs.ParseEntry(r.Entry)
 	if err != nil {
 		return Prepared{}, &ledger.InvalidEntryError{Index: index, SessionID: r.SessionID, Err: err}
+	}
+	// The indexed members are stored as text columns, which in PostgreSQL
+	// cannot hold NUL; refuse it in every store alike.
+	for _, m := range []struct{ name, v string }{
+		{"entry_id", e.EntryID}, {"step_id", e.StepID}, {"step_type", e.StepType}, {"timestamp", e.Timestamp},
+	} {
+		if i := strings.IndexByte(m.v, 0); i >= 0 {
+			return Prepared{}, invalid("member %q has a NUL character at byte %d", m.name, i)
+		}
 	}
 	return Prepared{Index: index, Record: r, Entry: e}, nil
 }

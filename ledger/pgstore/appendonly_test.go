@@ -1,0 +1,132 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/pgstore"
+	"github.com/acsledger/acsledger/ledger/storetest"
+)
+
+// TestAppendOnly proves that the database, not the code, refuses to rewrite
+// evidence: the service role lacks the privileges, and the owner (who has
+// them) is stopped by the triggers.
+func TestAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	url := newDB(t)
+	s := openStore(t, url, pgstore.Options{})
+	for i, f := range storetest.Fixtures(t) {
+		if _, err := s.Append(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}); err != nil {
+			t.Fatalf("fixture %d: %v", i, err)
+		}
+	}
+	before, err := s.Session(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	connect := func(role string) *pgx.Conn {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(context.Background()) })
+		if role != "" {
+			if _, err := c.Exec(ctx, "SET ROLE "+role); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return c
+	}
+	writer, owner := connect(pgstore.WriterRole), connect("")
+
+	type attempt struct {
+		sql    string
+		writer string // what refuses it for the service role
+		owner  string // what refuses it for the owner
+	}
+	const denied, appendOnly, forward = "permission denied", "append-only", "may only move forward"
+	for _, a := range []attempt{
+		{"UPDATE entries SET step_type = 'rewritten'", denied, appendOnly},
+		{"UPDATE entries SET content = content WHERE false", denied, appendOnly},
+		{"DELETE FROM entries", denied, appendOnly},
+		{"DELETE FROM entries WHERE false", denied, appendOnly},
+		{"TRUNCATE entries CASCADE", denied, appendOnly},
+		{"UPDATE sessions SET agent_id = 'mallory'", denied, appendOnly},
+		{"DELETE FROM sessions", denied, appendOnly},
+		{"TRUNCATE sessions CASCADE", denied, appendOnly},
+		{"DELETE FROM heads", denied, appendOnly},
+		{"TRUNCATE heads CASCADE", denied, appendOnly},
+		// The writer may move heads (length, head, updated_at) but only
+		// forward; other columns are not granted.
+		{"UPDATE heads SET length = length - 1", forward, forward},
+		{"UPDATE heads SET session_id = 'other'", denied, forward},
+		{"DROP TABLE entries", "must be owner", ""},
+		{"ALTER TABLE entries DISABLE TRIGGER entries_append_only", "must be owner", ""},
+		{"INSERT INTO schema_migrations (version, name) VALUES (999, 'x')", denied, ""},
+	} {
+		for _, who := range []struct {
+			name string
+			conn *pgx.Conn
+			want string
+		}{{"writer", writer, a.writer}, {"owner", owner, a.owner}} {
+			if who.want == "" {
+				continue
+			}
+			_, err := who.conn.Exec(ctx, a.sql)
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || !strings.Contains(pe.Message, who.want) {
+				t.Errorf("%s: %s: got %v, want an error containing %q", who.name, a.sql, err, who.want)
+			}
+		}
+	}
+
+	after, err := s.Session(ctx, "s")
+	if err != nil || after != before {
+		t.Fatalf("session changed: %+v became %+v (%v)", before, after, err)
+	}
+	es, err := s.Entries(ctx, "s", 0, 100)
+	if err != nil || len(es) != 4 || es[3].EntryHash != before.Head {
+		t.Fatalf("entries after the attempts: %d, %v", len(es), err)
+	}
+}
+
+// TestMigrateConcurrent runs Migrate on several databases and twice on one
+// at the same time: the role creation and the version bookkeeping must
+// tolerate it.
+func TestMigrateConcurrent(t *testing.T) {
+	ctx := context.Background()
+	urls := []string{newDBRaw(t), newDBRaw(t), newDBRaw(t)}
+	urls = append(urls, urls[0])
+	errs := make(chan error, len(urls))
+	for _, u := range urls {
+		go func() { errs <- pgstore.Migrate(ctx, u) }()
+	}
+	for range urls {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := pgx.Connect(ctx, urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var versions []int32
+	rows, _ := c.Query(ctx, "SELECT version FROM schema_migrations ORDER BY version")
+	versions, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil || len(versions) == 0 || versions[0] != 1 {
+		t.Fatalf("schema_migrations: %v, %v", versions, err)
+	}
+	for i := 1; i < len(versions); i++ {
+		if versions[i] <= versions[i-1] {
+			t.Fatalf("schema_migrations versions not increasing: %v", versions)
+		}
+	}
+}

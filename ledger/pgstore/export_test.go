@@ -1,0 +1,19 @@
+package pgstore
+
+import "github.com/acsledger/acsledger/ledger/internal/plan"
+
+// Commits returns the number of append transactions committed so far.
+func (s *Store) Commits() int64 { return s.commits.Load() }
+
+// FailWritesOf makes every write transaction holding an entry of sessionID
+// fail, as a database error would.
+func (s *Store) FailWritesOf(sessionID string, err error) {
+	s.beforeWrite = func(p *plan.Plan) error {
+		for _, r := range p.Rows {
+			if r.SessionID == sessionID {
+				return err
+			}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,62 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/sqlitestore"
+	"github.com/acsledger/acsledger/ledger/storetest"
+)
+
+// TestAppendOnly proves that the SQLite triggers refuse to rewrite evidence
+// even for a connection that bypasses the store.
+func TestAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := sqlitestore.Open(ctx, path, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, f := range storetest.Fixtures(t) {
+		if _, err := s.Append(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}); err != nil {
+			t.Fatalf("fixture %d: %v", i, err)
+		}
+	}
+	before, err := s.Session(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, a := range []struct{ sql, want string }{
+		{"UPDATE entries SET step_type = 'rewritten'", "append-only"},
+		{"UPDATE entries SET content = x'00' WHERE position = 2", "append-only"},
+		{"DELETE FROM entries", "append-only"},
+		{"DELETE FROM entries WHERE position = 3", "append-only"},
+		{"UPDATE sessions SET agent_id = 'mallory'", "append-only"},
+		{"DELETE FROM sessions", "append-only"},
+		{"DELETE FROM heads", "append-only"},
+		{"UPDATE heads SET length = length - 1", "only move forward"},
+		{"UPDATE heads SET session_id = 'other', length = length + 1", "only move forward"},
+	} {
+		if _, err := db.ExecContext(ctx, a.sql); err == nil || !strings.Contains(err.Error(), a.want) {
+			t.Errorf("%s: got %v, want an error containing %q", a.sql, err, a.want)
+		}
+	}
+	after, err := s.Session(ctx, "s")
+	if err != nil || after != before {
+		t.Fatalf("session changed: %+v became %+v (%v)", before, after, err)
+	}
+	es, err := s.Entries(ctx, "s", 0, 100)
+	if err != nil || len(es) != 4 || es[3].EntryHash != before.Head || es[2].StepType != "protocols/MCP/tools/call" {
+		t.Fatalf("entries after the attempts: %+v, %v", es, err)
+	}
+}
