@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/storeopen"
+	"github.com/acsledger/acsledger/web"
+)
+
+// shutdownGrace bounds how long serve waits for in-flight requests after a
+// signal. Appends acknowledged before the signal are already durable; the
+// grace only lets running ones finish and answer.
+const shutdownGrace = 15 * time.Second
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	db := fs.String("db", "", "store URL: postgres://... for PostgreSQL; empty or a directory path for the embedded store")
+	maxEntry := fs.Int("max-entry-bytes", ledger.DefaultMaxEntryBytes, "largest accepted ContextEntry, in bytes")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log := newLogger(stderr)
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	url := storeURL(*db)
+	if err := storeopen.Migrate(ctx, url); err != nil {
+		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
+	}
+	store, err := storeopen.Open(ctx, url, ledger.Options{MaxEntryBytes: *maxEntry})
+	if err != nil {
+		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
+	}
+	defer store.Close()
+
+	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry)})
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      120 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          nil,
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("couldn't listen on %s: %w", *addr, err)
+	}
+	log.Info("acsledger serving", "url", "http://"+ln.Addr().String(), "store", redact(url))
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := store.Close(); err != nil {
+		return fmt.Errorf("couldn't close store: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("migrate", stderr)
+	db := fs.String("db", "", "store URL (postgres://... as the owner role, or the embedded store's directory)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	url := storeURL(*db)
+	if err := storeopen.Migrate(ctx, url); err != nil {
+		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
+	}
+	fmt.Fprintf(stdout, "migrated %s\n", redact(url))
+	return nil
+}
+
+// storeURL applies the default: the embedded store under ./acsledger-data.
+func storeURL(db string) string {
+	if db == "" {
+		return "./acsledger-data"
+	}
+	return db
+}
