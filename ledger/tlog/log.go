@@ -63,6 +63,10 @@ type Log struct {
 	notify    chan struct{}
 	signed    chan struct{}
 
+	lastMu     sync.Mutex // guards the last verified checkpoint
+	lastSigned []byte
+	lastCP     Checkpoint
+
 	mu    sync.Mutex // guards the integrator state below
 	rng   *compact.Range
 	tails [][]byte // tails[L]: the hashes of the incomplete tile at level L
@@ -379,8 +383,27 @@ func (l *Log) latest(ctx context.Context) (cp Checkpoint, signed []byte, ok bool
 	return cp, signed, true, nil
 }
 
-// openCheckpoint verifies a checkpoint note with every log key.
+// openCheckpoint verifies a checkpoint note with every log key. The last
+// verified note is remembered, since every tile request reads the latest.
 func (l *Log) openCheckpoint(signed []byte) (Checkpoint, error) {
+	l.lastMu.Lock()
+	if bytes.Equal(l.lastSigned, signed) {
+		cp := l.lastCP
+		l.lastMu.Unlock()
+		return cp, nil
+	}
+	l.lastMu.Unlock()
+	cp, err := l.verifyCheckpoint(signed)
+	if err != nil {
+		return cp, err
+	}
+	l.lastMu.Lock()
+	l.lastSigned, l.lastCP = bytes.Clone(signed), cp
+	l.lastMu.Unlock()
+	return cp, nil
+}
+
+func (l *Log) verifyCheckpoint(signed []byte) (Checkpoint, error) {
 	n, err := note.Open(signed, l.verifiers)
 	if err != nil {
 		return Checkpoint{}, err

@@ -128,7 +128,7 @@ func TestLogIntegratesAndVerifiesExternally(t *testing.T) {
 	t.Parallel()
 	db := openSQLite(t)
 	s := NewSQLiteStorage(db, db)
-	l := newTestLog(t, s, Config{BatchSize: 100})
+	l := newTestLog(t, s, Config{BatchSize: 1000})
 	_, vkeys := testKeys(t)
 	ctx := context.Background()
 

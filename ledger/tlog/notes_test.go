@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 )
 
 func testCheckpoint() Checkpoint {
@@ -62,7 +64,7 @@ func TestEd25519KeyInteroperates(t *testing.T) {
 		t.Fatalf("sumdb/note rejects our Ed25519 signature: %v", err)
 	}
 	// Key ID per signed-note, computed here independently.
-	pub := ed25519.NewKeyFromSeed(func() []byte { s := sha256.Sum256([]byte("tlog test key 0")); return s[:] }()).Public().(ed25519.PublicKey)
+	pub := ed25519.NewKeyFromSeed(func() []byte { s := tlogtest.Seed("log 0"); return s[:] }()).Public().(ed25519.PublicKey)
 	sum := sha256.Sum256(append([]byte(testOrigin+"\n\x01"), pub...))
 	if v.KeyHash() != binary.BigEndian.Uint32(sum[:4]) {
 		t.Fatalf("key ID %08x, want %x", v.KeyHash(), sum[:4])

@@ -8,89 +8,17 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/internal/pgtest"
-	"github.com/acsledger/acsledger/migrations"
-	"github.com/jackc/pgx/v5"
+	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// openPG makes a migrated database and returns a pool acting as
-// acsledger_writer (what the service uses) and one acting as the owner.
-func openPG(t testing.TB) (writer, owner *pgxpool.Pool) {
-	t.Helper()
-	url := pgtest.NewDatabase(t)
-	ctx := context.Background()
-	owner, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(owner.Close)
-	ms, err := migrations.Postgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if err := pgx.BeginFunc(ctx, owner, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, m.SQL)
-			return err
-		}); err != nil {
-			t.Fatalf("migration %s: %v", m.Name, err)
-		}
-	}
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, "SET ROLE acsledger_writer")
-		return err
-	}
-	writer, err = pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(writer.Close)
-	return writer, owner
-}
-
-// pgAppendEntries inserts entries like the ledger does, in one transaction
-// on conn (a pool or a transaction).
-func pgAppendEntries(t testing.TB, tx pgx.Tx, session string, from, n int64) {
-	t.Helper()
-	ctx := context.Background()
-	if from == 0 {
-		if _, err := tx.Exec(ctx, `INSERT INTO sessions (session_id, agent_id, created_at) VALUES ($1, 'agent', now())`, session); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for p := from; p < from+n; p++ {
-		var prev []byte
-		if p > 0 {
-			h := entryHash(session, p-1)
-			prev = h[:]
-		}
-		h := entryHash(session, p)
-		if _, err := tx.Exec(ctx, `INSERT INTO entries (session_id, position, entry_hash, previous_hash, entry_id, step_id, step_type, entry_timestamp, recorded_at, content)
-			VALUES ($1, $2, $3, $4, $5, $6, 'steps/toolCallRequest', '2026-01-01T00:00:00Z', now(), '\x7b7d')`,
-			session, p, h[:], prev, fmt.Sprintf("e%d", p), fmt.Sprintf("s%d", p)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func openPG(t testing.TB) (writer, owner *pgxpool.Pool) { return tlogtest.OpenPG(t) }
 
 func pgAppend(t testing.TB, pool *pgxpool.Pool, session string, from, n int64) {
 	t.Helper()
-	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	pgAppendEntries(t, tx, session, from, n)
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	tlogtest.AppendPG(t, pool, session, from, n)
 }
 
 func pgAssertEveryEntryOnce(t *testing.T, pool *pgxpool.Pool) {
@@ -147,7 +75,7 @@ func TestPGOutOfOrderCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer slow.Rollback(ctx)
-	pgAppendEntries(t, slow, "slow", 0, 3) // takes the smaller ids
+	tlogtest.AppendPGTx(t, slow, "slow", 0, 3) // takes the smaller ids
 	pgAppend(t, writer, "fast", 0, 5)
 	integrateAll(t, l)
 	if err := slow.Commit(ctx); err != nil {

@@ -43,11 +43,14 @@ func (c *tileCache) put(level int, n uint64, data []byte) {
 	c.tiles[[2]uint64{uint64(level), n}] = data
 }
 
-// treeReader reads hashes of the tree of a fixed size from storage.
+// treeReader reads hashes of the tree of a fixed size from storage. One
+// reader serves one request, so it memoizes the partial tiles it rebuilt:
+// the nodes of one proof often share a tile.
 type treeReader struct {
-	s     Storage
-	size  uint64
-	cache *tileCache // nil: no caching
+	s       Storage
+	size    uint64
+	cache   *tileCache // full tiles shared across readers; nil: none
+	partial map[[2]uint64][]byte
 }
 
 // levelWidth is how many hashes tree level 8*level has in a tree of size.
@@ -79,6 +82,24 @@ func (r *treeReader) tileHashes(ctx context.Context, level int, n uint64, width 
 		}
 		return t, nil
 	}
+	key := [2]uint64{uint64(level), n}
+	if t, ok := r.partial[key]; ok && len(t) == width*HashSize {
+		return t, nil
+	}
+	t, err := r.readPartial(ctx, level, n, width)
+	if err != nil {
+		return nil, err
+	}
+	if r.partial == nil {
+		r.partial = make(map[[2]uint64][]byte)
+	}
+	r.partial[key] = t
+	return t, nil
+}
+
+// readPartial rebuilds a partial tile: leaf hashes for level 0, the roots
+// of the full tiles one level down otherwise.
+func (r *treeReader) readPartial(ctx context.Context, level int, n uint64, width int) ([]byte, error) {
 	start := n * TileWidth
 	if level == 0 {
 		leaves, err := r.s.Leaves(ctx, start, start+uint64(width))
