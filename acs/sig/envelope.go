@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/acsledger/acsledger/acs"
@@ -255,41 +254,99 @@ func split(canon []byte, m Member) ([]byte, *Signature, error) {
 	return input, s, nil
 }
 
-// findMember looks up member name in the JSON object obj, which must be
-// valid JSON without insignificant whitespace (RFC 8785 output). It returns
-// the span of the member's pair, [pairStart, pairEnd) (including the comma
-// before it, if any), and of its value, [valStart, valEnd).
+// findMember looks up member name in obj, a JSON object in RFC 8785 form
+// (the output of acs.Canonicalize, or a value inside it). It returns the
+// span of the member's pair, [pairStart, pairEnd), including the comma
+// before it if any, and of its value, [valStart, valEnd).
+//
+// Because the input is canonical, a member name has exactly one spelling,
+// so names compare as bytes, and values can be skipped without a full
+// parser: there is no whitespace, and brackets only need counting outside
+// strings.
 func findMember(obj []byte, name string) (pairStart, pairEnd, valStart, valEnd int, ok bool, err error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return 0, 0, 0, 0, false, err
+	if len(obj) < 2 || obj[0] != '{' {
+		return 0, 0, 0, 0, false, errors.New("not an object")
 	}
-	if d, isDelim := tok.(json.Delim); !isDelim || d != '{' {
-		return 0, 0, 0, 0, false, fmt.Errorf("not an object")
-	}
-	prev := int(dec.InputOffset())
-	for dec.More() {
-		tok, err := dec.Token()
+	i := 1
+	for i < len(obj) && obj[i] != '}' {
+		pair := i
+		if obj[i] == ',' {
+			i++
+		}
+		keyEnd, err := skipValue(obj, i)
 		if err != nil {
 			return 0, 0, 0, 0, false, err
 		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		if keyEnd >= len(obj) || obj[keyEnd] != ':' {
+			return 0, 0, 0, 0, false, fmt.Errorf("no ':' after member name at byte %d", i)
+		}
+		vs := keyEnd + 1
+		ve, err := skipValue(obj, vs)
+		if err != nil {
 			return 0, 0, 0, 0, false, err
 		}
-		end := int(dec.InputOffset())
-		if key == name {
-			return prev, end, end - len(raw), end, true, nil
+		key := obj[i:keyEnd]
+		if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
+			return pair, ve, vs, ve, true, nil
 		}
-		prev = end
+		i = ve
 	}
-	if _, err := dec.Token(); err != nil && err != io.EOF {
-		return 0, 0, 0, 0, false, err
+	if i >= len(obj) {
+		return 0, 0, 0, 0, false, errors.New("unterminated object")
 	}
 	return 0, 0, 0, 0, false, nil
+}
+
+// skipValue returns the end of the canonical JSON value starting at b[i].
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errors.New("value expected at end of input")
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, err := skipString(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, fmt.Errorf("unterminated value at byte %d", i)
+	}
+	// A number or a literal runs to the next delimiter.
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ':' {
+		j++
+	}
+	if j == i {
+		return 0, fmt.Errorf("value expected at byte %d", i)
+	}
+	return j, nil
+}
+
+func skipString(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, fmt.Errorf("unterminated string at byte %d", i)
 }
 
 // parseSignature reads a signature object strictly: an object whose
@@ -299,18 +356,25 @@ func parseSignature(raw []byte) (*Signature, error) {
 	if raw[0] != '{' {
 		return nil, errors.New("not an object")
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
+	// raw is canonical: find the three members without a general decoder.
 	str := func(name string) (string, error) {
-		v, ok := m[name]
+		_, _, vs, ve, ok, err := findMember(raw, name)
+		if err != nil {
+			return "", err
+		}
 		if !ok {
 			return "", fmt.Errorf("member %q is missing", name)
 		}
-		var s string
-		if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		v := raw[vs:ve]
+		if v[0] != '"' {
 			return "", fmt.Errorf("member %q is not a string", name)
+		}
+		if bytes.IndexByte(v, '\\') < 0 {
+			return string(v[1 : len(v)-1]), nil
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return "", fmt.Errorf("member %q: %w", name, err)
 		}
 		return s, nil
 	}
