@@ -44,9 +44,9 @@ type encoder struct {
 	// names written with escapes, and names of dropped members.
 	names []byte
 	// scratch holds an object's members while they are rewritten in order,
-	// and order the order to write them in.
+	// and items the order to write them in.
 	scratch []byte
-	order   []int32
+	items   []sortItem
 	// escaped reports whether the last string read had an escape.
 	escaped bool
 
@@ -78,16 +78,28 @@ type member struct {
 // there, so they are always compared in full.
 func nameKey(name []byte) uint64 {
 	var k uint64
-	for i := 0; i < 8; i++ {
-		k <<= 8
-		if i < len(name) {
-			if name[i] >= 0xEE {
+	if len(name) >= 8 {
+		k = binary.BigEndian.Uint64(name)
+	} else {
+		var b [8]byte
+		copy(b[:], name)
+		k = binary.BigEndian.Uint64(b[:])
+	}
+	if k&0x8080808080808080 != 0 {
+		for x := k; x != 0; x >>= 8 {
+			if byte(x) >= 0xEE {
 				return 0
 			}
-			k |= uint64(name[i])
 		}
 	}
 	return k
+}
+
+// sortItem is what reorder sorts: a member's key beside its index, so most
+// comparisons touch neither the member nor its name.
+type sortItem struct {
+	key uint64
+	idx int32
 }
 
 // compareMembers orders two members by name (RFC 8785 §3.2.3).
@@ -150,12 +162,11 @@ func (e *encoder) fail(off int, kind error, detail string) error {
 
 func skipSpace(in []byte, i int) int {
 	for i < len(in) {
-		switch in[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
+		// Every byte that may start a token is above ' '.
+		if c := in[i]; c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return i
 		}
+		i++
 	}
 	return i
 }
@@ -370,24 +381,39 @@ func (e *encoder) object(out []byte, open int) ([]byte, int, error) {
 // checks them for duplicates, and rewrites them in order.
 func (e *encoder) reorder(out []byte, base int, region int32) ([]byte, error) {
 	ms := e.members[base:]
-	// Sort a small slice of indexes rather than the members themselves.
-	order := e.order[:0]
+	// Sort a small slice of keys and indexes rather than the members.
+	items := e.items[:0]
 	for j := range ms {
-		order = append(order, int32(j))
+		items = append(items, sortItem{ms[j].key, int32(j)})
 	}
-	e.order = order
-	if len(order) <= 16 {
-		for j := 1; j < len(order); j++ {
-			for k := j; k > 0 && e.compareMembers(out, &ms[order[k-1]], &ms[order[k]]) > 0; k-- {
-				order[k-1], order[k] = order[k], order[k-1]
+	e.items = items
+	less := func(a, b sortItem) int {
+		if a.key != b.key && a.key != 0 && b.key != 0 {
+			if a.key < b.key {
+				return -1
 			}
+			return 1
+		}
+		return compareNames(e.name(out, &ms[a.idx]), e.name(out, &ms[b.idx]))
+	}
+	if len(items) <= 16 {
+		for j := 1; j < len(items); j++ {
+			cur := items[j]
+			k := j
+			for ; k > 0 && less(items[k-1], cur) > 0; k-- {
+				items[k] = items[k-1]
+			}
+			items[k] = cur
 		}
 	} else {
-		slices.SortFunc(order, func(a, b int32) int { return e.compareMembers(out, &ms[a], &ms[b]) })
+		slices.SortFunc(items, less)
 	}
 	dup := -1
-	for j := 1; j < len(order); j++ {
-		a, b := &ms[order[j-1]], &ms[order[j]]
+	for j := 1; j < len(items); j++ {
+		if x, y := items[j-1].key, items[j].key; x != y && x != 0 && y != 0 {
+			continue
+		}
+		a, b := &ms[items[j-1].idx], &ms[items[j].idx]
 		if !bytes.Equal(e.name(out, a), e.name(out, b)) {
 			continue
 		}
@@ -407,8 +433,8 @@ func (e *encoder) reorder(out []byte, base int, region int32) ([]byte, error) {
 	e.scratch = append(e.scratch[:0], out[region:]...)
 	out = out[:region]
 	n := 0
-	for _, j := range order {
-		m := &ms[j]
+	for _, it := range items {
+		m := &ms[it.idx]
 		if m.dropped {
 			continue
 		}

@@ -169,7 +169,11 @@ func (f *entryFields) capture(id field, off int, v []byte) {
 	f.kind[id], f.off[id] = v[0], off
 	if v[0] == '"' {
 		n := len(f.buf)
-		f.buf = appendUnescaped(f.buf, v[1:len(v)-1])
+		if s := v[1 : len(v)-1]; bytes.IndexByte(s, '\\') < 0 {
+			f.buf = append(f.buf, s...)
+		} else {
+			f.buf = appendUnescaped(f.buf, s)
+		}
 		f.val[id] = [2]int{n, len(f.buf)}
 	}
 }

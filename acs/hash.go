@@ -27,24 +27,34 @@ func parseHash[T string | []byte](s T) (Hash, error) {
 	if len(s) != 64 {
 		return h, fmt.Errorf("hash %s: want 64 lowercase hex characters, got %d characters", quoteName([]byte(s)), len(s))
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return h, fmt.Errorf("hash %s: character %d is not lowercase hex", quoteName([]byte(s)), i)
-		}
-	}
 	for i := range h {
-		h[i] = unhex(s[2*i])<<4 | unhex(s[2*i+1])
+		hi, lo := hexValue[s[2*i]], hexValue[s[2*i+1]]
+		if hi|lo > 0xF {
+			bad := 2 * i
+			if hi <= 0xF {
+				bad++
+			}
+			return Hash{}, fmt.Errorf("hash %s: character %d is not lowercase hex", quoteName([]byte(s)), bad)
+		}
+		h[i] = hi<<4 | lo
 	}
 	return h, nil
 }
 
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
+// hexValue maps lowercase hex digits to their value and everything else,
+// uppercase included, to 0xFF.
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xFF
 	}
-	return c - 'a' + 10
-}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
+	}
+	return t
+}()
 
 // EntryHash computes a ContextEntry's entry_hash from its content bytes (the
 // JCS form of the entry with entry_hash and previous_hash removed, as
