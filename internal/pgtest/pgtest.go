@@ -131,7 +131,8 @@ func start() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "acsledger-pgtest-")
+	sweep()
+	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +142,29 @@ func start() (*server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+const dirPrefix = "acsledger-pgtest-"
+
+// sweep removes the directories of earlier test processes that died
+// without cleaning up (a panic skips Main's cleanup; the kernel still stops
+// their server). A directory is left alone while its server runs or while
+// it is young enough to belong to a process still starting one.
+func sweep() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil || time.Since(fi.ModTime()) < 10*time.Minute {
+			continue
+		}
+		if pid, err := os.ReadFile(filepath.Join(d, "data", "postmaster.pid")); err == nil {
+			first, _, _ := strings.Cut(string(pid), "\n")
+			if n, err := strconv.Atoi(strings.TrimSpace(first)); err == nil && syscall.Kill(n, 0) == nil {
+				continue
+			}
+		}
+		os.RemoveAll(d)
+	}
 }
 
 // binDir finds the directory holding initdb and postgres.
