@@ -1,0 +1,228 @@
+package guardian
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/sig"
+	"github.com/acsledger/acsledger/ledger"
+)
+
+// Version is the ACS version this Guardian speaks.
+const Version = "0.1.0"
+
+// Defaults for the zero values of Config.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultSkewWindow   = 300 * time.Second // ACS §10.3 RECOMMENDED
+	DefaultTimeout      = 5 * time.Second
+	DefaultDeferTimeout = 60 * time.Second
+	DefaultMaxDeferrals = 3
+)
+
+// Failure postures (ACS §6.4), negotiated as on_decision_failure.
+const (
+	PostureProceed = "proceed"
+	PostureDeny    = "deny"
+)
+
+// Config configures a Guardian. Store, Policy and at least one signing key
+// are required; every other zero value means the default named beside it.
+type Config struct {
+	// Store holds the chains, the signed responses and the replay history.
+	Store ledger.GuardianStore
+	// Policy decides on every content-bearing step.
+	Policy Policy
+
+	// Keys verifies request signatures; a session is bound to the key_id
+	// that signed its handshake/hello. HMAC-SHA256 keys in it are the input
+	// keying material of §10's per-session keys. Nil means the public halves
+	// of HMACKeys and ResponseKey.
+	Keys *sig.KeySet
+	// HMACKeys sign the responses of sessions whose requests are signed
+	// with HMAC-SHA256: the response uses the same key_id and the same
+	// per-session key. A session signed with an HMAC key_id missing here is
+	// refused at handshake unless ResponseKey is set.
+	HMACKeys []*sig.PrivateKey
+	// ResponseKey is the asymmetric key (ECDSA-P256, ML-DSA-65, or any
+	// registered asymmetric or hybrid algorithm) that signs the responses
+	// of every other session, and error responses that belong to no
+	// session.
+	ResponseKey *sig.PrivateKey
+
+	// Clock is the Guardian's time source (default time.Now).
+	Clock func() time.Time
+	// Logger receives operational events (default slog.Default()).
+	Logger *slog.Logger
+
+	// MaxBodyBytes caps one HTTP body or stdio frame (default 1 MiB).
+	MaxBodyBytes int64
+	// SkewWindow is skew_window_ms (§10.3, default 5 minutes).
+	SkewWindow time.Duration
+	// Timeout and PerMethodTimeout are timeout_config (§4, default 5 s).
+	Timeout          time.Duration
+	PerMethodTimeout map[string]time.Duration
+	// OnDecisionFailure is the failure posture (§6.4): PostureProceed
+	// (default) or PostureDeny.
+	OnDecisionFailure string
+	// RequireProvenance is policy_requires_provenance (§4).
+	RequireProvenance bool
+	// ApproverTypes is approver_types_supported (§4): of "human", "agent",
+	// "service". ASK to any other type is refused.
+	ApproverTypes []string
+	// ApproverCapable reports whether an agent's client can route ASK
+	// (§9.2, decided by deployment means). Nil means no client can, so
+	// every ASK is substituted.
+	ApproverCapable func(agentID string) bool
+	// ApproverKeys authenticates approvers: an approval must be signed by
+	// the key whose key_id is the approver's id (§9). Nil means no
+	// approval can be accepted.
+	ApproverKeys *sig.KeySet
+	// AdmitAgent refuses a session (SESSION_REFUSED) when it returns an
+	// error; nil admits every agent.
+	AdmitAgent func(agentID string) error
+	// MaxDeferrals bounds DEFER decisions per session (§6, default 3).
+	MaxDeferrals int
+	// DeferTimeout is the default resolution_timeout_ms (default 60 s).
+	DeferTimeout time.Duration
+	// EvaluatorVersion is metadata.evaluator_version when the policy
+	// names none.
+	EvaluatorVersion string
+}
+
+// Guardian is an ACS Guardian. It is safe for concurrent use; requests of
+// one session are serialized, so the chain head never races.
+type Guardian struct {
+	cfg      Config
+	keys     *sig.KeySet
+	hmacKeys map[string]*sig.PrivateKey
+	algs     []string
+
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+// session is the Guardian's in-memory SessionContext (§8): the binding made
+// at handshake and the state the chain does not hold.
+type session struct {
+	// mu serializes the session's requests, from the replay check to the
+	// answer, so appends never fight each other's compare-and-swap.
+	mu sync.Mutex
+
+	id          string
+	agentID     string
+	keyID       string
+	hello       clientHello
+	signer      sig.Signer
+	transport   string
+	mcpVersions []string
+
+	// Guarded by mu.
+	head      *acs.Hash
+	length    int64
+	deferrals int
+	intent    *Intent
+	asks      map[string]Approver          // pending ASKs by step_id
+	requested map[string][]json.RawMessage // their requested capabilities
+	grants    []json.RawMessage            // this_request grants for the next step
+}
+
+// New checks cfg and returns a Guardian.
+func New(cfg Config) (*Guardian, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("guardian: Config.Store is required")
+	}
+	if cfg.Policy == nil {
+		return nil, errors.New("guardian: Config.Policy is required")
+	}
+	if len(cfg.HMACKeys) == 0 && cfg.ResponseKey == nil {
+		return nil, errors.New("guardian: Config needs HMACKeys or a ResponseKey to sign responses")
+	}
+	if cfg.ResponseKey != nil && cfg.ResponseKey.Algorithm().Symmetric() {
+		return nil, errors.New("guardian: Config.ResponseKey must be asymmetric; HMAC keys go in HMACKeys")
+	}
+	g := &Guardian{cfg: cfg, hmacKeys: map[string]*sig.PrivateKey{}, sessions: map[string]*session{}}
+	for _, k := range cfg.HMACKeys {
+		if k.Algorithm() != sig.HMACSHA256 {
+			return nil, fmt.Errorf("guardian: HMACKeys holds key %q of algorithm %s", k.KeyID(), k.Algorithm())
+		}
+		g.hmacKeys[k.KeyID()] = k
+	}
+	g.keys = cfg.Keys
+	if g.keys == nil {
+		var pubs []*sig.PublicKey
+		for _, k := range cfg.HMACKeys {
+			pubs = append(pubs, k.Public())
+		}
+		if cfg.ResponseKey != nil {
+			pubs = append(pubs, cfg.ResponseKey.Public())
+		}
+		ks, err := sig.NewKeySet(pubs...)
+		if err != nil {
+			return nil, fmt.Errorf("guardian: %w", err)
+		}
+		g.keys = ks
+	}
+	if g.keys.Len() == 0 {
+		return nil, errors.New("guardian: no request verification keys")
+	}
+	seen := map[sig.Algorithm]bool{}
+	for _, id := range g.keys.KeyIDs() {
+		k, _ := g.keys.Get(id)
+		seen[k.Algorithm()] = true
+	}
+	for _, a := range sig.Algorithms() {
+		if seen[a] {
+			g.algs = append(g.algs, string(a))
+		}
+	}
+	c := &g.cfg
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.SkewWindow <= 0 {
+		c.SkewWindow = DefaultSkewWindow
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	switch c.OnDecisionFailure {
+	case "":
+		c.OnDecisionFailure = PostureProceed
+	case PostureProceed, PostureDeny:
+	default:
+		return nil, fmt.Errorf("guardian: OnDecisionFailure %q is not %q or %q", c.OnDecisionFailure, PostureProceed, PostureDeny)
+	}
+	for _, t := range c.ApproverTypes {
+		if t != "human" && t != "agent" && t != "service" {
+			return nil, fmt.Errorf("guardian: approver type %q is not human, agent or service", t)
+		}
+	}
+	if c.MaxDeferrals <= 0 {
+		c.MaxDeferrals = DefaultMaxDeferrals
+	}
+	if c.DeferTimeout <= 0 {
+		c.DeferTimeout = DefaultDeferTimeout
+	}
+	if c.EvaluatorVersion == "" {
+		c.EvaluatorVersion = "acsledger-guardian/" + Version
+	}
+	return g, nil
+}
+
+func (g *Guardian) session(id string) *session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sessions[id]
+}

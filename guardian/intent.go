@@ -1,0 +1,314 @@
+package guardian
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/rpcerr"
+	"github.com/acsledger/acsledger/acs/sig"
+	"github.com/acsledger/acsledger/ledger"
+)
+
+// Intent is the session's Intent (ACS §8.4): fixed once established by
+// sessionStart or the first agentTrigger, and grown only by approver
+// extensions (§9.1), which are kept apart from what the parser produced.
+type Intent struct {
+	Raw              string            `json:"raw,omitempty"`
+	Parsed           []json.RawMessage `json:"parsed,omitempty"`
+	ParserProvenance json.RawMessage   `json:"parser_provenance,omitempty"`
+	ScopeMode        string            `json:"scope_mode,omitempty"`
+	// Extensions are the approver grants with scope "session", in order.
+	// Their capabilities are also appended to Parsed.
+	Extensions []IntentExtension `json:"extensions,omitempty"`
+}
+
+// IntentExtension records one approver grant (ACS §9.1): its provenance is
+// the approver and the ASK it answered, distinct from parser_provenance.
+type IntentExtension struct {
+	Capabilities []json.RawMessage `json:"capabilities"`
+	Approver     Approver          `json:"approver"`
+	AskStepID    string            `json:"ask_step_id"`
+	// StepID is the step_id of the intent_extension ContextEntry.
+	StepID string `json:"step_id"`
+}
+
+// clone returns a deep enough copy of i for a policy to read while the
+// session moves on.
+func (i *Intent) clone() *Intent {
+	if i == nil {
+		return nil
+	}
+	c := *i
+	c.Parsed = slices.Clone(i.Parsed)
+	c.Extensions = slices.Clone(i.Extensions)
+	return &c
+}
+
+// intentUpdate looks for an Intent in a step's payload. The first one, in
+// sessionStart or agentTrigger, establishes the session's Intent; any later
+// attempt to change it is ignored and reported as an audit event (ACS §8.4).
+// Called with s.mu held.
+func (g *Guardian) intentUpdate(req *request, s *session) (*Intent, string, *rpcerr.Error) {
+	if req.method != "steps/sessionStart" && req.method != "steps/agentTrigger" {
+		return nil, "", nil
+	}
+	p, _ := members(req.payload)
+	raw, ok := p["intent"]
+	if !ok {
+		return nil, "", nil
+	}
+	var in Intent
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&in); err != nil {
+		return nil, "", invalidParam("params.payload.intent", "is not an Intent object: "+err.Error())
+	}
+	if in.Extensions != nil {
+		return nil, "", invalidParam("params.payload.intent.extensions", "is set by the Guardian from approver grants, never by the client")
+	}
+	if len(in.Parsed) > 0 {
+		// ACS §8.4: parser_provenance is required with parsed, and its
+		// origin must be user_input.
+		var prov struct {
+			Origin string `json:"origin"`
+		}
+		if len(in.ParserProvenance) == 0 || json.Unmarshal(in.ParserProvenance, &prov) != nil {
+			return nil, "", invalidParam("params.payload.intent.parser_provenance", "is required when intent.parsed is present (ACS §8.4)")
+		}
+		if prov.Origin != "user_input" {
+			return nil, "", invalidParam("params.payload.intent.parser_provenance.origin", fmt.Sprintf("must be user_input, not %q (ACS §8.4)", prov.Origin))
+		}
+	}
+	if s.intent == nil {
+		return &in, "", nil
+	}
+	return nil, ReasonIntentImmutable, nil
+}
+
+// takeGrants returns and forgets the capabilities granted for the next
+// request only. Called with s.mu held.
+func (s *session) takeGrants() []json.RawMessage {
+	g := s.grants
+	s.grants = nil
+	return g
+}
+
+// Approval is an approver's signed answer to an ASK (ACS §9), as submitted
+// to ResolveAsk. Its signature covers the RFC 8785 form of the approval
+// object without its signature member, and must be made by the key whose
+// key_id is the approver's id.
+type Approval struct {
+	SessionID string   `json:"session_id"`
+	AskStepID string   `json:"ask_step_id"`
+	Approver  Approver `json:"approver"`
+	// Decision is allow or deny; approvers must not return ASK (§9).
+	Decision        Disposition        `json:"decision"`
+	IntentExtension *ApprovalExtension `json:"intent_extension,omitempty"`
+	Timestamp       string             `json:"timestamp"`
+	Signature       *sig.Signature     `json:"signature,omitempty"`
+}
+
+// ApprovalExtension is the intent_extension of an approver's grant (§9.1).
+type ApprovalExtension struct {
+	Capabilities []json.RawMessage `json:"capabilities"`
+	// Scope is "this_request" or "session".
+	Scope string `json:"scope"`
+}
+
+// Resolution is the outcome of ResolveAsk.
+type Resolution struct {
+	Decision Disposition
+	// ChainHash is the session head after the intent_extension entry, ""
+	// when no entry was written.
+	ChainHash string
+}
+
+// Errors of ResolveAsk.
+var (
+	ErrApprovalInvalid   = errors.New("approval is invalid")
+	ErrApproverMismatch  = errors.New("approver is not the one the ASK named")
+	ErrNoPendingAsk      = errors.New("no pending ASK with that step_id")
+	ErrExtensionRefused  = errors.New("intent extension refused")
+	ErrApprovalForged    = errors.New("approval signature does not verify")
+	ErrUnknownSession    = errors.New("unknown session")
+	errApproverKeysUnset = errors.New("no approver keys configured")
+)
+
+// ResolveAsk accepts an approver's answer to an ASK the Guardian raised.
+// The approver is authenticated by its signature and must be the approver
+// the ASK named (ACS §9). A grant with an intent_extension of scope
+// "session" appends its capabilities to Intent.parsed and writes a
+// ContextEntry with step_type "intent_extension" (§9.1); scope
+// "this_request" makes them available to the session's next step only.
+// Under scope_mode "strict" only capabilities the ASK requested can be
+// granted.
+func (g *Guardian) ResolveAsk(ctx context.Context, approval []byte) (Resolution, error) {
+	canon, err := acs.Canonicalize(approval)
+	if err != nil {
+		return Resolution{}, fmt.Errorf("%w: %v", ErrApprovalInvalid, err)
+	}
+	var a Approval
+	if err := json.Unmarshal(canon, &a); err != nil {
+		return Resolution{}, fmt.Errorf("%w: %v", ErrApprovalInvalid, err)
+	}
+	if err := g.checkApprovalSignature(canon, a); err != nil {
+		return Resolution{}, err
+	}
+	if a.Decision != Allow && a.Decision != Deny {
+		return Resolution{}, fmt.Errorf("%w: decision must be allow or deny, not %q (approvers must not return ASK, §9)", ErrApprovalInvalid, a.Decision)
+	}
+	s := g.session(a.SessionID)
+	if s == nil {
+		return Resolution{}, fmt.Errorf("%w: %s", ErrUnknownSession, a.SessionID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	asked, ok := s.asks[a.AskStepID]
+	if !ok {
+		return Resolution{}, fmt.Errorf("%w: %s in session %s", ErrNoPendingAsk, a.AskStepID, a.SessionID)
+	}
+	if asked.Type != a.Approver.Type || asked.ID != a.Approver.ID {
+		return Resolution{}, fmt.Errorf("%w: the ASK named %s %q, the approval comes from %s %q", ErrApproverMismatch, asked.Type, asked.ID, a.Approver.Type, a.Approver.ID)
+	}
+	ext := a.IntentExtension
+	if a.Decision == Deny || ext == nil || len(ext.Capabilities) == 0 {
+		delete(s.asks, a.AskStepID)
+		return Resolution{Decision: a.Decision}, nil
+	}
+	if ext.Scope != "session" && ext.Scope != "this_request" {
+		return Resolution{}, fmt.Errorf("%w: intent_extension.scope must be this_request or session, not %q", ErrApprovalInvalid, ext.Scope)
+	}
+	if s.intent != nil && s.intent.ScopeMode == "strict" {
+		requested := s.requested[a.AskStepID]
+		for _, c := range ext.Capabilities {
+			if !containsJSON(requested, c) {
+				return Resolution{}, fmt.Errorf("%w: scope_mode strict allows granting only the capabilities the ASK requested; %s was not requested", ErrExtensionRefused, c)
+			}
+		}
+	}
+	stepID := newUUID()
+	entry := map[string]any{
+		"entry_id":     newUUID(),
+		"step_id":      stepID,
+		"step_type":    "intent_extension",
+		"timestamp":    g.cfg.Clock().UTC().Format(timeFormat),
+		"ask_step_id":  a.AskStepID,
+		"approver":     a.Approver,
+		"capabilities": ext.Capabilities,
+		"scope":        ext.Scope,
+		// §9.1.3: the grant's provenance, distinct from parser_provenance.
+		"extension_provenance": map[string]any{"granted_by": a.Approver, "ask_step_id": a.AskStepID, "approval_timestamp": a.Timestamp},
+	}
+	b, err := json.Marshal(entry)
+	if err != nil {
+		return Resolution{}, err
+	}
+	app, err := g.cfg.Store.Append(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: b})
+	if err != nil {
+		return Resolution{}, fmt.Errorf("couldn't record intent extension for session %s: %w", s.id, err)
+	}
+	head := app.EntryHash
+	s.head, s.length = &head, app.Position+1
+	delete(s.asks, a.AskStepID)
+	if ext.Scope == "session" {
+		in := s.intent.clone()
+		if in == nil {
+			in = &Intent{}
+		}
+		in.Parsed = append(in.Parsed, ext.Capabilities...)
+		in.Extensions = append(in.Extensions, IntentExtension{Capabilities: ext.Capabilities, Approver: a.Approver, AskStepID: a.AskStepID, StepID: stepID})
+		s.intent = in
+	} else {
+		s.grants = append(s.grants, ext.Capabilities...)
+	}
+	return Resolution{Decision: Allow, ChainHash: app.EntryHash.String()}, nil
+}
+
+// checkApprovalSignature authenticates an approval (ACS §9: approver
+// authentication is required).
+func (g *Guardian) checkApprovalSignature(canon []byte, a Approval) error {
+	if g.cfg.ApproverKeys == nil {
+		return fmt.Errorf("%w: %v", ErrApprovalForged, errApproverKeysUnset)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(canon, &top); err != nil {
+		return fmt.Errorf("%w: %v", ErrApprovalInvalid, err)
+	}
+	var s struct {
+		Algorithm string `json:"algorithm"`
+		KeyID     string `json:"key_id"`
+		Value     string `json:"value"`
+	}
+	if err := json.Unmarshal(top["signature"], &s); err != nil || s.KeyID == "" {
+		return fmt.Errorf("%w: signature must be an object with algorithm, key_id and value", ErrApprovalInvalid)
+	}
+	if s.KeyID != a.Approver.ID {
+		return fmt.Errorf("%w: signed with key_id %q, but the approver is %q", ErrApprovalForged, s.KeyID, a.Approver.ID)
+	}
+	k, ok := g.cfg.ApproverKeys.Get(s.KeyID)
+	if !ok || string(k.Algorithm()) != s.Algorithm {
+		return fmt.Errorf("%w: no approver key %q for algorithm %q", ErrApprovalForged, s.KeyID, s.Algorithm)
+	}
+	value, err := base64.StdEncoding.DecodeString(s.Value)
+	if err != nil {
+		return fmt.Errorf("%w: signature value is not base64", ErrApprovalInvalid)
+	}
+	delete(top, "signature")
+	unsigned, _ := json.Marshal(top)
+	input, err := acs.Canonicalize(unsigned)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrApprovalInvalid, err)
+	}
+	v, err := k.Verifier(a.SessionID)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrApprovalForged, err)
+	}
+	if err := v.Verify(input, value); err != nil {
+		return fmt.Errorf("%w: %v", ErrApprovalForged, err)
+	}
+	return nil
+}
+
+// SignApproval signs an approval object for ResolveAsk with an approver's
+// key (the Signature member is replaced). Approver tools and tests use it.
+func SignApproval(a Approval, s sig.Signer) ([]byte, error) {
+	a.Signature = nil
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(b, &top)
+	delete(top, "signature")
+	unsigned, _ := json.Marshal(top)
+	input, err := acs.Canonicalize(unsigned)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.Sign(input)
+	if err != nil {
+		return nil, err
+	}
+	sb, _ := json.Marshal(sig.Signature{Algorithm: s.Algorithm(), KeyID: s.KeyID(), Value: v})
+	top["signature"] = sb
+	out, _ := json.Marshal(top)
+	return acs.Canonicalize(out)
+}
+
+func containsJSON(list []json.RawMessage, v json.RawMessage) bool {
+	cv, err := acs.Canonicalize(v)
+	if err != nil {
+		return false
+	}
+	for _, l := range list {
+		if cl, err := acs.Canonicalize(l); err == nil && bytes.Equal(cl, cv) {
+			return true
+		}
+	}
+	return false
+}

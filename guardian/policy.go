@@ -1,0 +1,163 @@
+package guardian
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Policy is the deterministic decision layer (ACS §12.1) the Guardian asks
+// about every content-bearing step. The Guardian owns this interface; the
+// OPA/Rego evaluator of guardian/policy and TestPolicy implement it.
+//
+// Decide must be a function of its Input and the policy's own versioned
+// state, except for what it records in Decision.Cache (for example the
+// results of non-deterministic built-ins such as time.now_ns), so that a
+// replay with the recorded cache and the cited policy versions reaches the
+// same decision. An error is a decision failure (ACS §6.4): the Guardian
+// answers with the negotiated failure posture, never with an allow.
+//
+// Decide is called with the session's lock held; it must not call back into
+// the Guardian.
+type Policy interface {
+	Decide(ctx context.Context, in Input) (Decision, error)
+}
+
+// Input is what the policy sees of one step (ACS §12.1: request envelope,
+// SessionContext, Intent).
+type Input struct {
+	// Method is the JSON-RPC method, e.g. "steps/toolCallRequest" or
+	// "protocols/MCP/tools/call".
+	Method    string
+	SessionID string
+	AgentID   string
+	RequestID string
+	// TurnID is metadata.turn_id, "" when absent.
+	TurnID string
+	// Params is the request's params exactly as received, signature
+	// included; Payload is params.payload.
+	Params  json.RawMessage
+	Payload json.RawMessage
+	// Intent is the session's Intent (§8.4) as it stands before this step,
+	// nil when none was established.
+	Intent *Intent
+	// Grants are capabilities an approver granted for this request only
+	// (§9.1 scope this_request).
+	Grants []json.RawMessage
+	// Session is the Guardian's view of the session before this step.
+	Session SessionState
+}
+
+// SessionState is the part of the SessionContext (ACS §8) a policy may key on.
+type SessionState struct {
+	// ChainHash is the chain head before this step, "" for a new chain.
+	ChainHash string
+	// Length is the number of entries in the chain.
+	Length int64
+	// Deferrals is how many DEFER decisions the session has had.
+	Deferrals int
+	// ApproverCapable reports whether the client can route ASK (§9.2).
+	ApproverCapable bool
+}
+
+// Disposition is one of the five verdicts of ACS §6.
+type Disposition string
+
+// The dispositions of ACS §6, spelled as on the wire.
+const (
+	Allow  Disposition = "allow"
+	Deny   Disposition = "deny"
+	Modify Disposition = "modify"
+	Ask    Disposition = "ask"
+	Defer  Disposition = "defer"
+)
+
+// Decision is a policy's verdict on one step. The Guardian checks it
+// (required fields, §6.3 composition), may substitute it (§9.2 ASK for an
+// approver-incapable client, the cascading-deferral bound), records it in the
+// step's ContextEntry and sends it.
+type Decision struct {
+	Disposition Disposition
+	Reasoning   string
+	ReasonCodes []string
+	// PolicyReferences are the rules that fired; policy_version should
+	// name a bundle version recorded with ledger.GuardianStore.PutPolicyBundle
+	// so that replay can find it.
+	PolicyReferences   []PolicyReference
+	PolicyData         json.RawMessage
+	CitedProvenanceIDs []string
+
+	Modifications *Modifications
+	Ask           *AskDetails
+	Defer         *DeferDetails
+
+	// AskFallback is what to send instead of ASK when the client cannot
+	// resolve ASK (§9.2): Defer (recoverable) or Deny (no recovery path).
+	// The zero value means Deny.
+	AskFallback Disposition
+
+	// Cache is an opaque JSON value the policy needs to replay this decision
+	// exactly (non-deterministic built-in results). It is recorded in the
+	// ContextEntry, never sent to the client.
+	Cache json.RawMessage
+
+	// EvaluatorVersion goes into the response's metadata.evaluator_version.
+	EvaluatorVersion string
+}
+
+// PolicyReference names a rule that contributed to a decision (ACS §6.1).
+type PolicyReference struct {
+	PolicyID      string `json:"policy_id,omitempty"`
+	PolicyVersion string `json:"policy_version,omitempty"`
+	PolicyName    string `json:"policy_name,omitempty"`
+	RuleID        string `json:"rule_id,omitempty"`
+}
+
+// Modifications is the MODIFY payload (modifications.json). ACS §6.3: it is
+// either a wholesale replacement (ModifiedContent alone) or structured edits
+// (Redactions and ParameterOverrides with disjoint targets).
+type Modifications struct {
+	ModifiedContent    *string                    `json:"modified_content,omitempty"`
+	Redactions         []Redaction                `json:"redactions,omitempty"`
+	ParameterOverrides map[string]json.RawMessage `json:"parameter_overrides,omitempty"`
+}
+
+// Redaction blanks one field addressed by a JSON Pointer (RFC 6901) into the
+// request payload.
+type Redaction struct {
+	Path        string `json:"path"`
+	Replacement string `json:"replacement,omitempty"`
+}
+
+// AskDetails is the ASK payload (ACS §9): who must approve, and why.
+type AskDetails struct {
+	Approver Approver `json:"approver"`
+	// Question is what the approver is asked, for display.
+	Question string `json:"question,omitempty"`
+	// TimeoutMS bounds the wait for the approver.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// RequestedCapabilities are the capabilities outside Intent.parsed
+	// that an approver may grant through an intent extension (§9.1).
+	RequestedCapabilities []json.RawMessage `json:"requested_capabilities,omitempty"`
+}
+
+// Approver is ask_details.approver of ACS §9: { type, id, endpoint }.
+type Approver struct {
+	Type     string `json:"type"`
+	ID       string `json:"id"`
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// DeferDetails is the DEFER payload (ACS §6): why, how it resolves, and the
+// verdict that applies when it does not resolve in time.
+type DeferDetails struct {
+	// Reason is insufficient_context, conflicting_policies, low_confidence
+	// or pending_dependency.
+	Reason              string `json:"reason"`
+	ResolutionMethod    string `json:"resolution_method"`
+	ResolutionTimeoutMS int64  `json:"resolution_timeout_ms"`
+	// TimeoutDecision defaults to deny (ACS §6).
+	TimeoutDecision Disposition `json:"timeout_decision"`
+}
+
+// DeferReasons are the DEFER reasons ACS §6 names.
+var DeferReasons = []string{"insufficient_context", "conflicting_policies", "low_confidence", "pending_dependency"}

@@ -1,0 +1,328 @@
+package guardian
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/rpcerr"
+	"github.com/acsledger/acsledger/acs/sig"
+	"github.com/acsledger/acsledger/ledger"
+)
+
+const (
+	timeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+	timeRound  = time.Millisecond
+)
+
+// acsResult is response-envelope.json $defs/AcsResult.
+type acsResult struct {
+	Type               string            `json:"type"`
+	ACSVersion         string            `json:"acs_version"`
+	RequestID          string            `json:"request_id"`
+	Decision           Disposition       `json:"decision"`
+	Reasoning          string            `json:"reasoning,omitempty"`
+	ReasonCodes        []string          `json:"reason_codes,omitempty"`
+	PolicyReferences   []PolicyReference `json:"policy_references,omitempty"`
+	PolicyData         json.RawMessage   `json:"policy_data,omitempty"`
+	CitedProvenanceIDs []string          `json:"cited_provenance_ids,omitempty"`
+	Modifications      *Modifications    `json:"modifications,omitempty"`
+	AskDetails         *AskDetails       `json:"ask_details,omitempty"`
+	DeferDetails       *DeferDetails     `json:"defer_details,omitempty"`
+	Payload            any               `json:"payload,omitempty"`
+	ChainHash          string            `json:"chain_hash,omitempty"`
+	Metadata           *resultMetadata   `json:"metadata,omitempty"`
+}
+
+type resultMetadata struct {
+	Evaluator            string `json:"evaluator"`
+	EvaluatorVersion     string `json:"evaluator_version,omitempty"`
+	EvaluationDurationMS int64  `json:"evaluation_duration_ms"`
+}
+
+// contextEntry is the ContextEntry the Guardian writes for a step (ACS
+// §8.1). The ledger adds previous_hash and entry_hash.
+type contextEntry struct {
+	EntryID     string            `json:"entry_id"`
+	StepID      string            `json:"step_id"`
+	StepType    string            `json:"step_type"`
+	Timestamp   string            `json:"timestamp"`
+	RequestHash string            `json:"request_hash"`
+	AgentID     string            `json:"agent_id"`
+	TurnID      string            `json:"turn_id,omitempty"`
+	Decision    entryDecision     `json:"decision"`
+	Intent      *Intent           `json:"intent,omitempty"`
+	AuditEvents []string          `json:"audit_events,omitempty"`
+	Grants      []json.RawMessage `json:"this_request_grants,omitempty"`
+}
+
+// entryDecision is what replay needs of a decision: the verdict, the rules
+// and their versions, and the policy's non-deterministic inputs.
+type entryDecision struct {
+	Disposition      Disposition       `json:"disposition"`
+	Reasoning        string            `json:"reasoning,omitempty"`
+	ReasonCodes      []string          `json:"reason_codes"`
+	PolicyReferences []PolicyReference `json:"policy_references"`
+	NDBuiltinCache   json.RawMessage   `json:"nd_builtin_cache,omitempty"`
+}
+
+// step handles a content-bearing method: steps/*, MCP and agbom/*.
+func (g *Guardian) step(ctx context.Context, req *request) []byte {
+	s := g.session(req.sessionID)
+	if s == nil {
+		return g.errorResponse(req.id, refuse(rpcerr.CapabilityNotNegotiated, "no_handshake",
+			fmt.Sprintf("session %s has not completed handshake/hello; nothing is negotiated for it (ACS §4)", req.sessionID),
+			"method", MethodHello), nil)
+	}
+	if !compatible(req.acsVersion) {
+		return g.errorResponse(req.id, refuse(rpcerr.UnsupportedVersion, "unsupported_version",
+			fmt.Sprintf("acs_version %s is not compatible with the negotiated %s", req.acsVersion, Version),
+			"supported_versions", []string{Version}), s.signer)
+	}
+	if req.agentID != s.agentID {
+		return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, "agent_mismatch",
+			fmt.Sprintf("session %s is bound to agent_id %q at handshake, not %q", s.id, s.agentID, req.agentID)), s.signer)
+	}
+	if _, _, e := g.authenticate(req, s); e != nil {
+		return g.errorResponse(req.id, e, s.signer)
+	}
+	if e := g.negotiated(req, s); e != nil {
+		return g.errorResponse(req.id, e, s.signer)
+	}
+	if e := g.checkFresh(req); e != nil {
+		return g.errorResponse(req.id, e, s.signer)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	newIntent, intentEvent, e := g.intentUpdate(req, s)
+	if e != nil {
+		return g.errorResponse(req.id, e, s.signer)
+	}
+	if e := g.recordRequest(ctx, req); e != nil {
+		return g.errorResponse(req.id, e, s.signer)
+	}
+	return g.decideAndAppend(ctx, req, s, newIntent, intentEvent)
+}
+
+// negotiated enforces CAPABILITY_NOT_NEGOTIATED (ACS §17.1): the method
+// must be one the client declared, and a pinned MCP version one it
+// declared in wrapped_protocols.
+func (g *Guardian) negotiated(req *request, s *session) *rpcerr.Error {
+	if !implemented(s.hello.MethodsImplemented, req.method) {
+		return refuse(rpcerr.CapabilityNotNegotiated, "method_not_negotiated",
+			fmt.Sprintf("method %s is not in the methods_implemented the client declared at handshake", req.method),
+			"method", req.method)
+	}
+	if v := req.spec.mcpVersion; v != "" {
+		for _, have := range s.mcpVersions {
+			if have == v {
+				return nil
+			}
+		}
+		return refuse(rpcerr.CapabilityNotNegotiated, "protocol_version_not_negotiated",
+			fmt.Sprintf("method %s pins MCP %s, which the client's wrapped_protocols did not declare", req.method, v),
+			"method", req.method)
+	}
+	return nil
+}
+
+// decideAndAppend runs the policy, writes the step's ContextEntry and the
+// signed answer in one ledger transaction, and returns the answer. Called
+// with s.mu held.
+func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session, newIntent *Intent, intentEvent string) []byte {
+	start := time.Now()
+	state := SessionState{
+		Length:          s.length,
+		Deferrals:       s.deferrals,
+		ApproverCapable: g.cfg.ApproverCapable != nil && g.cfg.ApproverCapable(s.agentID),
+	}
+	if s.head != nil {
+		state.ChainHash = s.head.String()
+	}
+
+	var d Decision
+	var audit []string
+	if intentEvent != "" {
+		audit = append(audit, intentEvent)
+	}
+	grants := s.takeGrants()
+	switch {
+	case req.clientHead != "" && req.clientHead != state.ChainHash:
+		// ACS §8.6: the client's view of the head disagrees with ours.
+		// The Guardian can still decide, so it denies rather than erring.
+		d = Decision{
+			Disposition: Deny,
+			Reasoning:   fmt.Sprintf("the chain_hash the client sent (%s) is not this session's chain head (%s)", req.clientHead, headText(state.ChainHash)),
+			ReasonCodes: []string{ReasonChainMismatch},
+		}
+	default:
+		in := Input{
+			Method: req.method, SessionID: s.id, AgentID: s.agentID, RequestID: req.requestID,
+			TurnID: req.turnID, Params: req.params, Payload: req.payload,
+			Intent: s.intent.clone(), Grants: grants, Session: state,
+		}
+		if newIntent != nil {
+			in.Intent = newIntent.clone()
+		}
+		pctx, cancel := context.WithTimeout(ctx, g.timeout(req.method))
+		pd, err := g.cfg.Policy.Decide(pctx, in)
+		cancel()
+		if err != nil {
+			g.cfg.Logger.Error("guardian: policy failed", "session_id", s.id, "method", req.method, "err", err)
+			if g.cfg.OnDecisionFailure != PostureDeny {
+				return g.errorResponse(req.id, refuse(rpcerr.InternalError, ReasonPolicyFailure,
+					"the policy could not reach a decision; apply the negotiated on_decision_failure posture"), s.signer)
+			}
+			pd = Decision{Disposition: Deny, Reasoning: "the policy could not reach a decision and the failure posture is deny (ACS §6.4)", ReasonCodes: []string{ReasonPolicyFailure}}
+		}
+		d = g.settle(pd, state)
+	}
+
+	reqHash, err := acs.RequestHash(req.params)
+	if err != nil {
+		// The body passed the canonicalizer; this cannot happen.
+		return g.errorResponse(req.id, refuse(rpcerr.InternalError, "", "internal error"), s.signer)
+	}
+	entry := contextEntry{
+		EntryID:     newUUID(),
+		StepID:      req.requestID,
+		StepType:    req.method,
+		Timestamp:   g.cfg.Clock().UTC().Format(timeFormat),
+		RequestHash: reqHash.String(),
+		AgentID:     s.agentID,
+		TurnID:      req.turnID,
+		Decision: entryDecision{
+			Disposition:      d.Disposition,
+			Reasoning:        d.Reasoning,
+			ReasonCodes:      nonNil(d.ReasonCodes),
+			PolicyReferences: nonNilRefs(d.PolicyReferences),
+			NDBuiltinCache:   d.Cache,
+		},
+		Intent:      newIntent,
+		AuditEvents: audit,
+		Grants:      grants,
+	}
+	entryJSON, err := json.Marshal(entry)
+	if err != nil {
+		return g.errorResponse(req.id, refuse(rpcerr.InternalError, "", "internal error"), s.signer)
+	}
+	ev := d.EvaluatorVersion
+	if ev == "" {
+		ev = g.cfg.EvaluatorVersion
+	}
+	res := acsResult{
+		Type: "final", ACSVersion: Version, RequestID: req.requestID,
+		Decision: d.Disposition, Reasoning: d.Reasoning, ReasonCodes: d.ReasonCodes,
+		PolicyReferences: d.PolicyReferences, PolicyData: d.PolicyData, CitedProvenanceIDs: d.CitedProvenanceIDs,
+		Modifications: d.Modifications, AskDetails: d.Ask, DeferDetails: d.Defer,
+		Metadata: &resultMetadata{Evaluator: "deterministic", EvaluatorVersion: ev, EvaluationDurationMS: time.Since(start).Milliseconds()},
+	}
+	// ACS §8.6: the answer publishes the head this entry produced, under
+	// the signature, and leaves only after the ledger committed both.
+	app, out, err := g.cfg.Store.AppendSigned(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: entryJSON},
+		func(a ledger.Appended) ([]byte, error) {
+			res.ChainHash = a.EntryHash.String()
+			b, err := json.Marshal(response{JSONRPC: "2.0", ID: req.id, Result: res})
+			if err != nil {
+				return nil, err
+			}
+			return sig.SignEnvelope(b, sig.Result, s.signer)
+		})
+	if err != nil {
+		return g.ledgerFailure(ctx, req, s, d, err)
+	}
+	head := app.EntryHash
+	s.head, s.length = &head, app.Position+1
+	if d.Disposition == Defer {
+		s.deferrals++
+	}
+	if newIntent != nil {
+		s.intent = newIntent
+	}
+	if d.Disposition == Ask {
+		s.asks[req.requestID] = d.Ask.Approver
+		s.requested[req.requestID] = d.Ask.RequestedCapabilities
+	}
+	return out
+}
+
+// ledgerFailure answers a step whose entry could not be written. Nothing
+// was published, so the answer carries no chain_hash; it is a signed DENY
+// under posture deny and a signed error under posture proceed (ACS §6.4),
+// never an allow.
+func (g *Guardian) ledgerFailure(ctx context.Context, req *request, s *session, d Decision, err error) []byte {
+	g.cfg.Logger.Error("guardian: couldn't append entry", "session_id", s.id, "request_id", req.requestID, "err", err)
+	// Another writer may have moved the head; re-read it so the next
+	// step chains onto what the ledger holds.
+	if stored, serr := g.cfg.Store.Session(ctx, s.id); serr == nil {
+		head := stored.Head
+		s.head, s.length = &head, stored.Length
+	}
+	if g.cfg.OnDecisionFailure != PostureDeny {
+		return g.errorResponse(req.id, refuse(rpcerr.InternalError, ReasonLedgerUnavailable,
+			"the step could not be recorded in the ledger; apply the negotiated on_decision_failure posture"), s.signer)
+	}
+	res := acsResult{
+		Type: "final", ACSVersion: Version, RequestID: req.requestID, Decision: Deny,
+		Reasoning:        "the step could not be recorded in the ledger and the failure posture is deny (ACS §6.4)",
+		ReasonCodes:      []string{ReasonLedgerUnavailable},
+		PolicyReferences: d.PolicyReferences,
+	}
+	return g.seal(response{JSONRPC: "2.0", ID: req.id, Result: res}, sig.Result, s.signer)
+}
+
+func (g *Guardian) timeout(method string) time.Duration {
+	if d, ok := g.cfg.PerMethodTimeout[method]; ok && d > 0 {
+		return d
+	}
+	return g.cfg.Timeout
+}
+
+// ping answers system/ping (ACS §13): always allow, whatever the policy,
+// signature or session state; never an ACS error; never chained.
+func (g *Guardian) ping(req *request) []byte {
+	var p struct {
+		Echo *string `json:"echo"`
+	}
+	_ = json.Unmarshal(req.payload, &p)
+	payload := map[string]string{"status": "ok", "server_timestamp": g.cfg.Clock().UTC().Format(timeFormat)}
+	if p.Echo != nil {
+		payload["echo"] = *p.Echo
+	}
+	res := acsResult{Type: "final", ACSVersion: Version, RequestID: req.requestID, Decision: Allow, Payload: payload}
+	return g.seal(response{JSONRPC: "2.0", ID: req.id, Result: res}, sig.Result, g.sessionSigner(req))
+}
+
+func headText(h string) string {
+	if h == "" {
+		return "none yet: the chain is empty"
+	}
+	return h
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilRefs(s []PolicyReference) []PolicyReference {
+	if s == nil {
+		return []PolicyReference{}
+	}
+	return s
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
