@@ -510,7 +510,14 @@ func (l *Log) Checkpoint(ctx context.Context) ([]byte, error) {
 	return out, nil
 }
 
-// latestSize returns the size of the latest checkpoint, 0 before the first.
+// LatestCheckpoint returns the parsed latest checkpoint; ErrNotFound before
+// the first.
+func (l *Log) LatestCheckpoint(ctx context.Context) (Checkpoint, error) {
+	cp, _, err := l.latestSize(ctx)
+	return cp, err
+}
+
+// latestSize returns the latest checkpoint, ErrNotFound before the first.
 func (l *Log) latestSize(ctx context.Context) (Checkpoint, []byte, error) {
 	cp, signed, ok, err := l.latest(ctx)
 	if err != nil {

@@ -165,3 +165,7 @@ func AppendPG(t testing.TB, pool *pgxpool.Pool, session string, from, n int64) {
 		t.Fatal(err)
 	}
 }
+
+// Main runs a package's tests and stops the throwaway Postgres server if
+// one was started: call it from TestMain.
+func Main(m *testing.M) { pgtest.Main(m) }
