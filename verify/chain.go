@@ -13,7 +13,7 @@ import (
 //
 // It keeps no entry after Add returns. To name a fork wherever its two
 // branches appear in the input, it remembers, per entry, the 32-byte parent
-// hash it named and its own hash (about 100 bytes an entry, whatever the
+// hash it named and its own hash (about 150 bytes an entry, whatever the
 // entry's size).
 //
 // The zero value is ready to use. A ChainVerifier is not safe for concurrent
