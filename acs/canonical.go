@@ -17,8 +17,9 @@ import (
 // duplicate members (compared after unescaping), invalid UTF-8, lone
 // surrogates in \u escapes, numbers beyond the IEEE 754 double range (1e400
 // is refused, never rounded to infinity), trailing data after the value, and
-// nesting deeper than MaxDepth. Numbers that underflow (1e-400) read as zero,
-// as an IEEE 754 parser reads them.
+// nesting deeper than MaxDepth; it also refuses input longer than MaxInput.
+// Numbers that underflow (1e-400) read as zero, as an IEEE 754 parser reads
+// them.
 func Canonicalize(in []byte) ([]byte, error) {
 	e := newEncoder(in)
 	defer e.release()
@@ -145,6 +146,9 @@ func (e *encoder) release() {
 
 // run canonicalizes all of e.in into e.out.
 func (e *encoder) run() error {
+	if len(e.in) > MaxInput {
+		return e.fail(MaxInput, ErrTooLarge, "input of "+strconv.Itoa(len(e.in))+" bytes is longer than "+strconv.Itoa(MaxInput))
+	}
 	out, i, err := e.value(e.out[:0], 0)
 	e.out = out
 	if err != nil {

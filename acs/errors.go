@@ -27,6 +27,8 @@ var (
 	ErrNumberRange = errors.New("number outside IEEE 754 double range")
 	// ErrTooDeep means arrays and objects nest deeper than MaxDepth.
 	ErrTooDeep = errors.New("JSON nested too deeply")
+	// ErrTooLarge means the input is longer than MaxInput.
+	ErrTooLarge = errors.New("JSON input too large")
 )
 
 // MaxDepth is the deepest nesting of arrays and objects the canonicalizer
@@ -34,6 +36,12 @@ var (
 // limit bounds recursion and the cost of reordering members, which can copy
 // an object's bytes once per enclosing object.
 const MaxDepth = 256
+
+// MaxInput is the longest input the canonicalizer accepts, 256 MiB. It
+// keeps every offset into the output (at most 5.25 times longer: 1e20
+// becomes 21 digits) within 32 bits. Requests and entries are capped far
+// lower where they enter.
+const MaxInput = 256 << 20
 
 // JSONError reports input the canonicalizer refuses: what is wrong and the
 // byte offset (0-based, into the input) where it starts.
