@@ -313,7 +313,7 @@ func TestRefuseTooDeep(t *testing.T) {
 	checkRefusals(t, ErrTooDeep, []refusal{
 		{"arrays", strings.Repeat("[", MaxDepth+1), MaxDepth, "nested deeper than 256"},
 		{"objects", strings.Repeat(`{"a":`, MaxDepth+1), 5 * MaxDepth, "nested deeper than 256"},
-		{"mixed", strings.Repeat(`[{"a":`, MaxDepth), 6*(MaxDepth/2), "nested deeper than 256"},
+		{"mixed", strings.Repeat(`[{"a":`, MaxDepth), 6 * (MaxDepth / 2), "nested deeper than 256"},
 	})
 }
 
