@@ -249,7 +249,7 @@ func cosignedMessage(alg Algorithm, name string, ts uint64, text []byte) ([]byte
 	}
 	// tlog-cosignature subtree/v1: the checkpoint's three lines, not the
 	// text, are signed, so only our extension-free checkpoints qualify.
-	cp, err := parseCheckpointPrefix(text)
+	cp, err := ParseCheckpointHead(text)
 	if err != nil {
 		return nil, err
 	}
@@ -267,9 +267,9 @@ func cosignedMessage(alg Algorithm, name string, ts uint64, text []byte) ([]byte
 	return append(m, cp.Root[:]...), nil
 }
 
-// parseCheckpointPrefix reads the first three lines of checkpoint text,
+// ParseCheckpointHead reads the first three lines of checkpoint text,
 // allowing extension lines after them (other logs may write some).
-func parseCheckpointPrefix(text []byte) (Checkpoint, error) {
+func ParseCheckpointHead(text []byte) (Checkpoint, error) {
 	lines := strings.SplitAfterN(string(text), "\n", 4)
 	if len(lines) < 3 {
 		return Checkpoint{}, errors.New("checkpoint: fewer than 3 lines")

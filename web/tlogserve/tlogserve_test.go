@@ -79,7 +79,7 @@ type httpTiles struct {
 	base string
 }
 
-func (h httpTiles) Height() int                       { return 8 }
+func (h httpTiles) Height() int                        { return 8 }
 func (h httpTiles) SaveTiles([]sumtlog.Tile, [][]byte) {}
 func (h httpTiles) ReadTiles(tiles []sumtlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(tiles))
