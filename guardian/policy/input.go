@@ -1,0 +1,164 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/util"
+)
+
+// ErrBadInput is wrapped by the error Decide returns for an Input it cannot
+// evaluate.
+var ErrBadInput = errors.New("bad policy input")
+
+// Input is what the policy layer decides on (ACS §12.1): the request
+// envelope's method and params, the session context, the session's Intent
+// and the provenance the Guardian knows. The policy sees it as the input
+// document
+//
+//	{"method": ..., "params": ..., "session": {...}, "intent": {...},
+//	 "provenance": {"<provenance_id>": {...}, ...}}
+type Input struct {
+	// Method is the request's method (steps/toolCallRequest,
+	// protocols/MCP/tools/call, ...).
+	Method string
+	// Params is the request's params exactly as received; it must be a
+	// JSON object.
+	Params json.RawMessage
+	// Session is where the step sits.
+	Session Session
+	// Intent is the session's committed Intent (ACS §8.4), or nil.
+	Intent *Intent
+	// Provenance holds the provenance objects of earlier steps of the
+	// session, so the policy can follow derived_from lineage (ACS §7) from
+	// the step's own provenance to its sources.
+	Provenance []Provenance
+}
+
+// Session is the session context of a step.
+type Session struct {
+	SessionID string `json:"session_id"`
+	AgentID   string `json:"agent_id"`
+	// Position is the 0-based index the step's ContextEntry will take in
+	// the session's chain.
+	Position int64 `json:"position"`
+	// ChainHash is the chain head before this step, "" for the first.
+	ChainHash string `json:"chain_hash,omitempty"`
+}
+
+// Intent is ACS §8.4 Intent: the capability set authorized for the session.
+type Intent struct {
+	Raw              string      `json:"raw,omitempty"`
+	Parsed           []string    `json:"parsed,omitempty"`
+	ParserProvenance *Provenance `json:"parser_provenance,omitempty"`
+	ScopeMode        string      `json:"scope_mode,omitempty"`
+}
+
+// Provenance is an ACS §7 provenance object.
+type Provenance struct {
+	ProvenanceID string   `json:"provenance_id"`
+	Origin       string   `json:"origin"`
+	SourceID     string   `json:"source_id,omitempty"`
+	DerivedFrom  []string `json:"derived_from,omitempty"`
+	Trust        string   `json:"trust,omitempty"`
+}
+
+func (p *Provenance) value() map[string]any {
+	m := map[string]any{"provenance_id": p.ProvenanceID, "origin": p.Origin}
+	if p.SourceID != "" {
+		m["source_id"] = p.SourceID
+	}
+	if len(p.DerivedFrom) > 0 {
+		m["derived_from"] = anySlice(p.DerivedFrom)
+	}
+	if p.Trust != "" {
+		m["trust"] = p.Trust
+	}
+	return m
+}
+
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// value builds the policy's input document and returns it with the decoded
+// params, against which redaction paths are resolved.
+func (in *Input) value() (ast.Value, any, error) {
+	if in.Method == "" {
+		return nil, nil, fmt.Errorf("%w: empty method", ErrBadInput)
+	}
+	var params any
+	if err := util.UnmarshalJSON(in.Params, &params); err != nil {
+		return nil, nil, fmt.Errorf("%w: params of %s: %v", ErrBadInput, in.Method, err)
+	}
+	if _, ok := params.(map[string]any); !ok {
+		return nil, nil, fmt.Errorf("%w: params of %s is not a JSON object", ErrBadInput, in.Method)
+	}
+	session := map[string]any{
+		"session_id": in.Session.SessionID,
+		"agent_id":   in.Session.AgentID,
+		"position":   json.Number(fmt.Sprint(in.Session.Position)),
+	}
+	if in.Session.ChainHash != "" {
+		session["chain_hash"] = in.Session.ChainHash
+	}
+	doc := map[string]any{"method": in.Method, "params": params, "session": session}
+	if it := in.Intent; it != nil {
+		m := map[string]any{}
+		if it.Raw != "" {
+			m["raw"] = it.Raw
+		}
+		if it.Parsed != nil {
+			m["parsed"] = anySlice(it.Parsed)
+		}
+		if it.ParserProvenance != nil {
+			m["parser_provenance"] = it.ParserProvenance.value()
+		}
+		if it.ScopeMode != "" {
+			m["scope_mode"] = it.ScopeMode
+		}
+		doc["intent"] = m
+	}
+	prov := make(map[string]any, len(in.Provenance))
+	for i := range in.Provenance {
+		p := &in.Provenance[i]
+		if p.ProvenanceID == "" {
+			return nil, nil, fmt.Errorf("%w: provenance[%d] has no provenance_id", ErrBadInput, i)
+		}
+		if _, dup := prov[p.ProvenanceID]; dup {
+			return nil, nil, fmt.Errorf("%w: provenance_id %q appears twice", ErrBadInput, p.ProvenanceID)
+		}
+		prov[p.ProvenanceID] = p.value()
+	}
+	doc["provenance"] = prov
+	v, err := ast.InterfaceToValue(doc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	return v, params, nil
+}
+
+// probes are the inputs every bundle must decide on, well-formed, before it
+// is loaded: a tool call and a user message.
+var probes = []*Input{
+	{
+		Method: "steps/toolCallRequest",
+		Params: json.RawMessage(`{"acs_version":"0.1.0","request_id":"00000000-0000-4000-8000-000000000001",` +
+			`"timestamp":"2026-01-01T00:00:00Z","metadata":{"agent_id":"probe","session_id":"00000000-0000-4000-8000-000000000000"},` +
+			`"payload":{"tool":{"name":"probe.echo"},"arguments":{"text":{"value":"hello","provenance":{"provenance_id":"p1","origin":"user_input"}}}}}`),
+		Session: Session{SessionID: "00000000-0000-4000-8000-000000000000", AgentID: "probe", Position: 1},
+	},
+	{
+		Method: "steps/userMessage",
+		Params: json.RawMessage(`{"acs_version":"0.1.0","request_id":"00000000-0000-4000-8000-000000000002",` +
+			`"timestamp":"2026-01-01T00:00:00Z","metadata":{"agent_id":"probe","session_id":"00000000-0000-4000-8000-000000000000"},` +
+			`"payload":{"message":{"role":"user","content":"hello"}}}`),
+		Session: Session{SessionID: "00000000-0000-4000-8000-000000000000", AgentID: "probe", Position: 2},
+	},
+}
