@@ -23,9 +23,11 @@ type ChainVerifier struct {
 
 	// link is what the next entry's previous_hash must equal: the previous
 	// entry's stated entry_hash, or its recomputed one when it stated none.
-	// Using the stated hash keeps one edited entry from also breaking the
-	// link after it.
-	link acs.Hash
+	// When the two differ (already reported as entry_hash_mismatch), alt is
+	// the recomputed one and a link to either is accepted, so that one
+	// edited entry does not also break the link after it, whether its
+	// content or its entry_hash was edited.
+	link, alt acs.Hash
 
 	// head is the recomputed entry_hash of the last entry added.
 	head acs.Hash
@@ -101,12 +103,12 @@ func (v *ChainVerifier) Add(e *acs.Entry) []Finding {
 	case e.PreviousHash == nil:
 		add(CodePreviousHashMismatch, v.link.String(), "",
 			"The entry has a null previous_hash, but it follows entry %d whose entry_hash is %s.", i-1, v.link)
-	case *e.PreviousHash != v.link:
+	case *e.PreviousHash != v.link && *e.PreviousHash != v.alt:
 		add(CodePreviousHashMismatch, v.link.String(), e.PreviousHash.String(),
 			"The entry's previous_hash %s is not the entry_hash %s of entry %d before it.", e.PreviousHash, v.link, i-1)
 	}
 
-	v.link = stated
+	v.link, v.alt = stated, recomputed
 	v.head = recomputed
 	return fs
 }

@@ -121,6 +121,11 @@ func main() {
 		finding{"entry_hash_mismatch", 6})
 
 	es = clone(valid)
+	es[3].EntryHash = sha256Hex([]byte("a hash that was never computed"))
+	write("entry_hash_edited.jsonl", "entry 3's entry_hash replaced, content left alone", "entry 4 still links to entry 3's true hash: one finding, not two", es,
+		finding{"entry_hash_mismatch", 3})
+
+	es = clone(valid)
 	es[2].EntryHash = ""
 	write("entry_hash_absent.jsonl", "entry 2's entry_hash member removed", "", es,
 		finding{"entry_hash_mismatch", 2})
