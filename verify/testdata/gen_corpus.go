@@ -134,6 +134,10 @@ func main() {
 	write("dropped.jsonl", "entry 6 (the DENY) dropped", "", es,
 		finding{"previous_hash_mismatch", 6})
 
+	es = append(clone(valid[:5]), clone(valid[4:])...)
+	write("duplicated.jsonl", "entry 4 listed twice", "a repeated entry is not a fork: its second copy does not link to the first", es,
+		finding{"previous_hash_mismatch", 5})
+
 	es = clone(valid)
 	es[3], es[4] = es[4], es[3]
 	write("swapped.jsonl", "entries 3 and 4 swapped", "each of the three links around the swap is broken", es,
