@@ -126,7 +126,7 @@ func (s *Store) gather(c *committer, first *pending, linger bool) []*pending {
 		}
 		break
 	}
-	if !linger || len(batch) == 1 {
+	if !linger || len(batch) == 1 || s.opts.MaxDelay <= 0 {
 		return batch
 	}
 	timer := time.NewTimer(s.opts.MaxDelay)

@@ -40,15 +40,16 @@ var q = sqlq.Parse(queriesSQL)
 type Options struct {
 	ledger.Options
 
-	// Committers is the number of group-commit queues; a session always
-	// uses the same one, so committers never race each other for a head.
-	// 0 means 4.
+	// Committers is the number of group-commit queues, each with at most
+	// one transaction in flight; a session always uses the same one, so
+	// committers never race each other for a head. 0 means 2.
 	Committers int
 	// MaxBatch caps the entries written in one group commit; 0 means 512.
 	MaxBatch int
 	// MaxDelay is how long a committer that found other appends waiting
-	// lingers for more before committing. 0 means 1ms; a lone append never
-	// waits.
+	// lingers for more before committing; a lone append never waits. 0
+	// means no lingering: a group is whatever queued while the previous
+	// commit ran, which measured best on a small machine (docs/benchmarks.md).
 	MaxDelay time.Duration
 	// MaxConns is the connection pool size; 0 means Committers + 8.
 	MaxConns int32
@@ -72,13 +73,10 @@ var _ ledger.Store = (*Store)(nil)
 // and starts the committers.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Committers <= 0 {
-		opts.Committers = 4
+		opts.Committers = 2
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 512
-	}
-	if opts.MaxDelay <= 0 {
-		opts.MaxDelay = time.Millisecond
 	}
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = int32(opts.Committers) + 8
