@@ -36,8 +36,8 @@ func FuzzDecodeHybrid(f *testing.F) {
 
 // FuzzSplit: whatever the envelope, Split never panics; when it succeeds
 // the signed input is canonical JSON with no signature member left in the
-// named object, and signing that input's envelope again gives back the
-// same signed input.
+// named object, signing it again gives back the same signed input, and the
+// fresh signature verifies.
 func FuzzSplit(f *testing.F) {
 	for _, s := range []string{
 		requestEnvelope, resultEnvelope, errorEnvelope,
@@ -55,6 +55,7 @@ func FuzzSplit(f *testing.F) {
 		f.Fatal(err)
 	}
 	signer, _ := hk.Signer("s")
+	keys, _ := sig.NewKeySet(hk.Public())
 	f.Fuzz(func(t *testing.T, env []byte, which uint8) {
 		m := sig.Member(which%3 + 1)
 		in, s, err := sig.Split(env, m)
@@ -82,6 +83,13 @@ func FuzzSplit(f *testing.F) {
 		in2, _, err := sig.Split(signed, m)
 		if err != nil || !bytes.Equal(in2, in) {
 			t.Fatalf("re-signed envelope has input %s (%v), want %s", in2, err, in)
+		}
+		// Round trip: what SignEnvelope makes, VerifyEnvelope accepts, as
+		// long as the envelope classifies as the member it was signed in.
+		if got, err := sig.MemberOf(signed); err == nil && got == m {
+			if _, err := sig.VerifyEnvelope(signed, keys, "s"); err != nil {
+				t.Fatalf("VerifyEnvelope of a fresh signature: %v\n%s", err, signed)
+			}
 		}
 	})
 }

@@ -162,6 +162,13 @@ func macSHA256(key, msg []byte) []byte {
 	return m.Sum(nil)
 }
 
+var (
+	_ Signer   = (*hmacKey)(nil)
+	_ Verifier = (*hmacKey)(nil)
+	_ Signer   = (*asymSigner)(nil)
+	_ Verifier = (*asymVerifier)(nil)
+)
+
 // hmacKey is both Signer and Verifier for one session's HMAC-SHA256 key.
 type hmacKey struct {
 	keyID string
