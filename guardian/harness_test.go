@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
@@ -147,6 +148,7 @@ func newSetup(t *testing.T, storeKind string, edit func(*guardian.Config)) *setu
 		HMACKeys:    []*sig.PrivateKey{k.hmac, k.other},
 		ResponseKey: k.ecdsa,
 		Clock:       c.Now,
+		Logger:      slog.New(slog.DiscardHandler),
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -441,3 +443,5 @@ func uuid() string {
 }
 
 var _ = acs.Hash{}
+
+func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }

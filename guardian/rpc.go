@@ -106,7 +106,8 @@ func (g *Guardian) serveOne(ctx context.Context, raw []byte, transport string) [
 		if req != nil {
 			id = req.id
 		}
-		return g.errorResponse(id, rerr, g.sessionSigner(req))
+		// Nothing about the request is authenticated yet.
+		return g.errorResponse(id, rerr, nil)
 	}
 	switch req.spec.kind {
 	case kindPing:

@@ -77,17 +77,19 @@ func (g *Guardian) step(ctx context.Context, req *request) []byte {
 			fmt.Sprintf("session %s has not completed handshake/hello; nothing is negotiated for it (ACS §4)", req.sessionID),
 			"method", MethodHello), nil)
 	}
-	if !compatible(req.acsVersion) {
-		return g.errorResponse(req.id, refuse(rpcerr.UnsupportedVersion, "unsupported_version",
-			fmt.Sprintf("acs_version %s is not compatible with the negotiated %s", req.acsVersion, Version),
-			"supported_versions", []string{Version}), s.signer)
+	// Refusals before the signature is verified are signed with the
+	// Guardian's own key; after it, with the session's.
+	if _, _, e := g.authenticate(req, s); e != nil {
+		return g.errorResponse(req.id, e, nil)
 	}
 	if req.agentID != s.agentID {
 		return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, "agent_mismatch",
 			fmt.Sprintf("session %s is bound to agent_id %q at handshake, not %q", s.id, s.agentID, req.agentID)), s.signer)
 	}
-	if _, _, e := g.authenticate(req, s); e != nil {
-		return g.errorResponse(req.id, e, s.signer)
+	if !compatible(req.acsVersion) {
+		return g.errorResponse(req.id, refuse(rpcerr.UnsupportedVersion, "unsupported_version",
+			fmt.Sprintf("acs_version %s is not compatible with the negotiated %s", req.acsVersion, Version),
+			"supported_versions", []string{Version}), s.signer)
 	}
 	if e := g.negotiated(req, s); e != nil {
 		return g.errorResponse(req.id, e, s.signer)
