@@ -42,6 +42,9 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives integration and witnessing events (default discard).
 	Logger *slog.Logger
+	// OnCheckpoint, if set, is called after each new checkpoint is stored
+	// (for metrics and latency measurements); it must not block.
+	OnCheckpoint func(Checkpoint)
 }
 
 // Log is the Merkle log over a [Storage]. Its integrator ([Log.Run] or
@@ -60,6 +63,7 @@ type Log struct {
 	cache     *tileCache
 	witnesses []*witnessClient
 	publish   string
+	onCP      func(Checkpoint)
 	notify    chan struct{}
 	signed    chan struct{}
 
@@ -135,6 +139,7 @@ func New(ctx context.Context, s Storage, cfg Config) (*Log, error) {
 		l.witnesses = append(l.witnesses, wc)
 	}
 	l.publish = cfg.PublishDir
+	l.onCP = cfg.OnCheckpoint
 	if err := l.reload(ctx); err != nil {
 		return nil, err
 	}
@@ -481,6 +486,9 @@ func (l *Log) signIfBehind(ctx context.Context) error {
 			l.log.Error("couldn't publish checkpoint", "size", size, "err", err)
 		}
 	}
+	if l.onCP != nil {
+		l.onCP(cp)
+	}
 	select {
 	case l.signed <- struct{}{}:
 	default:
@@ -629,4 +637,24 @@ func FormatProof(index uint64, inclusion [][]byte, checkpoint []byte) []byte {
 	}
 	b = append(b, '\n')
 	return append(b, checkpoint...)
+}
+
+// VerifierKeysFor returns the origin and the verifier keys (one per line of
+// `acsledger log-key`) for a configuration's signer keys, without opening
+// storage. It applies the same checks as [New].
+func VerifierKeysFor(cfg Config) (origin string, vkeys []string, err error) {
+	if len(cfg.Keys) == 0 {
+		return "", nil, errors.New("tlog: no signing key")
+	}
+	for i, k := range cfg.Keys {
+		signer, vkey, err := signerAndVerifierKey(k, time.Now)
+		if err != nil {
+			return "", nil, fmt.Errorf("tlog: key %d: %w", i, err)
+		}
+		if signer.Name() != cfg.Origin {
+			return "", nil, fmt.Errorf("tlog: key %d is named %q, want the origin %q", i, signer.Name(), cfg.Origin)
+		}
+		vkeys = append(vkeys, vkey)
+	}
+	return cfg.Origin, vkeys, nil
 }

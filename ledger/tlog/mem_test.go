@@ -1,0 +1,156 @@
+package tlog
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// memStorage is an in-memory Storage for benchmarks that measure the log's
+// own work without a database. It follows the Storage contract.
+type memStorage struct {
+	mu      sync.Mutex
+	pending []PendingEntry
+	leaves  [][]byte
+	byHash  map[[HashSize]byte]uint64
+	tiles   map[[2]uint64]FullTile
+	cps     map[uint64][]byte
+	head    []byte
+	headSz  uint64
+	cosigs  map[uint64][][]byte
+}
+
+var _ Storage = (*memStorage)(nil)
+
+func newMemStorage() *memStorage {
+	return &memStorage{byHash: map[[HashSize]byte]uint64{}, tiles: map[[2]uint64]FullTile{}, cps: map[uint64][]byte{}, cosigs: map[uint64][][]byte{}}
+}
+
+func (m *memStorage) Pending(_ context.Context, limit int) ([]PendingEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pending[:min(limit, len(m.pending))], nil
+}
+
+func (m *memStorage) Integrate(_ context.Context, start uint64, leaves []StoredLeaf, tiles []FullTile) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if uint64(len(m.leaves)) != start || len(leaves) > len(m.pending) {
+		return ErrConflict
+	}
+	for i, l := range leaves {
+		if m.pending[i].EntryID != l.EntryID {
+			return ErrConflict
+		}
+		m.leaves = append(m.leaves, l.Data)
+		m.byHash[l.EntryHash] = start + uint64(i)
+	}
+	m.pending = m.pending[len(leaves):]
+	for _, t := range tiles {
+		m.tiles[[2]uint64{uint64(t.Level), t.N}] = t
+	}
+	return nil
+}
+
+func (m *memStorage) Size(context.Context) (uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return uint64(len(m.leaves)), nil
+}
+
+func (m *memStorage) Leaves(_ context.Context, start, end uint64) ([][]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if end > uint64(len(m.leaves)) {
+		return nil, ErrNotFound
+	}
+	return m.leaves[start:end], nil
+}
+
+func (m *memStorage) FullTile(_ context.Context, level int, n uint64) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tiles[[2]uint64{uint64(level), n}]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return t.Data, nil
+}
+
+func (m *memStorage) TileRoots(_ context.Context, level int, from, to uint64) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []byte
+	for i := from; i < to; i++ {
+		t, ok := m.tiles[[2]uint64{uint64(level), i}]
+		if !ok {
+			return nil, ErrNotFound
+		}
+		out = append(out, t.Root[:]...)
+	}
+	return out, nil
+}
+
+func (m *memStorage) LeafIndexByPosition(context.Context, string, int64) (uint64, error) {
+	return 0, fmt.Errorf("%w: not indexed in memory", ErrNotFound)
+}
+
+func (m *memStorage) LeafIndexByEntryHash(_ context.Context, h [HashSize]byte) (uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, ok := m.byHash[h]
+	if !ok {
+		return 0, ErrNotFound
+	}
+	return i, nil
+}
+
+func (m *memStorage) LatestCheckpoint(context.Context) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.head == nil {
+		return nil, ErrNotFound
+	}
+	return m.head, nil
+}
+
+func (m *memStorage) SwapCheckpoint(_ context.Context, hasOld bool, oldSize, size uint64, note []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.cps[size]; ok || hasOld != (m.head != nil) || (hasOld && m.headSz != oldSize) {
+		return ErrConflict
+	}
+	m.cps[size], m.head, m.headSz = note, note, size
+	return nil
+}
+
+func (m *memStorage) Checkpoint(_ context.Context, size uint64) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n, ok := m.cps[size]; ok {
+		return n, nil
+	}
+	return nil, ErrNotFound
+}
+
+func (m *memStorage) AddCosignature(_ context.Context, size uint64, line []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cosigs[size] = append(m.cosigs[size], line)
+	return nil
+}
+
+func (m *memStorage) Cosignatures(_ context.Context, size uint64) ([][]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cosigs[size], nil
+}
+
+// addPending queues n entries with ids from..from+n-1.
+func (m *memStorage) addPending(from, n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := from; i < from+n; i++ {
+		m.pending = append(m.pending, PendingEntry{EntryID: i, Leaf: Leaf{SessionID: fmt.Sprintf("sess-%d", i/100), Position: i % 100, EntryHash: entryHash("b", i)}})
+	}
+}
