@@ -142,6 +142,17 @@ func TestErrors(t *testing.T) {
 		{name: "ClientHello field of the wrong type", bodies: helloWith(func(h map[string]any) { h["methods_implemented"] = "steps/*" }),
 			code: -32602, msg: "methods_implemented"},
 
+		{name: "payload fails its hook schema", handshake: true, bodies: func(t *testing.T, e *errEnv) [][]byte {
+			return one(e.a.envelope(t, "steps/toolCallRequest", map[string]any{"arguments": map[string]any{}}, nil))
+		}, code: -32602, reason: "schema_violation", msg: "hooks/tool-call-request.json", data: map[string]any{"field": "params.payload"}},
+		{name: "payload enum violated", handshake: true, bodies: func(t *testing.T, e *errEnv) [][]byte {
+			return one(e.a.envelope(t, "steps/turnEnd", map[string]any{"turn_id": "t", "outcome": "finished"}, nil))
+		}, code: -32602, reason: "schema_violation", msg: "params.payload.outcome", data: map[string]any{"field": "params.payload.outcome"}},
+		{name: "metadata enum violated", handshake: true, bodies: step(func(env map[string]any) { metadata(env)["environment"] = "prod" }),
+			code: -32602, reason: "schema_violation", msg: "request-envelope.json", data: map[string]any{"field": "params.metadata.environment"}},
+		{name: "ClientHello transport unknown", bodies: helloWith(func(h map[string]any) { h["transports_supported"] = []string{"carrier-pigeon"} }),
+			code: -32602, reason: "schema_violation", data: map[string]any{"field": "params.payload.transports_supported[0]"}},
+
 		// ACS §17.1.
 		{name: "step before handshake", bodies: step(nil), code: -32003, reason: "no_handshake", msg: "has not completed handshake/hello",
 			data: map[string]any{"method": "handshake/hello"}},

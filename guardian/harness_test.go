@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/schemas"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/internal/pgtest"
@@ -443,5 +444,14 @@ func uuid() string {
 }
 
 var _ = acs.Hash{}
+
+// checkResponseSchema validates every response the tests receive against
+// the official response-envelope.json (ServerHello included).
+func checkResponseSchema(t *testing.T, b []byte) {
+	t.Helper()
+	if err := schemas.Validate(schemas.ResponseEnvelope, b); err != nil {
+		t.Fatalf("response does not match response-envelope.json: %v\n%s", err, b)
+	}
+}
 
 func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }

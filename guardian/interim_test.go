@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/acsledger/acsledger/ledger"
@@ -83,9 +82,3 @@ func (s *interimStore) PolicyBundles(ctx context.Context) ([]ledger.PolicyBundle
 }
 
 var _ ledger.GuardianStore = (*interimStore)(nil)
-
-// checkResponseSchema is TEMPORARY until acs/schemas lands: it checks the
-// envelope shape the response-envelope schema requires.
-func checkResponseSchema(t *testing.T, b []byte) {
-	t.Helper()
-}

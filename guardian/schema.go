@@ -2,16 +2,90 @@ package guardian
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/acsledger/acsledger/acs/rpcerr"
+	"github.com/acsledger/acsledger/acs/schemas"
 )
 
-// validateRequest checks a request against request-envelope.json (a
-// violation outside params is -32600, inside params -32602) and its
-// method's payload schema (-32602), naming the failing location.
-//
-// TODO(guardian): wire acs/schemas here once it lands; until then only the
-// structural checks of parse and readParams apply.
+// payloadSchemas names the schema of each method's payload. Methods without
+// a published payload schema (sessionStart, agentTrigger, turnStart,
+// subagentStart, sessionEnd, agbom/*, MCP, system/ping) are checked by the
+// request envelope alone: payload must be an object.
+var payloadSchemas = map[string]string{
+	MethodHello:                    schemas.ClientHello,
+	"steps/userMessage":            "hooks/user-message.json",
+	"steps/agentResponse":          "hooks/agent-response.json",
+	"steps/knowledgeRetrieval":     "hooks/knowledge-retrieval.json",
+	"steps/memoryContextRetrieval": "hooks/memory-context-retrieval.json",
+	"steps/memoryStore":            "hooks/memory-store.json",
+	"steps/toolCallRequest":        "hooks/tool-call-request.json",
+	"steps/toolCallResult":         "hooks/tool-call-result.json",
+	"steps/preCompact":             "hooks/pre-compact.json",
+	"steps/postCompact":            "hooks/post-compact.json",
+	"steps/subagentStop":           "hooks/subagent-stop.json",
+	"steps/turnEnd":                "hooks/turn-end.json",
+}
+
+// validateRequest checks a request against request-envelope.json and its
+// method's payload schema. A violation inside params is Invalid params
+// (-32602), anything else Invalid Request (-32600); the message names the
+// failing location as a dotted path (params.metadata.session_id).
 func validateRequest(raw []byte, method string, payload json.RawMessage) *rpcerr.Error {
+	if e := schemaError(schemas.RequestEnvelope, "", raw); e != nil {
+		return e
+	}
+	if name, ok := payloadSchemas[method]; ok {
+		return schemaError(name, "/params/payload", payload)
+	}
 	return nil
+}
+
+func schemaError(name, prefix string, doc []byte) *rpcerr.Error {
+	err := schemas.Validate(name, doc)
+	if err == nil {
+		return nil
+	}
+	var se *schemas.Error
+	if !errors.As(err, &se) {
+		return refuse(rpcerr.InvalidRequest, "schema_violation", err.Error())
+	}
+	ptr := prefix + se.Pointer
+	code := rpcerr.InvalidRequest
+	if ptr == "/params" || strings.HasPrefix(ptr, "/params/") {
+		code = rpcerr.InvalidParams
+	}
+	field := fieldPath(ptr)
+	return refuse(code, "schema_violation", fmt.Sprintf("%s does not match %s: %s", field, schemaFile(name), se.Message),
+		"field", field, "schema", schemaFile(name))
+}
+
+func schemaFile(name string) string {
+	if name == schemas.ClientHello {
+		return "handshake.json ClientHello"
+	}
+	return name
+}
+
+// fieldPath turns a JSON Pointer into the dotted path error messages use:
+// /params/metadata/session_id -> params.metadata.session_id, /a/0 -> a[0].
+func fieldPath(ptr string) string {
+	if ptr == "" {
+		return "the request"
+	}
+	var b strings.Builder
+	for i, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		if tok != "" && strings.Trim(tok, "0123456789") == "" {
+			fmt.Fprintf(&b, "[%s]", tok)
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
 }
