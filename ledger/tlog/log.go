@@ -119,7 +119,7 @@ func New(ctx context.Context, s Storage, cfg Config) (*Log, error) {
 		if signer.Name() != cfg.Origin {
 			return nil, fmt.Errorf("tlog: key %d is named %q, want the origin %q", i, signer.Name(), cfg.Origin)
 		}
-		if i == 0 && !strings.HasPrefix(vkey, cfg.Origin+"+") || i == 0 && keyType(vkey) != sigTypeEd25519 {
+		if i == 0 && keyType(vkey) != sigTypeEd25519 {
 			return nil, errors.New("tlog: the first key must be an Ed25519 note key")
 		}
 		v, err := NewVerifier(vkey)

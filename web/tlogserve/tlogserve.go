@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -108,7 +109,11 @@ func (h *handler) tile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) entryProof(w http.ResponseWriter, r *http.Request) {
-	session := chi.URLParam(r, "session_id")
+	session, err := url.PathUnescape(chi.URLParam(r, "session_id"))
+	if err != nil {
+		h.writeError(w, r, fmt.Errorf("%w: session_id is not a valid escaped path segment", errBadRequest))
+		return
+	}
 	pos, err := strconv.ParseInt(chi.URLParam(r, "position"), 10, 64)
 	if err != nil || pos < 0 {
 		h.writeError(w, r, fmt.Errorf("%w: position %q is not a non-negative integer", errBadRequest, chi.URLParam(r, "position")))

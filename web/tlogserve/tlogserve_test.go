@@ -31,7 +31,9 @@ type served struct {
 
 // serve starts a real HTTP server on a loopback port over a SQLite log
 // holding n entries of session "s".
-func serve(t *testing.T, n int64) served {
+func serve(t *testing.T, n int64) served { return serveSession(t, "s", n) }
+
+func serveSession(t *testing.T, session string, n int64) served {
 	t.Helper()
 	db := tlogtest.OpenSQLite(t)
 	skey, vkey, err := tlog.KeyFromSeed(tlogtest.Origin, tlog.Ed25519, tlogtest.Seed("serve"))
@@ -43,7 +45,7 @@ func serve(t *testing.T, n int64) served {
 		t.Fatal(err)
 	}
 	if n > 0 {
-		tlogtest.AppendSQLite(t, db, "s", 0, n)
+		tlogtest.AppendSQLite(t, db, session, 0, n)
 		for {
 			k, err := l.Integrate(context.Background())
 			if err != nil {
@@ -260,4 +262,13 @@ func decode(t *testing.T, in []string) [][]byte {
 		out[i] = b
 	}
 	return out
+}
+
+func TestEntryProofEscapedSession(t *testing.T) {
+	t.Parallel()
+	s := serveSession(t, "team/a b", 3)
+	resp, body := get(t, s.url+"/api/v1/proofs/entry/team%2Fa%20b/2")
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "\nindex 2\n") {
+		t.Fatalf("escaped session: %s %q", resp.Status, body)
+	}
 }
