@@ -158,11 +158,9 @@ func Replay(ctx context.Context, b *Bundle, in *Input, ndCache []byte) (*Decisio
 	if err != nil {
 		return nil, err
 	}
-	cache := builtins.NDBCache{}
-	if len(ndCache) > 0 {
-		if err := cache.UnmarshalJSON(ndCache); err != nil {
-			return nil, fmt.Errorf("couldn't read the recorded non-deterministic built-in cache: %w", err)
-		}
+	cache, err := decodeNDCache(ndCache)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the recorded non-deterministic built-in cache: %w", err)
 	}
 	return c.decide(ctx, in, cache)
 }
@@ -189,7 +187,7 @@ func (c *compiled) decide(ctx context.Context, in *Input, cache builtins.NDBCach
 		return nil, fmt.Errorf("%w: policy %s: %s (%s:%d) on %s: %v", ErrBadDecision,
 			c.bundle.name(), DecisionRule, c.ruleModule, c.ruleLine, in.Method, err)
 	}
-	if d.NDBuiltinCache, err = cache.MarshalJSON(); err != nil {
+	if d.NDBuiltinCache, err = encodeNDCache(cache); err != nil {
 		return nil, fmt.Errorf("couldn't encode the non-deterministic built-in cache: %w", err)
 	}
 	return d, nil

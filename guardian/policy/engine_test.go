@@ -165,7 +165,7 @@ func TestBadBundlesAreRefused(t *testing.T) {
 		{
 			name:   "syntax error",
 			bundle: &Bundle{ID: "bad", Version: "1", Modules: map[string]string{"a.rego": "package acs\n\ndecision := {\"decision\": \"allow\"\n"}},
-			module: "a.rego", line: 3, says: "",
+			module: "a.rego", line: 4, says: "non-terminated object",
 		},
 		{
 			name: "syntax error in second module",
@@ -173,7 +173,7 @@ func TestBadBundlesAreRefused(t *testing.T) {
 				"a.rego":     "package acs\n\n" + allowAll + "\n",
 				"lib/b.rego": "package acs.lib\n\nx if {\n\tinput.a ==\n}\n",
 			}},
-			module: "lib/b.rego", line: 4,
+			module: "lib/b.rego", line: 5, says: "unexpected } token",
 		},
 		{
 			name:   "unsafe variable",

@@ -42,12 +42,13 @@ trusted_node(p) if {
 # untrusted_sources(id) are the ids in id's lineage that make it untrusted:
 # untrusted nodes, and ids the Guardian has never seen (unknown lineage
 # fails closed). agent_generated nodes take their trust from their lineage.
-untrusted_sources(id) := {n |
-	some n in graph.reachable(edges, {id})
-	untrusted_node(n)
+untrusted_sources(id) := {n | some n in reach; untrusted_node(n)} | {d |
+	some n in reach
+	some d in edges[n]
+	not nodes[d]
+} if {
+	reach := graph.reachable(edges, {id})
 }
-
-untrusted_node(n) if not nodes[n]
 
 untrusted_node(n) if {
 	p := nodes[n]

@@ -25,7 +25,7 @@ normalize(c) := n if {
 # as sudo, env, nohup, xargs, sh -c), with the words after it.
 invocations contains {"cmd": base, "args": array.slice(ws, i + 1, count(ws))} if {
 	some line in normalized
-	some seg in regex.split(`\s*(?:;|&&|\|\||\||&|\$\(|<\(|\x60|\(|\)|\{|\}|\bthen\b|\bdo\b|\belse\b)\s*`, line)
+	some seg in regex.split(`\s*(?:;|&&|\|\||\||&|\$\(|<\(|\x60|\(|\)|\bthen\b|\bdo\b|\belse\b)\s*`, line)
 	ws := [w | some w in split(trim_space(seg), " "); w != ""]
 	some i, w in ws
 	every j, _ in array.slice(ws, 0, i) {
@@ -37,7 +37,7 @@ invocations contains {"cmd": base, "args": array.slice(ws, i + 1, count(ws))} if
 wrappers := {
 	"sudo", "doas", "env", "nohup", "time", "nice", "ionice", "command", "exec", "builtin",
 	"xargs", "timeout", "stdbuf", "busybox", "sh", "bash", "zsh", "dash", "ksh", "eval", "!",
-	"watch", "chroot", "setsid", "unbuffer",
+	"watch", "chroot", "setsid", "unbuffer", "{",
 }
 
 before_command(ws, j) if ws[j] in wrappers
