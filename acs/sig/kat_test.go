@@ -3,6 +3,8 @@ package sig
 import (
 	"bytes"
 	"crypto/hkdf"
+	"errors"
+	"fmt"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -161,5 +163,61 @@ func TestHMACVectors(t *testing.T) {
 				t.Error("verified under another session_id")
 			}
 		})
+	}
+}
+
+// TestAsymmetricVectors verifies asym_vectors.json, signed by
+// gen_asym_vectors.go with the standard library and circl directly, with
+// public key files written there: it pins the value and key encodings of
+// every asymmetric algorithm.
+func TestAsymmetricVectors(t *testing.T) {
+	var vs []struct {
+		Algorithm      string          `json:"algorithm"`
+		PublicKeyFile  json.RawMessage `json:"public_key_file"`
+		SignedInput    string          `json:"signed_input"`
+		SignedEnvelope string          `json:"signed_envelope"`
+	}
+	readJSON(t, "testdata/asym_vectors.json", &vs)
+	seen := map[Algorithm]bool{}
+	for _, v := range vs {
+		t.Run(v.Algorithm, func(t *testing.T) {
+			pub, err := ParsePublicKey(v.PublicKeyFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(pub.Algorithm()) != v.Algorithm {
+				t.Fatalf("key algorithm %s", pub.Algorithm())
+			}
+			seen[pub.Algorithm()] = true
+			keys, _ := NewKeySet(pub)
+			in, _, err := Split([]byte(v.SignedEnvelope), Result)
+			if err != nil || string(in) != v.SignedInput {
+				t.Fatalf("signed input %s (%v)", in, err)
+			}
+			if _, err := VerifyEnvelope([]byte(v.SignedEnvelope), keys, ""); err != nil {
+				t.Fatalf("VerifyEnvelope: %v", err)
+			}
+			// One changed byte of the signed content fails.
+			bad := bytes.Replace([]byte(v.SignedEnvelope), []byte(`"deny"`), []byte(`"DENY"`), 1)
+			if _, err := VerifyEnvelope(bad, keys, ""); !errors.Is(err, ErrBadSignature) {
+				t.Errorf("tampered envelope: %v", err)
+			}
+			// The public key file re-encodes to itself.
+			again, err := pub.MarshalPublic()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a, b any
+			json.Unmarshal(again, &a)
+			json.Unmarshal(v.PublicKeyFile, &b)
+			if fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Errorf("public key file does not round-trip:\n%s\n%s", again, v.PublicKeyFile)
+			}
+		})
+	}
+	for _, alg := range Algorithms() {
+		if !alg.Symmetric() && !seen[alg] {
+			t.Errorf("no vector for %s", alg)
+		}
 	}
 }
