@@ -3,11 +3,11 @@ package sig
 import (
 	"bytes"
 	"crypto/hkdf"
-	"errors"
-	"fmt"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"testing"
 )
