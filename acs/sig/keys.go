@@ -214,7 +214,7 @@ func (v *asymVerifier) Verify(msg, sig []byte) error {
 }
 
 // KeySet maps key_id to verifying keys: what a verifier trusts. The zero
-// KeySet is empty and ready to use. A KeySet is safe for concurrent reads
+// KeySet is empty and ready to use; a nil *KeySet reads as empty. A KeySet is safe for concurrent reads
 // once no more keys are added.
 type KeySet struct {
 	keys map[string]*PublicKey
@@ -250,12 +250,18 @@ func (s *KeySet) Add(k *PublicKey) error {
 
 // Get returns the key named keyID.
 func (s *KeySet) Get(keyID string) (*PublicKey, bool) {
+	if s == nil {
+		return nil, false
+	}
 	k, ok := s.keys[keyID]
 	return k, ok
 }
 
 // KeyIDs returns the key_ids of the set in sorted order.
 func (s *KeySet) KeyIDs() []string {
+	if s == nil {
+		return nil
+	}
 	ids := make([]string, 0, len(s.keys))
 	for id := range s.keys {
 		ids = append(ids, id)
@@ -265,4 +271,9 @@ func (s *KeySet) KeyIDs() []string {
 }
 
 // Len returns the number of keys in the set.
-func (s *KeySet) Len() int { return len(s.keys) }
+func (s *KeySet) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.keys)
+}
