@@ -131,7 +131,10 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 
 	// Replay history is recorded last, so a refused hello can be retried
 	// with the same request_id once the client fixes what was refused.
-	if e := g.recordRequest(ctx, req); e != nil {
+	if e, err := g.recordRequest(ctx, req); err != nil {
+		g.cfg.Logger.Error("guardian: couldn't record request", "session_id", req.sessionID, "err", err)
+		return g.errorResponse(req.id, refuse(rpcerr.InternalError, ReasonLedgerUnavailable, "the replay history could not be written"), signer)
+	} else if e != nil {
 		return g.errorResponse(req.id, e, signer)
 	}
 
@@ -271,21 +274,22 @@ func (g *Guardian) checkFresh(req *request) *rpcerr.Error {
 }
 
 // recordRequest enforces request_id and nonce uniqueness within the session
-// (ACS §10.3) through the ledger's durable replay history.
-func (g *Guardian) recordRequest(ctx context.Context, req *request) *rpcerr.Error {
+// (ACS §10.3) through the ledger's durable replay history. It returns the
+// refusal of a replay, or the store's error when the history could not be
+// written.
+func (g *Guardian) recordRequest(ctx context.Context, req *request) (*rpcerr.Error, error) {
 	err := g.cfg.Store.RecordRequest(ctx, req.sessionID, req.requestID, req.nonce, g.cfg.Clock())
 	switch {
 	case err == nil:
-		return nil
+		return nil, nil
 	case errors.Is(err, ledger.ErrReplay):
 		what := fmt.Sprintf("request_id %s", req.requestID)
 		if req.nonce != "" {
 			what += " or its nonce"
 		}
 		return refuse(rpcerr.ReplayDetected, "replay_detected",
-			fmt.Sprintf("session %s has already seen %s", req.sessionID, what), "request_id", req.requestID)
+			fmt.Sprintf("session %s has already seen %s", req.sessionID, what), "request_id", req.requestID), nil
 	default:
-		g.cfg.Logger.Error("guardian: couldn't record request", "session_id", req.sessionID, "err", err)
-		return refuse(rpcerr.InternalError, ReasonLedgerUnavailable, "the replay history could not be written")
+		return nil, fmt.Errorf("couldn't record request %s of session %s: %w", req.requestID, req.sessionID, err)
 	}
 }

@@ -104,7 +104,9 @@ func (g *Guardian) step(ctx context.Context, req *request) []byte {
 	if e != nil {
 		return g.errorResponse(req.id, e, s.signer)
 	}
-	if e := g.recordRequest(ctx, req); e != nil {
+	if e, err := g.recordRequest(ctx, req); err != nil {
+		return g.ledgerFailure(ctx, req, s, Decision{}, err)
+	} else if e != nil {
 		return g.errorResponse(req.id, e, s.signer)
 	}
 	return g.decideAndAppend(ctx, req, s, newIntent, intentEvent)
@@ -252,12 +254,13 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	return out
 }
 
-// ledgerFailure answers a step whose entry could not be written. Nothing
+// ledgerFailure answers a step whose replay record or entry could not be
+// written. Nothing
 // was published, so the answer carries no chain_hash; it is a signed DENY
 // under posture deny and a signed error under posture proceed (ACS §6.4),
 // never an allow.
 func (g *Guardian) ledgerFailure(ctx context.Context, req *request, s *session, d Decision, err error) []byte {
-	g.cfg.Logger.Error("guardian: couldn't append entry", "session_id", s.id, "request_id", req.requestID, "err", err)
+	g.cfg.Logger.Error("guardian: ledger failed", "session_id", s.id, "request_id", req.requestID, "err", err)
 	// Another writer may have moved the head; re-read it so the next
 	// step chains onto what the ledger holds.
 	if stored, serr := g.cfg.Store.Session(ctx, s.id); serr == nil {
@@ -290,7 +293,9 @@ func (g *Guardian) ping(req *request) []byte {
 	var p struct {
 		Echo *string `json:"echo"`
 	}
-	_ = json.Unmarshal(req.payload, &p)
+	if err := json.Unmarshal(req.payload, &p); err != nil {
+		return g.errorResponse(req.id, invalidParam("params.payload.echo", "must be a string"), nil)
+	}
 	payload := map[string]string{"status": "ok", "server_timestamp": g.cfg.Clock().UTC().Format(timeFormat)}
 	if p.Echo != nil {
 		payload["echo"] = *p.Echo
