@@ -70,7 +70,7 @@ type member struct {
 	inNames      bool
 	dropped      bool
 	// key is the first eight bytes of the name, big-endian, zero padded;
-	// lessKey uses it to settle most comparisons without the name.
+	// compareMembers uses it to settle most comparisons without the name.
 	key uint64
 }
 
@@ -166,7 +166,7 @@ func (e *encoder) fail(off int, kind error, detail string) error {
 
 func skipSpace(in []byte, i int) int {
 	for i < len(in) {
-		// Every byte that may start a token is above ' '.
+		// Whitespace is at most ' ', so one comparison settles most bytes.
 		if c := in[i]; c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return i
 		}
