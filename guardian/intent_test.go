@@ -1,0 +1,177 @@
+package guardian_test
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/acsledger/acsledger/acs/sig"
+	"github.com/acsledger/acsledger/guardian"
+)
+
+func intentPayload(parsed ...string) map[string]any {
+	return map[string]any{"intent": map[string]any{
+		"raw": "pay the invoice", "parsed": parsed,
+		"parser_provenance": prov("p-int", "user_input"), "scope_mode": "strict",
+	}}
+}
+
+func parsedOf(in *guardian.Intent) []string {
+	if in == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range in.Parsed {
+		var s string
+		_ = json.Unmarshal(c, &s)
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestIntentImmutable: Intent is fixed by sessionStart; a later attempt to
+// change it is ignored and recorded as an audit event (ACS §8.4).
+func TestIntentImmutable(t *testing.T) {
+	pol := &recordingPolicy{}
+	e := newErrEnv(t, func(c *guardian.Config) { c.Policy = pol }, true)
+	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", intentPayload("invoice.read"), nil))))
+	if got := parsedOf(pol.last().Intent); !slices.Equal(got, []string{"invoice.read"}) {
+		t.Fatalf("sessionStart: policy saw intent %v", got)
+	}
+	r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/agentTrigger", intentPayload("invoice.read", "payments.send"), nil)))
+	mustResult(t, r)
+	entries := verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
+	var c struct {
+		AuditEvents []string `json:"audit_events"`
+		Intent      any      `json:"intent"`
+	}
+	_ = json.Unmarshal(entries[1].Content, &c)
+	if !slices.Equal(c.AuditEvents, []string{"intent_modification_ignored"}) || c.Intent != nil {
+		t.Fatalf("second intent: entry %s", entries[1].Content)
+	}
+	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("pay"), nil))))
+	if got := parsedOf(pol.last().Intent); !slices.Equal(got, []string{"invoice.read"}) {
+		t.Fatalf("after an ignored change the policy saw intent %v", got)
+	}
+
+	t.Run("parsed needs user_input parser_provenance", func(t *testing.T) {
+		e := newErrEnv(t, nil, true)
+		bad := intentPayload("x")
+		bad["intent"].(map[string]any)["parser_provenance"] = prov("p", "tool_output")
+		mustError(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", bad, nil))), -32602, "invalid_params", "must be user_input")
+		delete(bad["intent"].(map[string]any), "parser_provenance")
+		mustError(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", bad, nil))), -32602, "invalid_params", "parser_provenance is required")
+	})
+}
+
+// TestIntentExtension: an approver's grant with scope session extends
+// Intent.parsed and is recorded as an intent_extension entry (ACS §9.1);
+// forged, misattributed and out-of-scope grants are refused.
+func TestIntentExtension(t *testing.T) {
+	alice, err := sig.GenerateKey(sig.ECDSAP256, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mallory, _ := sig.GenerateKey(sig.ECDSAP256, "mallory")
+	approverKeys, _ := sig.NewKeySet(alice.Public(), mallory.Public())
+	pol := &recordingPolicy{TestPolicy: guardian.TestPolicy{PolicyID: "p", PolicyVersion: "1", Rules: []guardian.TestRule{{
+		ID: "payments_need_approval", Tool: "pay",
+		Decision: guardian.Decision{Disposition: guardian.Ask, Reasoning: "payments are outside the intent", Ask: &guardian.AskDetails{
+			Approver:              guardian.Approver{Type: "human", ID: "alice"},
+			RequestedCapabilities: []json.RawMessage{json.RawMessage(`"payments.send"`)},
+		}},
+	}}}}
+	e := newErrEnv(t, func(c *guardian.Config) {
+		c.Policy = pol
+		c.ApproverTypes = []string{"human"}
+		c.ApproverCapable = func(string) bool { return true }
+		c.ApproverKeys = approverKeys
+	}, true)
+	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", intentPayload("invoice.read"), nil))))
+	askBody := e.a.envelope(t, "steps/toolCallRequest", toolCall("pay"), nil)
+	ask := decode(t, e.tp.send(t, askBody))
+	if ask.decision() != "ask" {
+		t.Fatalf("want ASK: %s", ask.raw)
+	}
+	askID := ask.str("request_id")
+
+	approval := func(signer *sig.PrivateKey, edit func(a *guardian.Approval)) []byte {
+		a := guardian.Approval{
+			SessionID: e.a.sessionID, AskStepID: askID, Approver: guardian.Approver{Type: "human", ID: "alice"},
+			Decision: guardian.Allow, Timestamp: t0.Format("2006-01-02T15:04:05Z"),
+			IntentExtension: &guardian.ApprovalExtension{Capabilities: []json.RawMessage{json.RawMessage(`"payments.send"`)}, Scope: "session"},
+		}
+		if edit != nil {
+			edit(&a)
+		}
+		s, _ := signer.Signer("")
+		b, err := guardian.SignApproval(a, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	refusals := []struct {
+		name string
+		doc  []byte
+		want error
+	}{
+		{"signed by another key", approval(mallory, nil), guardian.ErrApprovalForged},
+		{"another approver", approval(mallory, func(a *guardian.Approval) { a.Approver.ID = "mallory" }), guardian.ErrApproverMismatch},
+		{"approver answers ASK", approval(alice, func(a *guardian.Approval) { a.Decision = guardian.Ask }), guardian.ErrApprovalInvalid},
+		{"capability not requested under strict", approval(alice, func(a *guardian.Approval) {
+			a.IntentExtension.Capabilities = []json.RawMessage{json.RawMessage(`"payments.send"`), json.RawMessage(`"filesystem.delete"`)}
+		}), guardian.ErrExtensionRefused},
+		{"unknown ASK", approval(alice, func(a *guardian.Approval) { a.AskStepID = "00000000-0000-4000-8000-000000000000" }), guardian.ErrNoPendingAsk},
+	}
+	for _, r := range refusals {
+		if _, err := e.s.g.ResolveAsk(t.Context(), r.doc); !errors.Is(err, r.want) {
+			t.Errorf("%s: ResolveAsk = %v, want %v", r.name, err, r.want)
+		}
+	}
+	// Tampering with a signed approval breaks it.
+	good := approval(alice, nil)
+	tampered := []byte(string(good))
+	i := slices.Index(tampered, '"')
+	tampered[i+1] ^= 1
+	if _, err := e.s.g.ResolveAsk(t.Context(), tampered); err == nil {
+		t.Errorf("tampered approval accepted")
+	}
+
+	res, err := e.s.g.ResolveAsk(t.Context(), good)
+	if err != nil || res.Decision != guardian.Allow || !hexHash.MatchString(res.ChainHash) {
+		t.Fatalf("ResolveAsk = %+v, %v", res, err)
+	}
+	if _, err := e.s.g.ResolveAsk(t.Context(), good); !errors.Is(err, guardian.ErrNoPendingAsk) {
+		t.Errorf("a second use of the approval: %v, want ErrNoPendingAsk", err)
+	}
+	entries := verifyStoredChain(t, e.s.store, e.a.sessionID, res.ChainHash)
+	last := entries[len(entries)-1]
+	var ext struct {
+		StepType     string   `json:"step_type"`
+		AskStepID    string   `json:"ask_step_id"`
+		Capabilities []string `json:"capabilities"`
+		Approver     struct{ Type, ID string }
+		Provenance   struct {
+			GrantedBy struct{ ID string } `json:"granted_by"`
+		} `json:"extension_provenance"`
+	}
+	_ = json.Unmarshal(last.Content, &ext)
+	if last.StepType != "intent_extension" || ext.AskStepID != askID || !slices.Equal(ext.Capabilities, []string{"payments.send"}) || ext.Provenance.GrantedBy.ID != "alice" {
+		t.Fatalf("intent_extension entry: %s", last.Content)
+	}
+
+	// The next step's policy input carries the extended intent, with the
+	// extension's provenance apart from the parser's.
+	r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), func(p map[string]any) {
+		p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": res.ChainHash}
+	})))
+	if r.decision() != "allow" {
+		t.Fatalf("after the grant: %s", r.raw)
+	}
+	in := pol.last().Intent
+	if got := parsedOf(in); !slices.Equal(got, []string{"invoice.read", "payments.send"}) || len(in.Extensions) != 1 || in.Extensions[0].Approver.ID != "alice" || in.Extensions[0].AskStepID != askID {
+		t.Fatalf("policy saw intent %+v", in)
+	}
+}
