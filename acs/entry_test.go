@@ -246,3 +246,68 @@ func TestPoolIsolation(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryMangling changes every byte of a ContextEntry in several ways.
+// Each changed entry must be refused, or canonicalize to the same entry
+// (an insignificant change such as whitespace or escape spelling), or get
+// a different entry_hash, unless only its submitted entry_hash changed,
+// which the chain recomputes and never trusts.
+func TestEntryMangling(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("testdata/bench_entry.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		t.Fatal(err)
+	}
+	orig := buf.Bytes()
+	e0, err := ParseEntry(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full0, _ := Canonicalize(orig)
+	h0 := EntryHash(e0.Content, e0.PreviousHash)
+
+	refused, same, changed := 0, 0, 0
+	m := make([]byte, len(orig))
+	for i := range orig {
+		for _, repl := range []byte{orig[i] ^ 0x01, orig[i] ^ 0x20, ' ', '"', '\\', '0', 'e', '}', 0x80} {
+			if repl == orig[i] {
+				continue
+			}
+			copy(m, orig)
+			m[i] = repl
+			e, err := ParseEntry(m)
+			if err != nil {
+				refused++
+				continue
+			}
+			full, err := Canonicalize(m)
+			if err != nil {
+				t.Fatalf("byte %d = %q: ParseEntry accepts what Canonicalize refuses: %v", i, repl, err)
+			}
+			h := EntryHash(e.Content, e.PreviousHash)
+			switch {
+			case bytes.Equal(full, full0):
+				if h != h0 {
+					t.Fatalf("byte %d = %q: same canonical entry, different hash", i, repl)
+				}
+				same++
+			case h == h0:
+				if e.EntryHash != nil && *e.EntryHash != *e0.EntryHash && bytes.Equal(e.Content, e0.Content) {
+					changed++
+					continue
+				}
+				t.Fatalf("byte %d = %q: entry changed to %s but its hash did not", i, repl, full)
+			default:
+				changed++
+			}
+		}
+	}
+	t.Logf("%d refused, %d insignificant, %d changed the hash", refused, same, changed)
+	if refused == 0 || changed == 0 {
+		t.Errorf("mangling exercised too little: %d refused, %d changed", refused, changed)
+	}
+}
