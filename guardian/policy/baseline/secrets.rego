@@ -36,12 +36,13 @@ scope := {"doc": input.params.payload, "prefix": "/payload"} if startswith(input
 
 scope := {"doc": input.params.params, "prefix": "/params"} if startswith(input.method, "protocols/MCP/")
 
-# strings maps the JSON pointer of every string in scope to the string.
-# Provenance objects are facts about the data, not the data, and are left
-# alone.
-strings[ptr] := value if {
+# suspects maps the JSON pointer of every string in scope that matches some
+# secret pattern to the string. Provenance objects are facts about the
+# data, not the data, and are left alone.
+suspects[ptr] := value if {
 	walk(scope.doc, [path, value])
 	is_string(value)
+	regex.match(all_patterns, value)
 	not "provenance" in path
 	ptr := concat("", [scope.prefix, concat("", [concat("", ["/", escape(sprintf("%v", [seg]))]) | some seg in path])])
 }
@@ -50,13 +51,9 @@ escape(s) := replace(replace(s, "~", "~0"), "/", "~1")
 
 # leaks maps the pointer of every string that carries a secret to the kinds
 # of secret it carries.
-leaks[ptr] := kinds if {
-	some ptr, value in strings
-	kinds := {p.kind | some p in patterns; regex.match(p.re, value)}
-	count(kinds) > 0
-}
+leaks[ptr] := {p.kind | some p in patterns; regex.match(p.re, value)} if some ptr, value in suspects
 
-redactions contains {"path": ptr, "replacement": regex.replace(strings[ptr], all_patterns, replacement)} if {
+redactions contains {"path": ptr, "replacement": regex.replace(suspects[ptr], all_patterns, replacement)} if {
 	some ptr, _ in leaks
 }
 

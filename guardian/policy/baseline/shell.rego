@@ -27,12 +27,14 @@ invocations contains {"cmd": base, "args": array.slice(ws, i + 1, count(ws))} if
 	some line in normalized
 	some seg in regex.split(`\s*(?:;|&&|\|\||\||&|\$\(|<\(|\x60|\(|\)|\bthen\b|\bdo\b|\belse\b)\s*`, line)
 	ws := [w | some w in split(trim_space(seg), " "); w != ""]
-	some i, w in ws
-	every j, _ in array.slice(ws, 0, i) {
-		before_command(ws, j)
-	}
+	some i, w in array.slice(ws, 0, command_index(ws) + 1)
 	base := regex.replace(w, `^.*/`, "")
 }
+
+# command_index is the index of the first word of ws that is not a wrapper,
+# an option or an assignment: the command. Every word up to it stands in
+# command position.
+command_index(ws) := min({j | some j, _ in ws; not before_command(ws, j)} | {count(ws)})
 
 wrappers := {
 	"sudo", "doas", "env", "nohup", "time", "nice", "ionice", "command", "exec", "builtin",

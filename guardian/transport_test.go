@@ -1,0 +1,210 @@
+package guardian_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acsledger/acsledger/guardian"
+	"github.com/acsledger/acsledger/ledger"
+)
+
+// TestPing: system/ping is always allowed, needs no signature, no handshake
+// and no fresh timestamp, never gets an ACS error and is never chained
+// (ACS §13).
+func TestPing(t *testing.T) {
+	e := newErrEnv(t, nil, false)
+	stale := func(p map[string]any) { p["timestamp"] = t0.Add(-24 * time.Hour).Format(time.RFC3339) }
+	fixedID := func(p map[string]any) { p["request_id"] = "11111111-2222-4333-8444-555555555555" }
+	badSig := func(p map[string]any) {
+		p["signature"] = map[string]any{"algorithm": "HMAC-SHA256", "key_id": "nobody", "value": "AAAA"}
+	}
+	rows := []struct {
+		name string
+		body func() []byte
+	}{
+		{"no handshake, unsigned", func() []byte { return e.a.envelope(t, guardian.MethodPing, map[string]any{}, nil) }},
+		{"signed", func() []byte { return e.a.envelope(t, guardian.MethodPing, map[string]any{"echo": "x"}, nil) }},
+		{"bad signature", func() []byte {
+			return (&agent{sessionID: e.a.sessionID, agentID: "a", now: e.a.now}).envelope(t, guardian.MethodPing, map[string]any{}, badSig)
+		}},
+		{"stale timestamp", func() []byte { return e.a.envelope(t, guardian.MethodPing, map[string]any{}, stale) }},
+		{"replayed request_id 1", func() []byte { return e.a.envelope(t, guardian.MethodPing, map[string]any{}, fixedID) }},
+		{"replayed request_id 2", func() []byte { return e.a.envelope(t, guardian.MethodPing, map[string]any{}, fixedID) }},
+		{"incompatible acs_version", func() []byte {
+			return e.a.envelope(t, guardian.MethodPing, map[string]any{}, func(p map[string]any) { p["acs_version"] = "9.0.0" })
+		}},
+	}
+	for _, r := range rows {
+		got := decode(t, e.tp.send(t, r.body()))
+		if got.decision() != "allow" || got.Error != nil {
+			t.Errorf("%s: %s", r.name, got.raw)
+		}
+	}
+	if _, err := e.s.store.Session(t.Context(), e.a.sessionID); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("ping created a session in the ledger: %v", err)
+	}
+	// After the handshake too, pings leave the chain alone.
+	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
+	step := decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", map[string]any{}, nil)))
+	for range 3 {
+		p := decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodPing, map[string]any{"echo": "y"}, nil)))
+		hmacChecker(t, e.a.sessionID, p.raw)
+	}
+	sess, err := e.s.store.Session(t.Context(), e.a.sessionID)
+	if err != nil || sess.Length != 1 || sess.Head.String() != step.str("chain_hash") {
+		t.Fatalf("after pings: session %+v, %v", sess, err)
+	}
+	// A ping whose payload is wrong still gets a JSON-RPC error, never ACS.
+	r := decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodPing, map[string]any{"echo": 5}, nil)))
+	mustError(t, r, -32602, "invalid_params", "params.payload.echo must be a string")
+}
+
+// TestBatch: an array of requests gets an array of correlated answers, each
+// evaluated independently in order (ACS §3), over HTTP and stdio.
+func TestBatch(t *testing.T) {
+	for _, name := range []string{"http", "stdio"} {
+		t.Run(name, func(t *testing.T) {
+			s := newSetup(t, "sqlite", nil)
+			var tp transport = newHTTP(t, s.g)
+			if name == "stdio" {
+				tp = newStdio(t, s.g)
+			}
+			a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
+			hello := a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil)           // id 1
+			start := a.envelope(t, "steps/sessionStart", map[string]any{}, nil)          // id 2
+			nope := a.envelope(t, "steps/nope", map[string]any{}, nil)                   // id 3
+			dup := a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)    // id 4
+			ping := a.envelope(t, guardian.MethodPing, map[string]any{"echo": "b"}, nil) // id 5
+			parts := [][]byte{hello, start, []byte(`42`), nope, dup, dup, ping}
+			body := append([]byte("["), bytes.Join(parts, []byte(","))...)
+			body = append(body, ']')
+			var answers []json.RawMessage
+			if err := json.Unmarshal(tp.send(t, body), &answers); err != nil {
+				t.Fatalf("batch answer is not an array: %v", err)
+			}
+			if len(answers) != len(parts) {
+				t.Fatalf("%d answers for %d requests", len(answers), len(parts))
+			}
+			want := []struct {
+				id   string
+				code int
+				dec  string
+			}{{"1", 0, ""}, {"2", 0, "allow"}, {"null", -32600, ""}, {"3", -32601, ""}, {"4", 0, "allow"}, {"4", -32005, ""}, {"5", 0, "allow"}}
+			for i, w := range want {
+				r := decode(t, answers[i])
+				if string(r.ID) != w.id {
+					t.Errorf("answer %d has id %s, want %s", i, r.ID, w.id)
+				}
+				switch {
+				case w.code != 0 && (r.Error == nil || r.Error.Code != w.code):
+					t.Errorf("answer %d: want error %d: %s", i, w.code, r.raw)
+				case w.code == 0 && r.Error != nil:
+					t.Errorf("answer %d: unexpected error: %s", i, r.raw)
+				case w.dec != "" && r.decision() != w.dec:
+					t.Errorf("answer %d: decision %q, want %q", i, r.decision(), w.dec)
+				}
+			}
+		})
+	}
+}
+
+// TestConcurrentSessions: concurrent requests of one session are serialized
+// (no lost or forked appends), while sessions proceed in parallel.
+func TestConcurrentSessions(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			s := newSetup(t, kind, nil)
+			tp := newHTTP(t, s.g)
+			const sessions, workers, steps = 3, 4, 5
+			agents := make([]*agent, sessions)
+			for i := range agents {
+				agents[i] = newAgent(t, mustKeys(t).hmac, s.clock.Now)
+				mustResult(t, decode(t, tp.send(t, agents[i].envelope(t, guardian.MethodHello, agents[i].hello(t, nil), nil))))
+			}
+			// Bodies are made up front: t.Fatal must stay on this goroutine.
+			bodies := make([][][]byte, sessions*workers)
+			for i := range bodies {
+				a := agents[i%sessions]
+				for range steps {
+					bodies[i] = append(bodies[i], a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil))
+				}
+			}
+			answers := make([][][]byte, len(bodies))
+			errs := make(chan error, len(bodies))
+			var wg sync.WaitGroup
+			for i := range bodies {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for _, b := range bodies[i] {
+						resp, err := http.Post(tp.url, "application/json", bytes.NewReader(b))
+						if err != nil {
+							errs <- err
+							return
+						}
+						ans, err := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						if err != nil {
+							errs <- err
+							return
+						}
+						answers[i] = append(answers[i], ans)
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			for _, as := range answers {
+				for _, ans := range as {
+					if r := decode(t, ans); r.decision() != "allow" {
+						t.Errorf("concurrent step: %s", r.raw)
+					}
+				}
+			}
+			for _, a := range agents {
+				sess, err := s.store.Session(context.Background(), a.sessionID)
+				if err != nil || sess.Length != workers*steps {
+					t.Fatalf("session %s: %+v, %v; want %d entries", a.sessionID, sess, err, workers*steps)
+				}
+				verifyStoredChain(t, s.store, a.sessionID, sess.Head.String())
+			}
+		})
+	}
+}
+
+// TestRestart: a Guardian started over an existing ledger continues a
+// session's chain from the stored head after a new handshake.
+func TestRestart(t *testing.T) {
+	s := newSetup(t, "sqlite", nil)
+	a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
+	tp := newHTTP(t, s.g)
+	mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+	first := decode(t, tp.send(t, a.envelope(t, "steps/sessionStart", map[string]any{}, nil)))
+
+	g2, err := guardian.New(s.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp2 := newHTTP(t, g2)
+	mustResult(t, decode(t, tp2.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+	r := decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), func(p map[string]any) {
+		p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": first.str("chain_hash")}
+	})))
+	if r.decision() != "allow" {
+		t.Fatalf("after restart: %s", r.raw)
+	}
+	entries := verifyStoredChain(t, s.store, a.sessionID, r.str("chain_hash"))
+	if len(entries) != 2 {
+		t.Fatalf("%d entries, want 2", len(entries))
+	}
+}
