@@ -1,0 +1,85 @@
+package guardian
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestCheckModifications covers the ACS §6.3 composition rules one case at
+// a time.
+func TestCheckModifications(t *testing.T) {
+	s := func(v string) *string { return &v }
+	ov := func(keys ...string) map[string]json.RawMessage {
+		m := map[string]json.RawMessage{}
+		for _, k := range keys {
+			m[k] = json.RawMessage(`"x"`)
+		}
+		return m
+	}
+	red := func(paths ...string) []Redaction {
+		var r []Redaction
+		for _, p := range paths {
+			r = append(r, Redaction{Path: p})
+		}
+		return r
+	}
+	rows := []struct {
+		name string
+		m    *Modifications
+		err  string // "" means allowed
+	}{
+		{"nil", nil, "empty"},
+		{"empty", &Modifications{}, "empty"},
+		{"modified_content alone", &Modifications{ModifiedContent: s("")}, ""},
+		{"modified_content with redactions", &Modifications{ModifiedContent: s("x"), Redactions: red("/a")}, "must not be combined"},
+		{"modified_content with overrides", &Modifications{ModifiedContent: s("x"), ParameterOverrides: ov("a")}, "must not be combined"},
+		{"redactions alone", &Modifications{Redactions: red("/arguments/a/value", "/arguments/a/value")}, ""},
+		{"overrides alone", &Modifications{ParameterOverrides: ov("a", "b")}, ""},
+		{"disjoint", &Modifications{Redactions: red("/arguments/body/value", "/content/0/value"), ParameterOverrides: ov("to", "cc")}, ""},
+		{"same field", &Modifications{Redactions: red("/arguments/to"), ParameterOverrides: ov("to")}, "overlapping"},
+		{"redaction below override", &Modifications{Redactions: red("/arguments/to/value"), ParameterOverrides: ov("to")}, "overlapping"},
+		{"redaction above override", &Modifications{Redactions: red("/arguments"), ParameterOverrides: ov("to")}, "overlapping"},
+		{"pointer override overlapping", &Modifications{Redactions: red("/query"), ParameterOverrides: ov("/query/text")}, "overlapping"},
+		{"pointer override disjoint", &Modifications{Redactions: red("/query/a"), ParameterOverrides: ov("/query/b")}, ""},
+		{"prefix by characters is not an ancestor", &Modifications{Redactions: red("/arguments/to2"), ParameterOverrides: ov("to")}, ""},
+		{"escaped slash in argument name", &Modifications{Redactions: red("/arguments/a~1b"), ParameterOverrides: ov("a/b")}, "overlapping"},
+		{"escaped tilde", &Modifications{Redactions: red("/arguments/a~0b/value"), ParameterOverrides: ov("a~b")}, "overlapping"},
+		{"redaction of the whole payload", &Modifications{Redactions: red("")}, "modified_content"},
+		{"redaction path without slash", &Modifications{Redactions: red("arguments/a")}, `starts with "/"`},
+		{"bad escape", &Modifications{Redactions: red("/a~2")}, "RFC 6901"},
+		{"empty override key", &Modifications{ParameterOverrides: ov("")}, "empty argument name"},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			err := checkModifications(r.m)
+			switch {
+			case r.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case r.err != "" && (err == nil || !strings.Contains(err.Error(), r.err)):
+				t.Fatalf("err = %v, want one containing %q", err, r.err)
+			}
+		})
+	}
+}
+
+func TestFieldPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                            "the request",
+		"/params/metadata/session_id": "params.metadata.session_id",
+		"/params/payload/content/0":   "params.payload.content[0]",
+		"/params/payload/a~1b":        "params.payload.a/b",
+	} {
+		if got := fieldPath(in); got != want {
+			t.Errorf("fieldPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCompatible(t *testing.T) {
+	for v, want := range map[string]bool{"0.1.0": true, "0.1.7": true, "0.2.0": false, "1.1.0": false, "0.1": false} {
+		if got := compatible(v); got != want {
+			t.Errorf("compatible(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
