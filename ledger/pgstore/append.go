@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
@@ -65,6 +66,7 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 			return s.write(ctx, tx, p)
 		})
 		if err != nil && retryable(err) && attempt < maxAttempts {
+			s.replans.Add(1)
 			continue
 		}
 		if err != nil {
@@ -75,68 +77,57 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 	}
 }
 
+// plan reads the touched sessions' heads and any stored entries with the
+// same (session, step_id), in one round trip, and plans ps against them.
 func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared) (*plan.Plan, error) {
-	ids := plan.SessionIDs(ps)
-	states := make(map[string]plan.State, len(ids))
-	rows, err := tx.Query(ctx, q["SessionStates"], ids)
-	if err != nil {
-		return nil, fmt.Errorf("couldn't read session heads: %w", err)
+	keySessions, keySteps := make([]string, len(ps)), make([]string, len(ps))
+	for i, p := range ps {
+		keySessions[i], keySteps[i] = p.SessionID, p.Entry.StepID
 	}
-	for rows.Next() {
-		var id string
-		var st plan.State
-		var head []byte
-		if err := rows.Scan(&id, &st.AgentID, &st.Length, &head); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("couldn't read session heads: %w", err)
-		}
-		copy(st.Head[:], head)
-		states[id] = st
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("couldn't read session heads: %w", err)
-	}
-	// Only existing sessions can hold a step already.
-	var keySessions, keySteps []string
-	for _, p := range ps {
-		if _, ok := states[p.SessionID]; ok {
-			keySessions = append(keySessions, p.SessionID)
-			keySteps = append(keySteps, p.Entry.StepID)
-		}
-	}
+	states := make(map[string]plan.State)
 	stored := make(map[plan.Key]plan.Stored)
-	if len(keySessions) > 0 {
-		rows, err := tx.Query(ctx, q["StoredBySteps"], keySessions, keySteps)
-		if err != nil {
-			return nil, fmt.Errorf("couldn't look up steps: %w", err)
+	b := &pgx.Batch{}
+	b.Queue(q["SessionStates"], plan.SessionIDs(ps)).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id string
+			var st plan.State
+			var head []byte
+			if err := rows.Scan(&id, &st.AgentID, &st.Length, &head); err != nil {
+				return err
+			}
+			copy(st.Head[:], head)
+			states[id] = st
 		}
+		return rows.Err()
+	})
+	b.Queue(q["StoredBySteps"], keySessions, keySteps).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var k plan.Key
 			var old plan.Stored
 			var eh, ph []byte
 			if err := rows.Scan(&k.SessionID, &k.StepID, &old.Position, &eh, &ph, &old.Content); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("couldn't look up steps: %w", err)
+				return err
 			}
 			copy(old.EntryHash[:], eh)
 			old.PreviousHash = hashPtr(ph)
 			stored[k] = old
 		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("couldn't look up steps: %w", err)
-		}
+		return rows.Err()
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("couldn't read session state: %w", err)
 	}
 	return plan.Make(ps, states, stored), nil
 }
 
-// write inserts a plan's new sessions and entries and moves its heads, one
-// statement each.
+// write inserts a plan's new sessions and entries and moves its heads: one
+// statement per table, sent in one round trip.
 func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 	if len(p.Rows) == 0 {
 		return nil
 	}
 	now := s.opts.Clock()()
-	var newIDs, newAgents, headIDs []string
+	var newIDs, newAgents []string
 	var newLens []int64
 	var newHeads [][]byte
 	var mvIDs []string
@@ -146,7 +137,6 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 		if m.Created {
 			newIDs = append(newIDs, m.SessionID)
 			newAgents = append(newAgents, m.AgentID)
-			headIDs = append(headIDs, m.SessionID)
 			newLens = append(newLens, m.ToLength)
 			newHeads = append(newHeads, m.ToHead[:])
 			continue
@@ -156,15 +146,6 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 		mvFrom = append(mvFrom, m.FromHead[:])
 		mvToLen = append(mvToLen, m.ToLength)
 		mvTo = append(mvTo, m.ToHead[:])
-	}
-	if len(newIDs) > 0 {
-		tag, err := tx.Exec(ctx, q["InsertSessions"], newIDs, newAgents, now)
-		if err != nil {
-			return fmt.Errorf("couldn't create sessions: %w", err)
-		}
-		if tag.RowsAffected() != int64(len(newIDs)) {
-			return errHeadMoved
-		}
 	}
 	n := len(p.Rows)
 	sessionIDs, entryIDs, stepIDs, stepTypes, stamps := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -178,22 +159,34 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 		e := r.Entry
 		entryIDs[i], stepIDs[i], stepTypes[i], stamps[i], contents[i] = e.EntryID, e.StepID, e.StepType, e.Timestamp, e.Content
 	}
-	if _, err := tx.Exec(ctx, q["InsertEntries"], sessionIDs, positions, hashes, prevs, entryIDs, stepIDs, stepTypes, stamps, contents, now); err != nil {
-		return fmt.Errorf("couldn't insert entries: %w", err)
-	}
-	if len(headIDs) > 0 {
-		if _, err := tx.Exec(ctx, q["InsertHeads"], headIDs, newLens, newHeads, now); err != nil {
-			return fmt.Errorf("couldn't create heads: %w", err)
+
+	// expect checks a statement's row count; a shortfall means a concurrent
+	// writer created the session or moved the head first.
+	expect := func(what string, want int) func(pgconn.CommandTag) error {
+		return func(tag pgconn.CommandTag) error {
+			if tag.RowsAffected() != int64(want) {
+				return fmt.Errorf("%s: %w", what, errHeadMoved)
+			}
+			return nil
 		}
+	}
+	b := &pgx.Batch{}
+	if len(newIDs) > 0 {
+		b.Queue(q["InsertSessions"], newIDs, newAgents, now).Exec(expect("creating sessions", len(newIDs)))
+	}
+	b.Queue(q["InsertEntries"], sessionIDs, positions, hashes, prevs, entryIDs, stepIDs, stepTypes, stamps, contents, now).
+		Exec(expect("inserting entries", n))
+	if len(newIDs) > 0 {
+		b.Queue(q["InsertHeads"], newIDs, newLens, newHeads, now).Exec(expect("creating heads", len(newIDs)))
 	}
 	if len(mvIDs) > 0 {
-		tag, err := tx.Exec(ctx, q["MoveHeads"], mvIDs, mvFromLen, mvFrom, mvToLen, mvTo, now)
-		if err != nil {
-			return fmt.Errorf("couldn't move heads: %w", err)
+		b.Queue(q["MoveHeads"], mvIDs, mvFromLen, mvFrom, mvToLen, mvTo, now).Exec(expect("moving heads", len(mvIDs)))
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		if errors.Is(err, errHeadMoved) {
+			return err
 		}
-		if tag.RowsAffected() != int64(len(mvIDs)) {
-			return errHeadMoved
-		}
+		return fmt.Errorf("couldn't write entries: %w", err)
 	}
 	return nil
 }

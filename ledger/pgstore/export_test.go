@@ -5,6 +5,9 @@ import "github.com/acsledger/acsledger/ledger/internal/plan"
 // Commits returns the number of append transactions committed so far.
 func (s *Store) Commits() int64 { return s.commits.Load() }
 
+// Replans returns the number of transactions retried after losing a race.
+func (s *Store) Replans() int64 { return s.replans.Load() }
+
 // FailWritesOf makes every write transaction holding an entry of sessionID
 // fail, as a database error would.
 func (s *Store) FailWritesOf(sessionID string, err error) {

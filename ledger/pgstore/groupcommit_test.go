@@ -140,3 +140,87 @@ func TestAppendCancelled(t *testing.T) {
 		t.Fatalf("cancelled append: %v", err)
 	}
 }
+
+// TestTwoStoresOneSession runs two stores on one database, as two
+// processes would, appending to the same sessions through group commit and
+// AppendBatch at once: the compare-and-swap and the unique keys must make
+// the losers replan, never fork.
+func TestTwoStoresOneSession(t *testing.T) {
+	url := newDB(t)
+	stores := []*pgstore.Store{openStore(t, url, pgstore.Options{}), openStore(t, url, pgstore.Options{Committers: 3})}
+	ctx := context.Background()
+	const workers, each = 6, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	var acked sync.Map // "session/position" -> entry hash
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := stores[w%2]
+			for i := range each {
+				id := fmt.Sprintf("s%d", i%2)
+				var res []ledger.Appended
+				var err error
+				if w%3 == 0 {
+					res, err = s.AppendBatch(ctx, []ledger.Record{
+						{SessionID: id, Entry: storetest.Synthetic(w*1000+i*2, "")},
+						{SessionID: "s-other", Entry: storetest.Synthetic(w*1000+i*2+1, "")},
+					})
+				} else {
+					var r ledger.Appended
+					r, err = s.Append(ctx, ledger.Record{SessionID: id, Entry: storetest.Synthetic(w*1000+i*2, "")})
+					res = []ledger.Appended{r}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, r := range res {
+					if prev, dup := acked.LoadOrStore(fmt.Sprintf("%s/%d", r.SessionID, r.Position), r.EntryHash); dup {
+						errs <- fmt.Errorf("%s position %d acknowledged twice (%s and %s)", r.SessionID, r.Position, prev, r.EntryHash)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for _, id := range []string{"s0", "s1", "s-other"} {
+		es, err := stores[0].Entries(ctx, id, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prev *acs.Hash
+		for _, e := range es {
+			if !samePtr(e.PreviousHash, prev) || acs.EntryHash(e.Content, prev) != e.EntryHash {
+				t.Fatalf("%s position %d does not chain", id, e.Position)
+			}
+			if h, ok := acked.Load(fmt.Sprintf("%s/%d", id, e.Position)); !ok || h.(acs.Hash) != e.EntryHash {
+				t.Fatalf("%s position %d: stored %s, acknowledged %v", id, e.Position, e.EntryHash, h)
+			}
+			h := e.EntryHash
+			prev = &h
+		}
+		total += int64(len(es))
+	}
+	// The test is only worth something if the stores did collide.
+	if r := stores[0].Replans() + stores[1].Replans(); r == 0 {
+		t.Error("no transaction was replanned: the stores never raced")
+	}
+	if want := int64(workers*each + 2*each); total != want {
+		t.Fatalf("%d entries stored, want %d", total, want)
+	}
+}
+
+func samePtr(a, b *acs.Hash) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}

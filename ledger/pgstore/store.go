@@ -64,6 +64,7 @@ type Store struct {
 	stopped    chan struct{}
 
 	commits     atomic.Int64             // append transactions committed
+	replans     atomic.Int64             // transactions retried after losing a race
 	beforeWrite func(p *plan.Plan) error // test hook, nil outside tests
 }
 
