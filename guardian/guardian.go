@@ -226,3 +226,30 @@ func (g *Guardian) session(id string) *session {
 	defer g.mu.Unlock()
 	return g.sessions[id]
 }
+
+// SetSigningKeys sorts private keys into c: HMAC-SHA256 keys into HMACKeys,
+// and the asymmetric key named responseKeyID into ResponseKey. With
+// responseKeyID "" the only asymmetric key is used, and more than one is an
+// error. This is how a key directory (sig.LoadKeyDir) or --hmac-key flags
+// become a Config.
+func (c *Config) SetSigningKeys(keys []*sig.PrivateKey, responseKeyID string) error {
+	var asym []*sig.PrivateKey
+	for _, k := range keys {
+		if k.Algorithm() == sig.HMACSHA256 {
+			c.HMACKeys = append(c.HMACKeys, k)
+			continue
+		}
+		if responseKeyID == "" || k.KeyID() == responseKeyID {
+			asym = append(asym, k)
+		}
+	}
+	switch {
+	case len(asym) == 1:
+		c.ResponseKey = asym[0]
+	case len(asym) > 1:
+		return fmt.Errorf("guardian: %d asymmetric keys could sign responses; name one", len(asym))
+	case responseKeyID != "":
+		return fmt.Errorf("guardian: no asymmetric private key with key_id %q", responseKeyID)
+	}
+	return nil
+}

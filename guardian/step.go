@@ -251,6 +251,13 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		s.asks[req.requestID] = d.Ask.Approver
 		s.requested[req.requestID] = d.Ask.RequestedCapabilities
 	}
+	if req.method == "steps/sessionEnd" {
+		// The session is over: forget its in-memory state. A later
+		// request for it needs a new handshake (docs/guardian.md).
+		g.mu.Lock()
+		delete(g.sessions, s.id)
+		g.mu.Unlock()
+	}
 	return out
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/ledger"
 )
@@ -206,5 +207,30 @@ func TestRestart(t *testing.T) {
 	entries := verifyStoredChain(t, s.store, a.sessionID, r.str("chain_hash"))
 	if len(entries) != 2 {
 		t.Fatalf("%d entries, want 2", len(entries))
+	}
+}
+
+// TestSessionEnd: after sessionEnd the session's state is gone; a step
+// needs a new handshake.
+func TestSessionEnd(t *testing.T) {
+	e := newErrEnv(t, nil, true)
+	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionEnd", map[string]any{}, nil))))
+	mustError(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), nil))), -32003, "no_handshake", "handshake/hello")
+}
+
+func TestSetSigningKeys(t *testing.T) {
+	k := mustKeys(t)
+	var c guardian.Config
+	if err := c.SetSigningKeys([]*sig.PrivateKey{k.hmac, k.ecdsa, k.hybrid}, "guardian-hybrid"); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.HMACKeys) != 1 || c.ResponseKey != k.hybrid {
+		t.Fatalf("config %+v", c)
+	}
+	if err := new(guardian.Config).SetSigningKeys([]*sig.PrivateKey{k.ecdsa, k.hybrid}, ""); err == nil {
+		t.Fatal("two asymmetric keys and no name: no error")
+	}
+	if err := new(guardian.Config).SetSigningKeys([]*sig.PrivateKey{k.ecdsa}, "missing"); err == nil {
+		t.Fatal("a missing key name: no error")
 	}
 }

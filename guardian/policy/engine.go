@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,11 +32,18 @@ var decisionRef = ast.MustParseRef(DecisionRule)
 // forbiddenBuiltins may not appear in a bundle. ACS §12.1: canonical
 // policies make no external calls, and a decision that depends on the
 // network or the Guardian's environment cannot be replayed from the ledger.
-var forbiddenBuiltins = map[string]struct{}{
-	"http.send":          {},
-	"net.lookup_ip_addr": {},
-	"opa.runtime":        {},
+var forbiddenBuiltins = map[string]bool{
+	"http.send":          true,
+	"net.lookup_ip_addr": true,
+	"opa.runtime":        true,
 }
+
+// capabilities are this OPA version's, less forbiddenBuiltins.
+var capabilities = func() *ast.Capabilities {
+	c := ast.CapabilitiesForThisVersion()
+	c.Builtins = slices.DeleteFunc(c.Builtins, func(b *ast.Builtin) bool { return forbiddenBuiltins[b.Name] })
+	return c
+}()
 
 // Recorder records a bundle before any decision cites it. ledger's
 // GuardianStore implements it. PutPolicyBundle must be idempotent for an
@@ -166,6 +174,21 @@ func Replay(ctx context.Context, b *Bundle, in *Input, ndCache []byte) (*Decisio
 }
 
 func (c *compiled) decide(ctx context.Context, in *Input, cache builtins.NDBCache) (*Decision, error) {
+	d, err := c.eval(ctx, in, cache)
+	var op *outputProblem
+	if errors.As(err, &op) {
+		return nil, fmt.Errorf("%w: policy %s: %s (%s:%d) on %s: %s", ErrBadDecision,
+			c.bundle.name(), DecisionRule, c.ruleModule, c.ruleLine, in.Method, op.problem)
+	}
+	return d, err
+}
+
+// outputProblem is a decision rule output that breaks the contract.
+type outputProblem struct{ problem string }
+
+func (p *outputProblem) Error() string { return p.problem }
+
+func (c *compiled) eval(ctx context.Context, in *Input, cache builtins.NDBCache) (*Decision, error) {
 	v, params, err := in.value()
 	if err != nil {
 		return nil, err
@@ -175,8 +198,7 @@ func (c *compiled) decide(ctx context.Context, in *Input, cache builtins.NDBCach
 		return nil, fmt.Errorf("couldn't evaluate policy %s on %s: %w", c.bundle.name(), in.Method, err)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return nil, fmt.Errorf("%w: policy %s: %s (%s:%d) is undefined for %s", ErrBadDecision,
-			c.bundle.name(), DecisionRule, c.ruleModule, c.ruleLine, in.Method)
+		return nil, &outputProblem{"the decision is undefined for " + in.Method}
 	}
 	raw, err := json.Marshal(rs[0].Expressions[0].Value)
 	if err != nil {
@@ -184,8 +206,7 @@ func (c *compiled) decide(ctx context.Context, in *Input, cache builtins.NDBCach
 	}
 	d, err := decisionFromOutput(raw, c.bundle, params)
 	if err != nil {
-		return nil, fmt.Errorf("%w: policy %s: %s (%s:%d) on %s: %v", ErrBadDecision,
-			c.bundle.name(), DecisionRule, c.ruleModule, c.ruleLine, in.Method, err)
+		return nil, &outputProblem{err.Error()}
 	}
 	if d.NDBuiltinCache, err = encodeNDCache(cache); err != nil {
 		return nil, fmt.Errorf("couldn't encode the non-deterministic built-in cache: %w", err)
@@ -212,7 +233,7 @@ func compile(ctx context.Context, b *Bundle) (*compiled, error) {
 	}
 	comp := ast.NewCompiler().
 		WithDefaultRegoVersion(ast.RegoV1).
-		WithUnsafeBuiltins(forbiddenBuiltins)
+		WithCapabilities(capabilities)
 	comp.Compile(modules)
 	if comp.Failed() {
 		return nil, astError(name, "", comp.Errors)
@@ -253,9 +274,9 @@ func compile(ctx context.Context, b *Bundle) (*compiled, error) {
 	c.query = pq
 
 	for _, in := range probes {
-		if _, err := c.decide(ctx, in, builtins.NDBCache{}); err != nil {
+		if _, err := c.eval(ctx, in, builtins.NDBCache{}); err != nil {
 			return nil, &BundleError{Bundle: name, Module: c.ruleModule, Line: c.ruleLine,
-				Problem: fmt.Sprintf("decision rule fails on the load probe %s: %v", in.Method, err)}
+				Problem: fmt.Sprintf("%s fails on the load probe %s: %v", DecisionRule, in.Method, err)}
 		}
 	}
 	return c, nil
@@ -283,6 +304,11 @@ func astError(bundle, module string, err error) error {
 	}
 	first := errs[0]
 	be := &BundleError{Bundle: bundle, Module: module, Problem: first.Message}
+	for name := range forbiddenBuiltins {
+		if first.Message == "undefined function "+name {
+			be.Problem += " (forbidden: ACS §12.1 policies make no external calls, and a replay could not reproduce one)"
+		}
+	}
 	if first.Location != nil {
 		if first.Location.File != "" {
 			be.Module = first.Location.File

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gowebpki/jcs"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/format"
 
 	"github.com/acsledger/acsledger/ledger"
 )
@@ -208,12 +210,12 @@ func TestBadBundlesAreRefused(t *testing.T) {
 		{
 			name:   "undefined for the probes",
 			bundle: tinyBundle("1", `decision := {"decision": "deny", "reasoning": "x", "rule_ids": ["r"]} if input.method == "steps/sessionEnd"`),
-			module: "policy.rego", line: 3, says: "is undefined for steps/toolCallRequest",
+			module: "policy.rego", line: 3, says: "the decision is undefined for steps/toolCallRequest",
 		},
 		{
 			name:   "network call",
 			bundle: tinyBundle("1", allowAll+"\n\nx := http.send({\"method\": \"get\", \"url\": \"https://example.com\"})"),
-			module: "policy.rego", line: 5, says: "http.send",
+			module: "policy.rego", line: 5, says: "undefined function http.send (forbidden: ACS §12.1",
 		},
 		{
 			name: "bad data",
@@ -492,5 +494,27 @@ func TestDecisionJSONIsAnACSResult(t *testing.T) {
 		`"modifications":{"redactions":[{"path":"/payload/arguments/command/value","replacement":"export T=[REDACTED]"}]}}`
 	if string(raw) != want {
 		t.Fatalf("decision JSON\n got %s\nwant %s", raw, want)
+	}
+}
+
+// TestBaselineIsStrictAndFormatted holds the shipped Rego to the bar of
+// `opa check --strict` and `opa fmt`.
+func TestBaselineIsStrictAndFormatted(t *testing.T) {
+	b := Baseline()
+	modules := map[string]*ast.Module{}
+	for _, p := range b.modulePaths() {
+		m, err := ast.ParseModuleWithOpts(p, b.Modules[p], ast.ParserOptions{RegoVersion: ast.RegoV1})
+		must(t, err)
+		modules[p] = m
+		formatted, err := format.SourceWithOpts(p, []byte(b.Modules[p]), format.Opts{RegoVersion: ast.RegoV1})
+		must(t, err)
+		if string(formatted) != b.Modules[p] {
+			t.Errorf("baseline/%s is not opa fmt formatted", p)
+		}
+	}
+	c := ast.NewCompiler().WithStrict(true).WithDefaultRegoVersion(ast.RegoV1).WithCapabilities(capabilities)
+	c.Compile(modules)
+	if c.Failed() {
+		t.Fatalf("baseline fails strict compilation: %v", c.Errors)
 	}
 }
