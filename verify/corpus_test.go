@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/sig"
 )
 
 type corpusManifest struct {
@@ -21,10 +22,97 @@ type corpusManifest struct {
 			EntryIndex int    `json:"entry_index"`
 		} `json:"findings"`
 	} `json:"cases"`
+	Heads []struct {
+		Entries   string        `json:"entries"`
+		Responses string        `json:"responses"`
+		Mutation  string        `json:"mutation"`
+		Session   string        `json:"session"`
+		HMACIKM   string        `json:"hmac_ikm"`
+		Findings  []codeAtIndex `json:"findings"`
+		Notices   []codeAtIndex `json:"notices"`
+	} `json:"heads"`
 	Requests []struct {
 		Params      json.RawMessage `json:"params"`
 		RequestHash string          `json:"request_hash"`
 	} `json:"requests"`
+}
+
+type codeAtIndex struct {
+	Code       string `json:"code"`
+	EntryIndex int    `json:"entry_index"`
+}
+
+func codes(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Code+"@"+strconv.Itoa(f.EntryIndex))
+	}
+	return out
+}
+
+func wantCodes(fs []codeAtIndex) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Code+"@"+strconv.Itoa(f.EntryIndex))
+	}
+	return out
+}
+
+// TestCorpusHeads checks chains of the corpus against files of signed
+// responses and requires exactly the findings and notices the manifest
+// lists, in order.
+func TestCorpusHeads(t *testing.T) {
+	t.Parallel()
+	m := readManifest(t)
+	seen := map[string]bool{}
+	for _, c := range m.Heads {
+		t.Run(c.Entries+"+"+c.Responses+"/"+c.Mutation, func(t *testing.T) {
+			t.Parallel()
+			entries, err := os.Open(filepath.Join("testdata", "corpus", c.Entries))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer entries.Close()
+			responses, err := os.Open(filepath.Join("testdata", "corpus", c.Responses))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer responses.Close()
+			keys := new(sig.KeySet)
+			if c.HMACIKM != "" {
+				k, err := sig.ParseHMACKeyFlag(c.HMACIKM)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := keys.Add(k.Public()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := VerifyChainHeads(entries, responses, keys, c.Session)
+			if err != nil {
+				t.Fatalf("VerifyChainHeads: %v", err)
+			}
+			if got, want := codes(r.Findings), wantCodes(c.Findings); !slices.Equal(got, want) {
+				t.Errorf("findings = %v, want %v\n%v", got, want, r.Findings)
+			}
+			if got, want := codes(r.Notices), wantCodes(c.Notices); !slices.Equal(got, want) {
+				t.Errorf("notices = %v, want %v", got, want)
+			}
+			for _, f := range append(r.Findings, r.Notices...) {
+				if f.Message == "" || (f.EntryIndex < 0 && f.Where == "") {
+					t.Errorf("finding without message or location: %+v", f)
+				}
+			}
+		})
+		for _, f := range append(c.Findings, c.Notices...) {
+			seen[f.Code] = true
+		}
+	}
+	for _, code := range []string{CodeChainMismatch, CodeResponseSignatureInvalid, CodeResponseWithoutEntry, CodeEntryWithoutResponse, CodeUnverifiableHMAC} {
+		if !seen[code] {
+			t.Errorf("no head case produces %s", code)
+		}
+	}
 }
 
 func readManifest(t testing.TB) corpusManifest {

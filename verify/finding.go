@@ -20,6 +20,26 @@ const (
 	// CodeFork: the entry names the same parent as an earlier entry of the
 	// input, so the chain has two different entries at one position.
 	CodeFork = "fork"
+
+	// CodeChainMismatch: a signed response published a chain_hash for the
+	// entry's step that is not the head the chain recomputes there.
+	CodeChainMismatch = "chain_mismatch"
+
+	// CodeResponseSignatureInvalid: a response's signature does not verify
+	// against the trusted keys.
+	CodeResponseSignatureInvalid = "response_signature_invalid"
+
+	// CodeResponseWithoutEntry: a signed response published a head for a
+	// request_id that no entry has as its step_id.
+	CodeResponseWithoutEntry = "response_without_entry"
+
+	// CodeEntryWithoutResponse: a content-bearing entry has no signed
+	// response publishing its head.
+	CodeEntryWithoutResponse = "entry_without_response"
+
+	// CodeUnverifiableHMAC (a notice, not a failure): a response is
+	// HMAC-signed and its key's secret was not given.
+	CodeUnverifiableHMAC = "unverifiable_hmac"
 )
 
 // A Finding is one place where the evidence does not verify. Expected and
@@ -33,10 +53,17 @@ type Finding struct {
 	Expected   string `json:"expected"`
 	Actual     string `json:"actual"`
 	Message    string `json:"message"` // one plain sentence
+	// Where names the evidence the finding is about when it is not an
+	// entry (EntryIndex is then -1): "response 3 (line 4)", "checkpoint 0",
+	// "anchor 1".
+	Where string `json:"where,omitempty"`
 }
 
 // Error makes a Finding usable where an error is wanted, for example when a
 // caller stops at the first problem.
 func (f Finding) Error() string {
+	if f.EntryIndex < 0 {
+		return fmt.Sprintf("%s: %s: %s", f.Where, f.Code, f.Message)
+	}
 	return fmt.Sprintf("entry %d (entry_id %q): %s: %s", f.EntryIndex, f.EntryID, f.Code, f.Message)
 }

@@ -17,11 +17,17 @@ const MaxLineBytes = 16 << 20
 // An InputError says that chain input could not be read or parsed. It is not
 // a Finding: nothing was verified past Line.
 type InputError struct {
-	Line int // 1-based
+	File string // which input, when there are several; "" for one
+	Line int    // 1-based
 	Err  error
 }
 
-func (e *InputError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *InputError) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("%s: line %d: %v", e.File, e.Line, e.Err)
+	}
+	return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+}
 
 func (e *InputError) Unwrap() error { return e.Err }
 
@@ -32,6 +38,10 @@ type Report struct {
 	// that published heads are compared against.
 	Head     acs.Hash
 	Findings []Finding
+	// Notices are things worth knowing that are not failures, such as a
+	// signature that could not be checked without a secret
+	// (unverifiable_hmac). They do not affect Verified.
+	Notices []Finding
 }
 
 // Verified reports whether the chain replayed without findings.
@@ -45,6 +55,12 @@ func (r *Report) Verified() bool { return len(r.Findings) == 0 }
 // Findings are returned in the Report. Input that cannot be read or parsed
 // returns an *InputError naming the 1-based line, and no Report.
 func VerifyChain(r io.Reader) (*Report, error) {
+	return replay(r, nil)
+}
+
+// replay is VerifyChain with a hook that sees each entry after the chain
+// check and may add findings to the ones it returned.
+func replay(r io.Reader, hook func(i int, e *acs.Entry, v *ChainVerifier, fs []Finding) []Finding) (*Report, error) {
 	lr := newLineReader(r)
 	var v ChainVerifier
 	var findings []Finding
@@ -70,7 +86,11 @@ func VerifyChain(r io.Reader) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		findings = append(findings, v.Add(e)...)
+		fs := v.Add(e)
+		if hook != nil {
+			fs = hook(v.Entries()-1, e, &v, fs)
+		}
+		findings = append(findings, fs...)
 	}
 	if v.Entries() == 0 {
 		return nil, &InputError{Line: 1, Err: errors.New("no context entries")}

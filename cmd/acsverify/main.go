@@ -21,8 +21,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -172,18 +174,56 @@ func isObject(b []byte) bool {
 	return false
 }
 
-// report is the --json output of chain. Its shape is a contract: see
-// docs/acsverify.md.
+// report is the --json output of chain and bundle. Its shape is a
+// contract: see docs/acsverify.md.
 type report struct {
 	Verified bool             `json:"verified"`
 	Entries  int              `json:"entries"`
 	Head     string           `json:"head"`
 	Findings []verify.Finding `json:"findings"`
+	Notices  []verify.Finding `json:"notices,omitempty"`
+}
+
+// multiFlag collects a repeatable flag's values.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+// openInput opens a named input; "-" is stdin.
+func openInput(name string, stdin io.Reader) (io.Reader, string, func(), error) {
+	if name == "-" {
+		return stdin, "stdin", func() {}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, name, nil, err
+	}
+	return f, name, func() { f.Close() }, nil
+}
+
+// hmacKeys adds each --hmac-ikm KEY_ID=HEX to keys.
+func hmacKeys(keys *sig.KeySet, flags []string) error {
+	for _, v := range flags {
+		k, err := sig.ParseHMACKeyFlag(v)
+		if err != nil {
+			return fmt.Errorf("--hmac-ikm: %w", err)
+		}
+		if err := keys.Add(k.Public()); err != nil {
+			return fmt.Errorf("--hmac-ikm: %w", err)
+		}
+	}
+	return nil
 }
 
 func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("chain", "[--json] FILE", stderr)
+	fs := newFlags("chain", "[--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE", stderr)
 	asJSON := fs.Bool("json", false, "print a machine-readable JSON report")
+	responses := fs.String("responses", "", "JSON Lines file of the signed response envelopes, as sent; checks the chain_hash each publishes")
+	session := fs.String("session", "", "the session id, from which HMAC-SHA256 session keys are derived")
+	keyDir := fs.String("keys", "", "directory of key files (*.pub.json, *.key.json) that verify response signatures")
+	var ikms multiFlag
+	fs.Var(&ikms, "hmac-ikm", "HMAC-SHA256 input keying material as KEY_ID=HEX (repeatable); without it HMAC-signed responses are reported as unverifiable_hmac")
 	if err := fs.Parse(args); err != nil {
 		return exitInput
 	}
@@ -191,28 +231,67 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitInput
 	}
-	name := fs.Arg(0)
-	var in io.Reader = stdin
-	if name == "-" {
-		name = "stdin"
+	if *responses == "" && (*session != "" || *keyDir != "" || len(ikms) > 0) {
+		fmt.Fprintln(stderr, "acsverify chain: --session, --keys and --hmac-ikm need --responses")
+		return exitInput
+	}
+	in, name, closeIn, err := openInput(fs.Arg(0), stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "acsverify chain: %v\n", err)
+		return exitInput
+	}
+	defer closeIn()
+	in = progressReader(in, name, stderr)
+
+	var r *verify.Report
+	if *responses == "" {
+		r, err = verify.VerifyChain(in)
+		if err != nil {
+			fmt.Fprintf(stderr, "acsverify chain: %s: %v\n", name, err)
+			return exitInput
+		}
 	} else {
-		f, err := os.Open(name)
+		keys := new(sig.KeySet)
+		if *keyDir != "" {
+			kd, err := sig.LoadKeyDir(*keyDir)
+			if err != nil {
+				fmt.Fprintf(stderr, "acsverify chain: --keys: %v\n", err)
+				return exitInput
+			}
+			keys = kd.KeySet
+		}
+		if err := hmacKeys(keys, ikms); err != nil {
+			fmt.Fprintf(stderr, "acsverify chain: %v\n", err)
+			return exitInput
+		}
+		rin, rname, closeR, err := openInput(*responses, stdin)
 		if err != nil {
 			fmt.Fprintf(stderr, "acsverify chain: %v\n", err)
 			return exitInput
 		}
-		defer f.Close()
-		in = f
+		defer closeR()
+		r, err = verify.VerifyChainHeads(in, rin, keys, *session)
+		if err != nil {
+			var ie *verify.InputError
+			if errors.As(err, &ie) && ie.File == "responses" {
+				ie.File = ""
+				fmt.Fprintf(stderr, "acsverify chain: %s: %v\n", rname, ie)
+			} else if ie != nil {
+				ie.File = ""
+				fmt.Fprintf(stderr, "acsverify chain: %s: %v\n", name, ie)
+			} else {
+				fmt.Fprintf(stderr, "acsverify chain: %v\n", err)
+			}
+			return exitInput
+		}
 	}
+	return printReport("chain", name, r, *asJSON, stdout, stderr)
+}
 
-	r, err := verify.VerifyChain(in)
-	if err != nil {
-		fmt.Fprintf(stderr, "acsverify chain: %s: %v\n", name, err)
-		return exitInput
-	}
-
-	if *asJSON {
-		out := report{Verified: r.Verified(), Entries: r.Entries, Head: r.Head.String(), Findings: r.Findings}
+// printReport writes r as text or JSON and returns the exit status.
+func printReport(cmd, name string, r *verify.Report, asJSON bool, stdout, stderr io.Writer) int {
+	if asJSON {
+		out := report{Verified: r.Verified(), Entries: r.Entries, Head: r.Head.String(), Findings: r.Findings, Notices: r.Notices}
 		if out.Findings == nil {
 			out.Findings = []verify.Finding{}
 		}
@@ -220,13 +299,16 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(out); err != nil {
-			fmt.Fprintf(stderr, "acsverify chain: %v\n", err)
+			fmt.Fprintf(stderr, "acsverify %s: %v\n", cmd, err)
 			return exitInput
 		}
 	} else {
 		for _, f := range r.Findings {
-			fmt.Fprintf(stdout, "%s: entry %d (entry_id %q, step_id %q): %s: %s\n\texpected: %s\n\tactual:   %s\n",
-				name, f.EntryIndex, f.EntryID, f.StepID, f.Code, f.Message, orNull(f.Expected), orNull(f.Actual))
+			fmt.Fprintf(stdout, "%s: %s: %s: %s\n\texpected: %s\n\tactual:   %s\n",
+				name, location(f), f.Code, f.Message, orNull(f.Expected), orNull(f.Actual))
+		}
+		for _, f := range r.Notices {
+			fmt.Fprintf(stdout, "%s: %s: notice: %s: %s\n", name, location(f), f.Code, f.Message)
 		}
 		if r.Verified() {
 			fmt.Fprintf(stdout, "%s: verified: %d entries, head %s\n", name, r.Entries, r.Head)
@@ -242,6 +324,17 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFindings
 	}
 	return exitVerified
+}
+
+// location names what a finding is about in text output.
+func location(f verify.Finding) string {
+	if f.EntryIndex < 0 {
+		if f.StepID != "" {
+			return fmt.Sprintf("%s (step_id %q)", f.Where, f.StepID)
+		}
+		return f.Where
+	}
+	return fmt.Sprintf("entry %d (entry_id %q, step_id %q)", f.EntryIndex, f.EntryID, f.StepID)
 }
 
 func orNull(s string) string {

@@ -13,6 +13,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -21,6 +23,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/gowebpki/jcs"
 )
@@ -189,6 +192,56 @@ func main() {
 	write("previous_null.jsonl", "entry 4's previous_hash set to null without re-hashing", "the null link also changes what entry 4 hashes to", es,
 		finding{"entry_hash_mismatch", 4}, finding{"previous_hash_mismatch", 4})
 
+	// Published heads: the signed responses the Guardian sent for the valid
+	// session, and chains and response files checked against each other.
+	resp := responses(valid)
+	writeResponses := func(file string, lines [][]byte) {
+		if err := os.WriteFile(filepath.Join("corpus", file), bytes.Join(append(lines, nil), []byte("\n")), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+	writeResponses("valid.responses.jsonl", resp)
+	var heads []headCase
+	addHead := func(entries, responses, mutation string, ikm bool, findings []finding, notices ...finding) {
+		if findings == nil {
+			findings = []finding{}
+		}
+		if notices == nil {
+			notices = []finding{}
+		}
+		hc := headCase{Entries: entries, Responses: responses, Mutation: mutation, Session: sessionID, Findings: findings, Notices: notices}
+		if ikm {
+			hc.HMACIKM = hmacKeyID + "=" + hex.EncodeToString(hmacIKM)
+		}
+		heads = append(heads, hc)
+	}
+	addHead("valid.jsonl", "valid.responses.jsonl", "none", true, nil)
+	var allHMAC []finding
+	for range valid {
+		allHMAC = append(allHMAC, finding{"unverifiable_hmac", -1})
+	}
+	addHead("valid.jsonl", "valid.responses.jsonl", "none, but the HMAC IKM is not given", false, nil, allHMAC...)
+	addHead("rewritten.jsonl", "valid.responses.jsonl", "entry 6 onwards rewritten and re-hashed forward", true,
+		[]finding{{"chain_mismatch", 6}})
+	addHead("content_edited.jsonl", "valid.responses.jsonl", "entry 6 edited without re-hashing: one finding, not two", true,
+		[]finding{{"entry_hash_mismatch", 6}})
+
+	cut := clone(valid[:8])
+	write("truncated_tail.jsonl", "the last two entries cut off", "internally consistent: only the published heads of the two cut steps expose it", cut)
+	addHead("truncated_tail.jsonl", "valid.responses.jsonl", "the last two entries cut off", true,
+		[]finding{{"response_without_entry", -1}, {"response_without_entry", -1}})
+
+	missing := append(append([][]byte{}, resp[:3]...), resp[4:]...)
+	writeResponses("missing.responses.jsonl", missing)
+	addHead("valid.jsonl", "missing.responses.jsonl", "the response for entry 3 left out", true,
+		[]finding{{"entry_without_response", 3}})
+
+	forgedResp := append([][]byte{}, resp...)
+	forgedResp[6] = bytes.Replace(resp[6], []byte(`"decision":"deny"`), []byte(`"decision":"allow"`), 1)
+	writeResponses("forged.responses.jsonl", forgedResp)
+	addHead("valid.jsonl", "forged.responses.jsonl", "response 6's deny edited into an allow, signature kept", true,
+		[]finding{{"response_signature_invalid", -1}})
+
 	// Request params of two steps, for the request_hash vectors.
 	var reqs []requestVector
 	for _, i := range []int{0, 6} {
@@ -199,6 +252,7 @@ func main() {
 	m := manifest{
 		Comment:  "Written by gen_corpus.go. Each case lists the findings (code, 0-based entry_index) verify must report for the file, and nothing else.",
 		Cases:    cases,
+		Heads:    heads,
 		Requests: reqs,
 	}
 	out, err := json.MarshalIndent(m, "", "  ")
@@ -213,6 +267,7 @@ func main() {
 type manifest struct {
 	Comment  string          `json:"comment"`
 	Cases    []manifestCase  `json:"cases"`
+	Heads    []headCase      `json:"heads"`
 	Requests []requestVector `json:"requests"`
 }
 
@@ -223,6 +278,63 @@ type manifestCase struct {
 	Entries  int       `json:"entries"`
 	Head     string    `json:"head"`
 	Findings []finding `json:"findings"`
+}
+
+// headCase is a chain file checked against a file of signed responses.
+type headCase struct {
+	Entries   string    `json:"entries"`
+	Responses string    `json:"responses"`
+	Mutation  string    `json:"mutation"`
+	Session   string    `json:"session"`
+	HMACIKM   string    `json:"hmac_ikm,omitempty"` // KEY_ID=HEX, when the check is given the secret
+	Findings  []finding `json:"findings"`
+	Notices   []finding `json:"notices"`
+}
+
+// The Guardian's HMAC-SHA256 response key (ACS §10): a fixed test IKM.
+const hmacKeyID = "guardian-ikm-1"
+
+var hmacIKM = []byte("acsledger tamper corpus IKM, 32B")
+
+// responses returns the signed response the Guardian sent for each entry,
+// publishing the entry's entry_hash as chain_hash (ACS §8.6), as JCS bytes.
+func responses(es []entry) [][]byte {
+	key, err := hkdf.Key(sha256.New, hmacIKM, nil, sessionID, 32)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var out [][]byte
+	for i, e := range es {
+		result := map[string]any{
+			"type": "final", "acs_version": "0.1.0", "request_id": e.StepID,
+			"decision": strings.ToLower(e.Decision), "chain_hash": e.EntryHash,
+		}
+		if e.Reasoning != "" {
+			result["reasoning"] = e.Reasoning
+		}
+		env := map[string]any{"jsonrpc": "2.0", "id": i + 1, "result": result}
+		input := canon(env)
+		mac := hmac.New(sha256.New, key)
+		mac.Write(input)
+		result["signature"] = map[string]string{"algorithm": "HMAC-SHA256", "key_id": hmacKeyID, "value": base64.StdEncoding.EncodeToString(mac.Sum(nil))}
+		out = append(out, canon(env))
+	}
+	return out
+}
+
+// canon is the RFC 8785 form of v.
+func canon(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		log.Fatal(err)
+	}
+	b, err := jcs.Transform(buf.Bytes())
+	if err != nil {
+		log.Fatal(err)
+	}
+	return b
 }
 
 type finding struct {

@@ -1,0 +1,294 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/sig"
+)
+
+// A HeadChecker checks the chain heads a Guardian published (ACS §8.6):
+// each signed response carries, under its signature, the chain_hash its
+// step's entry produced. A chain rewritten from some entry on and re-hashed
+// forward passes every chain check; only these published heads expose it.
+//
+// Use it in two passes: AddResponse for every response envelope, then
+// CheckEntry for every entry in chain order with the head the chain check
+// recomputed there, then Finish. It keeps, per response carrying a
+// chain_hash, its request_id and the 32-byte head (under 100 bytes a
+// response); no envelope is kept after AddResponse returns.
+//
+// A HeadChecker is not safe for concurrent use.
+type HeadChecker struct {
+	keys      *sig.KeySet
+	sessionID string
+	responses int
+
+	// published maps request_id to the heads the responses for it carry.
+	published map[string]*publishedHead
+	order     []string // request_ids in the order first seen
+
+	// diverged is true while the last published head compared differed:
+	// a rewrite changes every head after it, and is reported once, at the
+	// first point of divergence.
+	diverged bool
+}
+
+type publishedHead struct {
+	response int // 0-based index of the first response for this request
+	heads    []acs.Hash
+	matched  bool
+}
+
+// NewHeadChecker returns a HeadChecker that verifies response signatures
+// against keys. sessionID is the session the responses belong to, from
+// which HMAC-SHA256 session keys are derived; it may be "" when no response
+// is HMAC-signed.
+func NewHeadChecker(keys *sig.KeySet, sessionID string) *HeadChecker {
+	if keys == nil {
+		keys = new(sig.KeySet)
+	}
+	return &HeadChecker{keys: keys, sessionID: sessionID, published: make(map[string]*publishedHead)}
+}
+
+// responseFields are the members of a response the head check reads.
+type responseFields struct {
+	Result *struct {
+		RequestID *string `json:"request_id"`
+		ChainHash *string `json:"chain_hash"`
+	} `json:"result"`
+}
+
+// AddResponse checks one signed response envelope, exactly as sent, and
+// records the chain_hash it publishes. It returns findings about the
+// response itself (response_signature_invalid) and notices
+// (unverifiable_hmac), which are not failures. A response that is not a
+// JSON-RPC response at all is an error, not a finding.
+func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding, err error) {
+	i := h.responses
+	h.responses++
+	var rf responseFields
+	if err := json.Unmarshal(envelope, &rf); err != nil {
+		return nil, nil, fmt.Errorf("response %d: %w", i, err)
+	}
+	requestID := ""
+	if rf.Result != nil && rf.Result.RequestID != nil {
+		requestID = *rf.Result.RequestID
+	}
+	where := fmt.Sprintf("response %d", i)
+	mk := func(code, expected, actual, msg string) Finding {
+		return Finding{Code: code, EntryIndex: -1, StepID: requestID, Where: where, Expected: expected, Actual: actual, Message: msg}
+	}
+
+	_, verr := sig.VerifyEnvelope(envelope, h.keys, h.sessionID)
+	trusted := verr == nil
+	if verr != nil {
+		var se *sig.Error
+		switch {
+		case errors.As(verr, &se) && errors.Is(verr, sig.ErrUnknownKey) && se.Algorithm == sig.HMACSHA256:
+			notices = append(notices, mk(CodeUnverifiableHMAC, "", se.KeyID,
+				fmt.Sprintf("The response is signed with HMAC-SHA256 key %q, whose secret was not given, so its signature was not checked.", se.KeyID)))
+			trusted = true // its chain_hash is still compared, unauthenticated
+		case errors.Is(verr, sig.ErrSessionRequired):
+			notices = append(notices, mk(CodeUnverifiableHMAC, "", keyIDOf(se),
+				"The response is signed with HMAC-SHA256, but no session id was given to derive the session key from, so its signature was not checked."))
+			trusted = true
+		case errors.Is(verr, sig.ErrMalformedEnvelope) || errors.Is(verr, sig.ErrNotEnvelope):
+			return nil, nil, fmt.Errorf("response %d: %w", i, verr)
+		default:
+			findings = append(findings, mk(CodeResponseSignatureInvalid, "a valid signature", sigLabel(se),
+				fmt.Sprintf("The response's signature check failed: %s.", sigCause(verr))))
+		}
+	}
+	if rf.Result == nil || rf.Result.ChainHash == nil || requestID == "" {
+		// An error response or a response for a step that wrote no
+		// entry: it publishes no head.
+		return findings, notices, nil
+	}
+	if !trusted {
+		// Its head is not to be trusted, but its step did get a
+		// response: the entry is not also reported as without one.
+		h.record(requestID, i)
+		return findings, notices, nil
+	}
+	head, err := acs.ParseHash(*rf.Result.ChainHash)
+	if err != nil {
+		return nil, nil, fmt.Errorf("response %d: result.chain_hash: %w", i, err)
+	}
+	p := h.record(requestID, i)
+	p.heads = append(p.heads, head)
+	return findings, notices, nil
+}
+
+// record returns the record of a request's published heads, making it.
+func (h *HeadChecker) record(requestID string, response int) *publishedHead {
+	p := h.published[requestID]
+	if p == nil {
+		p = &publishedHead{response: response}
+		h.published[requestID] = p
+		h.order = append(h.order, requestID)
+	}
+	return p
+}
+
+func keyIDOf(se *sig.Error) string {
+	if se == nil {
+		return ""
+	}
+	return se.KeyID
+}
+
+// sigLabel names the signature that failed as algorithm/key_id.
+func sigLabel(se *sig.Error) string {
+	if se == nil || (se.Algorithm == "" && se.KeyID == "") {
+		return ""
+	}
+	return string(se.Algorithm) + "/" + se.KeyID
+}
+
+// sigCause is the cause of a failed signature check without its prefix.
+func sigCause(err error) string {
+	var se *sig.Error
+	if errors.As(err, &se) {
+		s := se.Kind.Error()
+		if se.Detail != "" {
+			s += " (" + se.Detail + ")"
+		}
+		return s
+	}
+	return err.Error()
+}
+
+// CheckEntry compares the heads published for the entry's step (request_id
+// = step_id) with head, the entry_hash the chain check recomputed for it.
+// hashEdited says the chain check already reported the entry's stated
+// entry_hash as wrong; a published head equal to the stated hash is then
+// the same problem and not reported again.
+func (h *HeadChecker) CheckEntry(index int, e *acs.Entry, head acs.Hash, hashEdited bool) []Finding {
+	p := h.published[e.StepID]
+	if p == nil || p.matched {
+		if contentBearing(e.StepType) {
+			return []Finding{{Code: CodeEntryWithoutResponse, EntryIndex: index, EntryID: e.EntryID, StepID: e.StepID,
+				Expected: head.String(),
+				Message:  fmt.Sprintf("No signed response publishes the head of this %s step, so nothing outside the ledger confirms it.", e.StepType)}}
+		}
+		return nil
+	}
+	p.matched = true
+	var fs []Finding
+	mismatch := false
+	for _, pub := range p.heads {
+		if pub == head {
+			continue
+		}
+		if hashEdited && e.EntryHash != nil && pub == *e.EntryHash {
+			continue // already entry_hash_mismatch
+		}
+		mismatch = true
+		if h.diverged {
+			break
+		}
+		fs = append(fs, Finding{Code: CodeChainMismatch, EntryIndex: index, EntryID: e.EntryID, StepID: e.StepID,
+			Expected: pub.String(), Actual: head.String(),
+			Message: fmt.Sprintf("The Guardian signed chain_hash %s for this step, but the chain recomputes to %s here: the chain was rewritten from this entry on.", pub, head)})
+		break
+	}
+	h.diverged = mismatch
+	return fs
+}
+
+// contentBearing reports whether a step of this type gets a response that
+// must publish its head (ACS §8.6): steps/*, wrapped protocols and agbom/*.
+// Entries written for approver grants (intent_extension) answer no request.
+func contentBearing(stepType string) bool {
+	return strings.HasPrefix(stepType, "steps/") || strings.HasPrefix(stepType, "protocols/") || strings.HasPrefix(stepType, "agbom/")
+}
+
+// Finish returns response_without_entry for every response whose
+// request_id names no entry that CheckEntry saw.
+func (h *HeadChecker) Finish() []Finding {
+	var fs []Finding
+	for _, id := range h.order {
+		p := h.published[id]
+		if p.matched || len(p.heads) == 0 {
+			continue
+		}
+		fs = append(fs, Finding{Code: CodeResponseWithoutEntry, EntryIndex: -1, StepID: id, Where: fmt.Sprintf("response %d", p.response),
+			Expected: p.heads[0].String(),
+			Message:  fmt.Sprintf("The Guardian signed chain_hash %s for request %q, but no entry of the chain has that step_id: the entry was removed.", p.heads[0], id)})
+	}
+	return fs
+}
+
+// Responses returns how many responses have been added.
+func (h *HeadChecker) Responses() int { return h.responses }
+
+// VerifyChainHeads replays a chain from JSON Lines like VerifyChain and
+// checks it against the signed responses, one JSON-RPC response envelope
+// per line of responses, as sent. keys verifies their signatures and
+// sessionID derives HMAC-SHA256 session keys.
+//
+// The responses are read first, each checked and reduced to its request_id
+// and chain_hash; then the chain streams past. An input error names the
+// file ("entries" or "responses") and the 1-based line.
+func VerifyChainHeads(entries, responses io.Reader, keys *sig.KeySet, sessionID string) (*Report, error) {
+	hc := NewHeadChecker(keys, sessionID)
+	var findings, notices []Finding
+	lr := newLineReader(responses)
+	blank := 0
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, &InputError{File: "responses", Line: lr.n, Err: err}
+		}
+		if isBlank(line) {
+			if blank == 0 {
+				blank = lr.n
+			}
+			continue
+		}
+		if blank != 0 {
+			return nil, &InputError{File: "responses", Line: blank, Err: errors.New("blank line between responses")}
+		}
+		fs, ns, err := hc.AddResponse(bytes.Clone(line))
+		if err != nil {
+			return nil, &InputError{File: "responses", Line: lr.n, Err: err}
+		}
+		findings = append(findings, setLine(fs, lr.n)...)
+		notices = append(notices, setLine(ns, lr.n)...)
+	}
+
+	r, err := replay(entries, func(i int, e *acs.Entry, v *ChainVerifier, fs []Finding) []Finding {
+		edited := false
+		for _, f := range fs {
+			edited = edited || f.Code == CodeEntryHashMismatch
+		}
+		return append(fs, hc.CheckEntry(i, e, v.Head(), edited)...)
+	})
+	if err != nil {
+		if ie, ok := err.(*InputError); ok {
+			ie.File = "entries"
+		}
+		return nil, err
+	}
+	r.Findings = append(findings, r.Findings...)
+	r.Findings = append(r.Findings, hc.Finish()...)
+	r.Notices = notices
+	return r, nil
+}
+
+// setLine adds the 1-based input line to each finding's Where.
+func setLine(fs []Finding, line int) []Finding {
+	for i := range fs {
+		fs[i].Where = fmt.Sprintf("%s (line %d)", fs[i].Where, line)
+	}
+	return fs
+}
