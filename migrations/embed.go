@@ -26,13 +26,13 @@ type Migration struct {
 }
 
 // Postgres returns the PostgreSQL migrations in version order.
-func Postgres() ([]Migration, error) { return load("postgres") }
+func Postgres() ([]Migration, error) { return load(files, "postgres") }
 
 // SQLite returns the SQLite migrations in version order.
-func SQLite() ([]Migration, error) { return load("sqlite") }
+func SQLite() ([]Migration, error) { return load(files, "sqlite") }
 
-func load(dir string) ([]Migration, error) {
-	ents, err := fs.ReadDir(files, dir)
+func load(fsys fs.FS, dir string) ([]Migration, error) {
+	ents, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't list %s migrations: %w", dir, err)
 	}
@@ -49,7 +49,7 @@ func load(dir string) ([]Migration, error) {
 			return nil, fmt.Errorf("migrations %s/%s and %s/%s share version %d", dir, other, dir, name, v)
 		}
 		seen[v] = name
-		b, err := files.ReadFile(dir + "/" + name)
+		b, err := fs.ReadFile(fsys, dir+"/"+name)
 		if err != nil {
 			return nil, fmt.Errorf("couldn't read migration %s/%s: %w", dir, name, err)
 		}
