@@ -20,41 +20,30 @@ normalize(c) := n if {
 	n := trim_space(regex.replace(d, `[ \t\r\n]+`, " "))
 }
 
-# invocations are the simple commands of every command line: each word that
-# stands in command position (first in its segment, or after wrappers such
-# as sudo, env, nohup, xargs, sh -c), with the words after it.
-invocations contains {"cmd": base, "args": array.slice(ws, i + 1, count(ws))} if {
+# invocations are the simple commands of every command line: the first word
+# of each segment after any wrappers (sudo -u root, env A=b, nohup, timeout
+# 10, xargs -0, sh -c, ...), with the words after it.
+invocations contains {"cmd": regex.replace(ws[0], `^.*/`, ""), "args": array.slice(ws, 1, count(ws))} if {
 	some line in normalized
 	some seg in regex.split(`\s*(?:;|&&|\|\||\||&|\$\(|<\(|\x60|\(|\)|\bthen\b|\bdo\b|\belse\b)\s*`, line)
-	ws := [w | some w in split(trim_space(seg), " "); w != ""]
-	some i, w in array.slice(ws, 0, command_index(ws) + 1)
-	base := regex.replace(w, `^.*/`, "")
+	ws := [w | some w in split(regex.replace(seg, wrappers, ""), " "); w != ""]
+	count(ws) > 0
 }
 
-# command_index is the index of the first word of ws that is not a wrapper,
-# an option or an assignment: the command. Every word up to it stands in
-# command position.
-command_index(ws) := min({j | some j, _ in ws; not before_command(ws, j)} | {count(ws)})
-
-wrappers := {
-	"sudo", "doas", "env", "nohup", "time", "nice", "ionice", "command", "exec", "builtin",
-	"xargs", "timeout", "stdbuf", "busybox", "sh", "bash", "zsh", "dash", "ksh", "eval", "!",
-	"watch", "chroot", "setsid", "unbuffer", "{",
-}
-
-before_command(ws, j) if ws[j] in wrappers
-
-before_command(ws, j) if startswith(ws[j], "-")
-
-before_command(ws, j) if regex.match(`^[A-Za-z_][A-Za-z0-9_]*=`, ws[j])
-
-before_command(ws, j) if regex.match(`^[0-9]+[smhd]?$`, ws[j])
-
-# The value of a wrapper option: sudo -u root, timeout -s KILL, chroot /mnt.
-before_command(ws, j) if {
-	j > 0
-	ws[j - 1] in {"-u", "-g", "-U", "-C", "-s", "-n", "-p", "-h", "chroot"}
-}
+# wrappers matches the words before a command that run it rather than being
+# it: wrapper commands, their options (with the value of the options that
+# take one), variable assignments and durations.
+wrappers := concat("", [
+	`^\s*(?:(?:`,
+	`(?:\S*/)?(?:sudo|doas|env|nohup|time|nice|ionice|command|exec|builtin|xargs|timeout|stdbuf|busybox|`,
+	`sh|bash|zsh|dash|ksh|eval|watch|setsid|unbuffer|\{|!)`,
+	`|chroot\s+\S+`,
+	`|-[ugUCsnph]\s+\S+`,
+	`|-\S*`,
+	`|[A-Za-z_][A-Za-z0-9_]*=\S*`,
+	`|[0-9]+[smhd]?`,
+	`)(?:\s+|$))*`,
+])
 
 critical_paths := {p | some p in data.guardian.shell.critical_paths}
 
