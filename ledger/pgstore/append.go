@@ -19,6 +19,12 @@ var errHeadMoved = errors.New("session head moved concurrently")
 
 const maxAttempts = 20
 
+// copyMin is the group size from which entries are written with COPY.
+const copyMin = 64
+
+var entryColumns = []string{"session_id", "position", "entry_hash", "previous_hash", "entry_id",
+	"step_id", "step_type", "entry_timestamp", "recorded_at", "content"}
+
 // AppendBatch implements ledger.Store. It bypasses the committers: the batch
 // is its own transaction.
 func (s *Store) AppendBatch(ctx context.Context, rs []ledger.Record) ([]ledger.Appended, error) {
@@ -50,8 +56,18 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 		var p *plan.Plan
 		err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
-			if p, err = s.plan(ctx, tx, ps); err != nil {
+			// The first attempt assumes no record is a retry and skips the
+			// step lookup; if one is, the (session_id, step_id) key refuses
+			// the insert and the next attempt looks steps up.
+			if p, err = s.plan(ctx, tx, ps, attempt > 1); err != nil {
 				return err
+			}
+			// A failing record may be a retry judged without its stored
+			// original: judge again with the lookup.
+			if attempt == 1 && p.Failed() != nil {
+				if p, err = s.plan(ctx, tx, ps, true); err != nil {
+					return err
+				}
 			}
 			if allOrNothing {
 				if err := p.Failed(); err != nil {
@@ -77,9 +93,10 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 	}
 }
 
-// plan reads the touched sessions' heads and any stored entries with the
-// same (session, step_id), in one round trip, and plans ps against them.
-func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared) (*plan.Plan, error) {
+// plan reads the touched sessions' heads and, with lookup, any stored
+// entries with the same (session, step_id), in one round trip, and plans ps
+// against them.
+func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup bool) (*plan.Plan, error) {
 	keySessions, keySteps := make([]string, len(ps)), make([]string, len(ps))
 	for i, p := range ps {
 		keySessions[i], keySteps[i] = p.SessionID, p.Entry.StepID
@@ -100,20 +117,22 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared) (*plan.
 		}
 		return rows.Err()
 	})
-	b.Queue(q["StoredBySteps"], keySessions, keySteps).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var k plan.Key
-			var old plan.Stored
-			var eh, ph []byte
-			if err := rows.Scan(&k.SessionID, &k.StepID, &old.Position, &eh, &ph, &old.Content); err != nil {
-				return err
+	if lookup {
+		b.Queue(q["StoredBySteps"], keySessions, keySteps).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var k plan.Key
+				var old plan.Stored
+				var eh, ph []byte
+				if err := rows.Scan(&k.SessionID, &k.StepID, &old.Position, &eh, &ph, &old.Content); err != nil {
+					return err
+				}
+				copy(old.EntryHash[:], eh)
+				old.PreviousHash = hashPtr(ph)
+				stored[k] = old
 			}
-			copy(old.EntryHash[:], eh)
-			old.PreviousHash = hashPtr(ph)
-			stored[k] = old
-		}
-		return rows.Err()
-	})
+			return rows.Err()
+		})
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("couldn't read session state: %w", err)
 	}
@@ -174,8 +193,26 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 	if len(newIDs) > 0 {
 		b.Queue(q["InsertSessions"], newIDs, newAgents, now).Exec(expect("creating sessions", len(newIDs)))
 	}
-	b.Queue(q["InsertEntries"], sessionIDs, positions, hashes, prevs, entryIDs, stepIDs, stepTypes, stamps, contents, now).
-		Exec(expect("inserting entries", n))
+	if n >= copyMin {
+		// Large groups: COPY is cheaper than a multi-row INSERT, but cannot
+		// join a pipeline, so this costs two more round trips.
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			if errors.Is(err, errHeadMoved) {
+				return err
+			}
+			return fmt.Errorf("couldn't create sessions: %w", err)
+		}
+		b = &pgx.Batch{}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"entries"}, entryColumns, pgx.CopyFromSlice(n, func(i int) ([]any, error) {
+			return []any{sessionIDs[i], positions[i], hashes[i], prevs[i], entryIDs[i], stepIDs[i], stepTypes[i], stamps[i], now, contents[i]}, nil
+		}))
+		if err != nil {
+			return fmt.Errorf("couldn't insert entries: %w", err)
+		}
+	} else {
+		b.Queue(q["InsertEntries"], sessionIDs, positions, hashes, prevs, entryIDs, stepIDs, stepTypes, stamps, contents, now).
+			Exec(expect("inserting entries", n))
+	}
 	if len(newIDs) > 0 {
 		b.Queue(q["InsertHeads"], newIDs, newLens, newHeads, now).Exec(expect("creating heads", len(newIDs)))
 	}

@@ -22,7 +22,8 @@ import (
 	"github.com/acsledger/acsledger/ledger/internal/sqlq"
 	"github.com/acsledger/acsledger/migrations"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 //go:embed queries.sql
@@ -171,7 +172,7 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared) ([]ledger.Appende
 				return err
 			}
 			res = p.Results
-			return s.write1(ctx, tx, p)
+			return s.writePlan(ctx, tx, p)
 		})
 		if errors.Is(err, errHeadMoved) && attempt < 10 {
 			continue
@@ -220,15 +221,15 @@ func (s *Store) plan(ctx context.Context, tx *sql.Tx, ps []plan.Prepared) (*plan
 	return plan.Make(ps, states, stored), nil
 }
 
-// write1 writes a plan's sessions, entries and head moves.
-func (s *Store) write1(ctx context.Context, tx *sql.Tx, p *plan.Plan) error {
+// writePlan writes a plan's sessions, entries and head moves.
+func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p *plan.Plan) error {
 	now := s.opts.Clock()().UnixMicro()
 	for _, m := range p.Moves {
 		if !m.Created {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, sqlq.Must(q, "InsertSession"), m.SessionID, m.AgentID, now); err != nil {
-			if strings.Contains(err.Error(), "UNIQUE") {
+			if isUnique(err) {
 				return errHeadMoved
 			}
 			return fmt.Errorf("couldn't create session %q: %w", m.SessionID, err)
@@ -247,7 +248,7 @@ func (s *Store) write1(ctx context.Context, tx *sql.Tx, p *plan.Plan) error {
 		e := r.Entry
 		if _, err := stmt.ExecContext(ctx, r.SessionID, r.Position, r.EntryHash[:], prev,
 			e.EntryID, e.StepID, e.StepType, e.Timestamp, now, e.Content); err != nil {
-			if strings.Contains(err.Error(), "UNIQUE") {
+			if isUnique(err) {
 				return errHeadMoved
 			}
 			return fmt.Errorf("couldn't insert entry %d of session %q: %w", r.Position, r.SessionID, err)
@@ -368,6 +369,13 @@ func (s *Store) Entries(ctx context.Context, sessionID string, from int64, limit
 		}
 	}
 	return es, nil
+}
+
+// isUnique reports a unique-key violation: another writer stored the same
+// session, position or step first.
+func isUnique(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
 }
 
 func hashPtr(b []byte) *acs.Hash {

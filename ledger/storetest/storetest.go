@@ -243,6 +243,7 @@ func Run(t *testing.T, open Open) {
 		{"AgentMismatch", testAgentMismatch},
 		{"Batch", testBatch},
 		{"BatchAllOrNothing", testBatchAllOrNothing},
+		{"BatchReplay", testBatchReplay},
 		{"ConcurrentNoFork", testConcurrentNoFork},
 		{"ConcurrentRetries", testConcurrentRetries},
 		{"Sessions", testSessions},
@@ -534,7 +535,8 @@ func testBatch(t *testing.T, open Open) {
 	heads["s0"] = &se0.Head
 	lengths := map[string]int64{"s0": 1}
 	var want []ledger.Appended
-	for i := 1; i <= 30; i++ {
+	// 150 records: large enough for a store's bulk path.
+	for i := 1; i <= 150; i++ {
 		id := fmt.Sprintf("s%d", i%3)
 		e := Synthetic(i, id)
 		rs = append(rs, ledger.Record{SessionID: id, AgentID: "a", Entry: e})
@@ -601,6 +603,41 @@ func testBatchAllOrNothing(t *testing.T, open Open) {
 	}
 	if _, err := s.Session(ctx, "new"); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("session created by a failed batch: %v", err)
+	}
+}
+
+// testBatchReplay retries a large batch that was half stored: the stored
+// half replays, the rest appends after it.
+func testBatchReplay(t *testing.T, open Open) {
+	s := open(t, ledger.Options{})
+	ctx := context.Background()
+	var rs []ledger.Record
+	for i := range 200 {
+		rs = append(rs, ledger.Record{SessionID: fmt.Sprintf("s%d", i%2), Entry: Synthetic(i, "")})
+	}
+	first, err := s.AppendBatch(ctx, rs[:100])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.AppendBatch(ctx, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range got {
+		if i < 100 {
+			want := first[i]
+			want.Replayed = true
+			if !sameResult(r, want) {
+				t.Fatalf("record %d: got %+v, want the original %+v", i, r, want)
+			}
+		} else if r.Replayed || r.Position != int64(i/2) {
+			t.Fatalf("record %d: got %+v, want a fresh append at position %d", i, r, i/2)
+		}
+	}
+	for _, id := range []string{"s0", "s1"} {
+		if es := verifyChain(t, s, id); len(es) != 100 {
+			t.Fatalf("session %s: %d entries, want 100", id, len(es))
+		}
 	}
 }
 
