@@ -133,6 +133,43 @@ func BenchmarkAppend(b *testing.B) {
 		reportRows(b, n)
 	})
 
+	// The machine is shared and noisy; this one alternates the two writes
+	// of the same rows within each iteration, so both see the same load,
+	// and reports their ratio.
+	b.Run("batched-vs-raw", func(b *testing.B) {
+		r := run.Add(1)
+		ids := rawSessions(b, sessions)
+		var appendTime, rawTime time.Duration
+		var n int64
+		for it := range int64(b.N) {
+			rs := make([]ledger.Record, batch)
+			rows := make([][]any, batch)
+			now := time.Now()
+			for i := range rs {
+				rs[i] = ledger.Record{SessionID: fmt.Sprintf("vs-%d-%d", r, i%sessions), Entry: benchEntry(n)}
+				rows[i] = rawRow(ids[i%sessions], it*batch/sessions+int64(i/sessions), n, content, now)
+				n++
+			}
+			t0 := time.Now()
+			if _, err := s.AppendBatch(ctx, rs); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			err := pgx.BeginFunc(ctx, owner, func(tx pgx.Tx) error {
+				_, err := tx.CopyFrom(ctx, pgx.Identifier{"entries"}, rawColumns, pgx.CopyFromRows(rows))
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			appendTime += t1.Sub(t0)
+			rawTime += time.Since(t1)
+		}
+		b.ReportMetric(float64(n)/appendTime.Seconds(), "append-rows/s")
+		b.ReportMetric(float64(n)/rawTime.Seconds(), "raw-rows/s")
+		b.ReportMetric(rawTime.Seconds()/appendTime.Seconds(), "append/raw")
+	})
+
 	const goroutines, concSessions = 64, 16
 	b.Run("concurrent", func(b *testing.B) {
 		r := run.Add(1)
