@@ -65,7 +65,10 @@ func (b *Bundle) check() error {
 	if b.Data != nil {
 		d := bytes.TrimLeft(b.Data, " \t\r\n")
 		if len(d) == 0 || d[0] != '{' {
-			return fmt.Errorf("bundle %s: data is not a JSON object", b.name())
+			return fmt.Errorf("bundle %s: data.json is not a JSON object", b.name())
+		}
+		if _, err := acs.Canonicalize(b.Data); err != nil {
+			return fmt.Errorf("bundle %s: data.json: %w", b.name(), err)
 		}
 	}
 	return nil
@@ -86,7 +89,7 @@ func (b *Bundle) Content() ([]byte, error) {
 	}
 	c, err := acs.Canonicalize(raw)
 	if err != nil {
-		return nil, fmt.Errorf("couldn't canonicalize bundle %s (its data is not valid I-JSON): %w", b.name(), err)
+		return nil, fmt.Errorf("couldn't canonicalize bundle %s: %w", b.name(), err)
 	}
 	return c, nil
 }

@@ -221,7 +221,7 @@ func TestBadBundlesAreRefused(t *testing.T) {
 			name: "bad data",
 			bundle: &Bundle{ID: "bad", Version: "1", Modules: map[string]string{"a.rego": "package acs\n\n" + allowAll},
 				Data: json.RawMessage(`{"a": 1, "a": 2}`)},
-			says: "duplicate",
+			says: `bundle bad@1: data.json: duplicate member "a" at byte 9`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
