@@ -125,7 +125,13 @@ func start() (*server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", EnvURL, err)
 		}
-		return &server{url: u}, nil
+		s := &server{url: u}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.exec(ctx, "SELECT 1"); err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvURL, err)
+		}
+		return s, nil
 	}
 	bin, err := binDir()
 	if err != nil {

@@ -2,6 +2,9 @@ package pgtest_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -44,5 +47,33 @@ func TestNewDatabase(t *testing.T) {
 	var n int
 	if err := conn2.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename = 't'").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("second database sees the first one's table: n=%d, %v", n, err)
+	}
+}
+
+// TestUnavailable runs this test binary again against a server that does
+// not exist: without CI the test skips, under CI=true it fails, and either
+// way the message says why.
+func TestUnavailable(t *testing.T) {
+	if os.Getenv("PGTEST_CHILD") != "" {
+		pgtest.NewDatabase(t)
+		t.Fatal("NewDatabase returned without a server")
+	}
+	for _, ci := range []string{"", "true"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestUnavailable$", "-test.v")
+		cmd.Env = append(os.Environ(), "PGTEST_CHILD=1", "CI="+ci,
+			pgtest.EnvURL+"=postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+		out, err := cmd.CombinedOutput()
+		want := "--- SKIP"
+		if ci == "true" {
+			want = "--- FAIL"
+			if err == nil {
+				t.Errorf("CI=true: child passed:\n%s", out)
+			}
+		} else if err != nil {
+			t.Errorf("CI unset: child failed: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), want) || !strings.Contains(string(out), "127.0.0.1") {
+			t.Errorf("CI=%q: want %q and the reason in the output:\n%s", ci, want, out)
+		}
 	}
 }
