@@ -1,7 +1,6 @@
 package guardian
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -127,9 +126,10 @@ type session struct {
 	length    int64
 	deferrals int
 	intent    *Intent
-	asks      map[string]Approver          // pending ASKs by step_id
-	requested map[string][]json.RawMessage // their requested capabilities
-	grants    []json.RawMessage            // this_request grants for the next step
+	asks      map[string]Approver // pending ASKs by step_id
+	requested map[string][]string // their requested capabilities
+	grants    []string            // this_request grants for the next step
+	prov      provenanceLog       // provenance objects seen in committed steps
 }
 
 // New checks cfg and returns a Guardian.

@@ -106,7 +106,7 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 
 	s := &session{
 		id: req.sessionID, agentID: req.agentID, keyID: keyID, hello: ch,
-		signer: signer, transport: transport, asks: map[string]Approver{}, requested: map[string][]json.RawMessage{},
+		signer: signer, transport: transport, asks: map[string]Approver{}, requested: map[string][]string{},
 	}
 	for _, w := range ch.WrappedProtocols {
 		if w.Protocol == "MCP" {

@@ -19,10 +19,10 @@ import (
 // sessionStart or the first agentTrigger, and grown only by approver
 // extensions (§9.1), which are kept apart from what the parser produced.
 type Intent struct {
-	Raw              string            `json:"raw,omitempty"`
-	Parsed           []json.RawMessage `json:"parsed,omitempty"`
-	ParserProvenance json.RawMessage   `json:"parser_provenance,omitempty"`
-	ScopeMode        string            `json:"scope_mode,omitempty"`
+	Raw              string          `json:"raw,omitempty"`
+	Parsed           []string        `json:"parsed,omitempty"`
+	ParserProvenance json.RawMessage `json:"parser_provenance,omitempty"`
+	ScopeMode        string          `json:"scope_mode,omitempty"`
 	// Extensions are the approver grants with scope "session", in order.
 	// Their capabilities are also appended to Parsed.
 	Extensions []IntentExtension `json:"extensions,omitempty"`
@@ -31,9 +31,9 @@ type Intent struct {
 // IntentExtension records one approver grant (ACS §9.1): its provenance is
 // the approver and the ASK it answered, distinct from parser_provenance.
 type IntentExtension struct {
-	Capabilities []json.RawMessage `json:"capabilities"`
-	Approver     Approver          `json:"approver"`
-	AskStepID    string            `json:"ask_step_id"`
+	Capabilities []string `json:"capabilities"`
+	Approver     Approver `json:"approver"`
+	AskStepID    string   `json:"ask_step_id"`
 	// StepID is the step_id of the intent_extension ContextEntry.
 	StepID string `json:"step_id"`
 }
@@ -92,7 +92,7 @@ func (g *Guardian) intentUpdate(req *request, s *session) (*Intent, string, *rpc
 
 // takeGrants returns and forgets the capabilities granted for the next
 // request only. Called with s.mu held.
-func (s *session) takeGrants() []json.RawMessage {
+func (s *session) takeGrants() []string {
 	g := s.grants
 	s.grants = nil
 	return g
@@ -115,7 +115,7 @@ type Approval struct {
 
 // ApprovalExtension is the intent_extension of an approver's grant (§9.1).
 type ApprovalExtension struct {
-	Capabilities []json.RawMessage `json:"capabilities"`
+	Capabilities []string `json:"capabilities"`
 	// Scope is "this_request" or "session".
 	Scope string `json:"scope"`
 }
@@ -186,8 +186,8 @@ func (g *Guardian) ResolveAsk(ctx context.Context, approval []byte) (Resolution,
 	if s.intent != nil && s.intent.ScopeMode == "strict" {
 		requested := s.requested[a.AskStepID]
 		for _, c := range ext.Capabilities {
-			if !containsJSON(requested, c) {
-				return Resolution{}, fmt.Errorf("%w: scope_mode strict allows granting only the capabilities the ASK requested; %s was not requested", ErrExtensionRefused, c)
+			if !slices.Contains(requested, c) {
+				return Resolution{}, fmt.Errorf("%w: scope_mode strict allows granting only the capabilities the ASK requested; %q was not requested", ErrExtensionRefused, c)
 			}
 		}
 	}
@@ -298,17 +298,4 @@ func SignApproval(a Approval, s sig.Signer) ([]byte, error) {
 	top["signature"] = sb
 	out, _ := json.Marshal(top)
 	return acs.Canonicalize(out)
-}
-
-func containsJSON(list []json.RawMessage, v json.RawMessage) bool {
-	cv, err := acs.Canonicalize(v)
-	if err != nil {
-		return false
-	}
-	for _, l := range list {
-		if cl, err := acs.Canonicalize(l); err == nil && bytes.Equal(cl, cv) {
-			return true
-		}
-	}
-	return false
 }

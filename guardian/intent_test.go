@@ -21,13 +21,7 @@ func parsedOf(in *guardian.Intent) []string {
 	if in == nil {
 		return nil
 	}
-	var out []string
-	for _, c := range in.Parsed {
-		var s string
-		_ = json.Unmarshal(c, &s)
-		out = append(out, s)
-	}
-	return out
+	return in.Parsed
 }
 
 // TestIntentImmutable: Intent is fixed by sessionStart; a later attempt to
@@ -79,7 +73,7 @@ func TestIntentExtension(t *testing.T) {
 		ID: "payments_need_approval", Tool: "pay",
 		Decision: guardian.Decision{Disposition: guardian.Ask, Reasoning: "payments are outside the intent", Ask: &guardian.AskDetails{
 			Approver:              guardian.Approver{Type: "human", ID: "alice"},
-			RequestedCapabilities: []json.RawMessage{json.RawMessage(`"payments.send"`)},
+			RequestedCapabilities: []string{"payments.send"},
 		}},
 	}}}}
 	e := newErrEnv(t, func(c *guardian.Config) {
@@ -100,7 +94,7 @@ func TestIntentExtension(t *testing.T) {
 		a := guardian.Approval{
 			SessionID: e.a.sessionID, AskStepID: askID, Approver: guardian.Approver{Type: "human", ID: "alice"},
 			Decision: guardian.Allow, Timestamp: t0.Format("2006-01-02T15:04:05Z"),
-			IntentExtension: &guardian.ApprovalExtension{Capabilities: []json.RawMessage{json.RawMessage(`"payments.send"`)}, Scope: "session"},
+			IntentExtension: &guardian.ApprovalExtension{Capabilities: []string{"payments.send"}, Scope: "session"},
 		}
 		if edit != nil {
 			edit(&a)
@@ -121,7 +115,7 @@ func TestIntentExtension(t *testing.T) {
 		{"another approver", approval(mallory, func(a *guardian.Approval) { a.Approver.ID = "mallory" }), guardian.ErrApproverMismatch},
 		{"approver answers ASK", approval(alice, func(a *guardian.Approval) { a.Decision = guardian.Ask }), guardian.ErrApprovalInvalid},
 		{"capability not requested under strict", approval(alice, func(a *guardian.Approval) {
-			a.IntentExtension.Capabilities = []json.RawMessage{json.RawMessage(`"payments.send"`), json.RawMessage(`"filesystem.delete"`)}
+			a.IntentExtension.Capabilities = []string{"payments.send", "filesystem.delete"}
 		}), guardian.ErrExtensionRefused},
 		{"unknown ASK", approval(alice, func(a *guardian.Approval) { a.AskStepID = "00000000-0000-4000-8000-000000000000" }), guardian.ErrNoPendingAsk},
 	}
@@ -173,5 +167,34 @@ func TestIntentExtension(t *testing.T) {
 	in := pol.last().Intent
 	if got := parsedOf(in); !slices.Equal(got, []string{"invoice.read", "payments.send"}) || len(in.Extensions) != 1 || in.Extensions[0].Approver.ID != "alice" || in.Extensions[0].AskStepID != askID {
 		t.Fatalf("policy saw intent %+v", in)
+	}
+}
+
+// TestProvenanceForPolicy: the policy sees the provenance objects of the
+// session's earlier steps (ACS §7, §12.1), each once, and not its own
+// step's (those are in its params).
+func TestProvenanceForPolicy(t *testing.T) {
+	pol := &recordingPolicy{}
+	e := newErrEnv(t, func(c *guardian.Config) { c.Policy = pol }, true)
+	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", intentPayload("invoice.read"), nil))))
+	if n := len(pol.last().Provenance); n != 0 {
+		t.Fatalf("first step: policy saw %d provenance objects", n)
+	}
+	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/userMessage", map[string]any{"content": text("pay it", "p-u1", "user_input")}, nil))))
+	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/userMessage", map[string]any{"content": text("again", "p-u1", "user_input")}, nil))))
+	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("pay"), nil))))
+	var ids []string
+	for _, p := range pol.last().Provenance {
+		var v struct {
+			ID     string `json:"provenance_id"`
+			Origin string `json:"origin"`
+		}
+		if err := json.Unmarshal(p, &v); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, v.ID+":"+v.Origin)
+	}
+	if want := []string{"p-int:user_input", "p-u1:user_input"}; !slices.Equal(ids, want) {
+		t.Fatalf("policy saw provenance %v, want %v", ids, want)
 	}
 }

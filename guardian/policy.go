@@ -42,7 +42,11 @@ type Input struct {
 	Intent *Intent
 	// Grants are capabilities an approver granted for this request only
 	// (§9.1 scope this_request).
-	Grants []json.RawMessage
+	Grants []string
+	// Provenance holds the provenance objects (ACS §7) of the session's
+	// earlier steps, first seen first, so a policy can follow derived_from
+	// lineage from this step's provenance to its sources.
+	Provenance []json.RawMessage
 	// Session is the Guardian's view of the session before this step.
 	Session SessionState
 }
@@ -124,20 +128,20 @@ type Modifications struct {
 // Redaction blanks one field addressed by a JSON Pointer (RFC 6901) into the
 // request payload.
 type Redaction struct {
-	Path        string `json:"path"`
-	Replacement string `json:"replacement,omitempty"`
+	Path string `json:"path"`
+	// Replacement is the text put in place; nil means the agent's default
+	// ("[REDACTED]" per modifications.json).
+	Replacement *string `json:"replacement,omitempty"`
 }
 
 // AskDetails is the ASK payload (ACS §9): who must approve, and why.
 type AskDetails struct {
 	Approver Approver `json:"approver"`
-	// Question is what the approver is asked, for display.
-	Question string `json:"question,omitempty"`
-	// TimeoutMS bounds the wait for the approver.
-	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Prompt is what the approver is asked, for display.
+	Prompt string `json:"prompt,omitempty"`
 	// RequestedCapabilities are the capabilities outside Intent.parsed
 	// that an approver may grant through an intent extension (§9.1).
-	RequestedCapabilities []json.RawMessage `json:"requested_capabilities,omitempty"`
+	RequestedCapabilities []string `json:"requested_capabilities,omitempty"`
 }
 
 // Approver is ask_details.approver of ACS §9: { type, id, endpoint }.

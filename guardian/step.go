@@ -46,17 +46,17 @@ type resultMetadata struct {
 // contextEntry is the ContextEntry the Guardian writes for a step (ACS
 // §8.1). The ledger adds previous_hash and entry_hash.
 type contextEntry struct {
-	EntryID     string            `json:"entry_id"`
-	StepID      string            `json:"step_id"`
-	StepType    string            `json:"step_type"`
-	Timestamp   string            `json:"timestamp"`
-	RequestHash string            `json:"request_hash"`
-	AgentID     string            `json:"agent_id"`
-	TurnID      string            `json:"turn_id,omitempty"`
-	Decision    entryDecision     `json:"decision"`
-	Intent      *Intent           `json:"intent,omitempty"`
-	AuditEvents []string          `json:"audit_events,omitempty"`
-	Grants      []json.RawMessage `json:"this_request_grants,omitempty"`
+	EntryID     string        `json:"entry_id"`
+	StepID      string        `json:"step_id"`
+	StepType    string        `json:"step_type"`
+	Timestamp   string        `json:"timestamp"`
+	RequestHash string        `json:"request_hash"`
+	AgentID     string        `json:"agent_id"`
+	TurnID      string        `json:"turn_id,omitempty"`
+	Decision    entryDecision `json:"decision"`
+	Intent      *Intent       `json:"intent,omitempty"`
+	AuditEvents []string      `json:"audit_events,omitempty"`
+	Grants      []string      `json:"this_request_grants,omitempty"`
 }
 
 // entryDecision is what replay needs of a decision: the verdict, the rules
@@ -167,7 +167,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		in := Input{
 			Method: req.method, SessionID: s.id, AgentID: s.agentID, RequestID: req.requestID,
 			TurnID: req.turnID, Params: req.params, Payload: req.payload,
-			Intent: s.intent.clone(), Grants: grants, Session: state,
+			Intent: s.intent.clone(), Grants: grants, Provenance: s.prov.snapshot(), Session: state,
 		}
 		if newIntent != nil {
 			in.Intent = newIntent.clone()
@@ -241,6 +241,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	}
 	head := app.EntryHash
 	s.head, s.length = &head, app.Position+1
+	s.prov.add(req.payload)
 	if d.Disposition == Defer {
 		s.deferrals++
 	}

@@ -161,8 +161,11 @@ func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 // that a decision made under b is reproduced exactly. Evaluate under a newer
 // bundle and compare with Diff to ask whether today's policy would decide
 // differently. Replay records nothing.
+//
+// Replay keeps the last few bundle versions it compiled, by digest, so
+// replaying a run of decisions made under one version compiles it once.
 func Replay(ctx context.Context, b *Bundle, in *Input, ndCache []byte) (*Decision, error) {
-	c, err := compile(ctx, b)
+	c, err := replays.get(ctx, b)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +174,42 @@ func Replay(ctx context.Context, b *Bundle, in *Input, ndCache []byte) (*Decisio
 		return nil, fmt.Errorf("couldn't read the recorded non-deterministic built-in cache: %w", err)
 	}
 	return c.decide(ctx, in, cache)
+}
+
+// replayCache holds compiled bundle versions for Replay, by digest.
+type replayCache struct {
+	mu   sync.Mutex
+	byID map[string]*compiled
+}
+
+const replayCacheSize = 8
+
+var replays = &replayCache{byID: map[string]*compiled{}}
+
+func (r *replayCache) get(ctx context.Context, b *Bundle) (*compiled, error) {
+	digest, err := b.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadBundle, err)
+	}
+	r.mu.Lock()
+	c, ok := r.byID[digest]
+	r.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	if c, err = compile(ctx, b); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.byID {
+		if len(r.byID) < replayCacheSize {
+			break
+		}
+		delete(r.byID, k)
+	}
+	r.byID[digest] = c
+	return c, nil
 }
 
 func (c *compiled) decide(ctx context.Context, in *Input, cache builtins.NDBCache) (*Decision, error) {
