@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -257,6 +258,9 @@ func (c *compiled) eval(ctx context.Context, in *Input, cache builtins.NDBCache)
 // inputs so that a decision rule with the wrong output shape is refused at
 // load rather than at the first real step.
 func compile(ctx context.Context, b *Bundle) (*compiled, error) {
+	// Work on a copy, so a caller changing its Bundle afterwards cannot
+	// change what decisions cite.
+	b = &Bundle{ID: b.ID, Version: b.Version, Modules: maps.Clone(b.Modules), Data: slices.Clone(b.Data)}
 	content, err := b.Content()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadBundle, err)
