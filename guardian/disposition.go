@@ -166,9 +166,11 @@ func uniqueCodes(codes []string) []string {
 // JSON Pointers; and no redaction addresses the same field as a
 // parameter_overrides key, nor an ancestor or descendant of it.
 //
-// A parameter_overrides key that starts with "/" is a JSON Pointer into the
-// payload; any other key names a tool argument and addresses
-// /arguments/<key> (docs/guardian.md).
+// Redaction paths are JSON Pointers into the request's params, as the
+// policy layer writes them (/payload/arguments/command/value). A
+// parameter_overrides key that starts with "/" is such a pointer too; any
+// other key names a tool argument and addresses /payload/arguments/<key>
+// (docs/guardian.md, docs/policy.md).
 func checkModifications(m *Modifications) error {
 	if m == nil || (m.ModifiedContent == nil && len(m.Redactions) == 0 && len(m.ParameterOverrides) == 0) {
 		return fmt.Errorf("modifications is empty")
@@ -215,15 +217,15 @@ func overrideTarget(key string) ([]string, error) {
 	if key == "" {
 		return nil, fmt.Errorf("empty argument name")
 	}
-	return []string{"arguments", key}, nil
+	return []string{"payload", "arguments", key}, nil
 }
 
 // pointerTokens splits an RFC 6901 JSON Pointer into unescaped reference
-// tokens. The empty pointer (the whole payload) is refused: replacing the
-// whole payload is what modified_content is for.
+// tokens. The empty pointer (all of params) is refused: replacing the whole
+// payload is what modified_content is for.
 func pointerTokens(p string) ([]string, error) {
 	if p == "" {
-		return nil, fmt.Errorf("the empty pointer addresses the whole payload; use modified_content")
+		return nil, fmt.Errorf("the empty pointer addresses all of params; use modified_content")
 	}
 	if p[0] != '/' {
 		return nil, fmt.Errorf("a JSON Pointer starts with \"/\"")

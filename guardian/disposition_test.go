@@ -50,7 +50,7 @@ func TestDispositions(t *testing.T) {
 		{name: "deny gets a reasoning", decision: guardian.Decision{Disposition: guardian.Deny}, want: "deny", reason: "denied by policy"},
 		{name: "modify with disjoint redaction and override", want: "modify",
 			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "redact the body, fix the recipient", Modifications: &guardian.Modifications{
-				Redactions:         []guardian.Redaction{{Path: "/arguments/body/value"}},
+				Redactions:         []guardian.Redaction{{Path: "/payload/arguments/body/value"}},
 				ParameterOverrides: map[string]json.RawMessage{"to": json.RawMessage(`{"value":"finance@example.com"}`)},
 			}},
 			check: func(t *testing.T, r reply) {
@@ -63,7 +63,7 @@ func TestDispositions(t *testing.T) {
 			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "rewritten", Modifications: &guardian.Modifications{ModifiedContent: str("echo safe")}}},
 		{name: "modify with overlapping targets is refused", want: "deny", codes: []string{"invalid_policy_decision"}, reason: "overlapping",
 			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "x", Modifications: &guardian.Modifications{
-				Redactions:         []guardian.Redaction{{Path: "/arguments/to/value"}},
+				Redactions:         []guardian.Redaction{{Path: "/payload/arguments/to/value"}},
 				ParameterOverrides: map[string]json.RawMessage{"to": json.RawMessage(`{"value":"a"}`)},
 			}},
 			check: func(t *testing.T, r reply) {
@@ -73,7 +73,7 @@ func TestDispositions(t *testing.T) {
 			}},
 		{name: "modify mixing modified_content and redactions is refused", want: "deny", codes: []string{"invalid_policy_decision"}, reason: "modified_content",
 			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "x", Modifications: &guardian.Modifications{
-				ModifiedContent: str("x"), Redactions: []guardian.Redaction{{Path: "/arguments/a"}},
+				ModifiedContent: str("x"), Redactions: []guardian.Redaction{{Path: "/payload/arguments/a"}},
 			}}},
 		{name: "modify without modifications is refused", want: "deny", codes: []string{"invalid_policy_decision"}, reason: "empty",
 			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "x"}},

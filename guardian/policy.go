@@ -126,7 +126,7 @@ type Modifications struct {
 }
 
 // Redaction blanks one field addressed by a JSON Pointer (RFC 6901) into the
-// request payload.
+// request's params, e.g. /payload/arguments/command/value.
 type Redaction struct {
 	Path string `json:"path"`
 	// Replacement is the text put in place; nil means the agent's default
