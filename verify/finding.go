@@ -40,6 +40,43 @@ const (
 	// CodeUnverifiableHMAC (a notice, not a failure): a response is
 	// HMAC-signed and its key's secret was not given.
 	CodeUnverifiableHMAC = "unverifiable_hmac"
+
+	// CodeCheckpointSignatureInvalid: a checkpoint lacks a valid signature
+	// by a trusted log key.
+	CodeCheckpointSignatureInvalid = "checkpoint_signature_invalid"
+
+	// CodeWitnessQuorumNotMet: a checkpoint has valid cosignatures from
+	// fewer trusted witnesses than the k-of-n policy needs.
+	CodeWitnessQuorumNotMet = "witness_quorum_not_met"
+
+	// CodeNotAnchored: no inclusion proof ties the entry, or any entry
+	// after it, to a checkpoint.
+	CodeNotAnchored = "not_anchored"
+
+	// CodeInclusionProofInvalid: an inclusion proof does not lead from the
+	// entry's leaf to its checkpoint's root.
+	CodeInclusionProofInvalid = "inclusion_proof_invalid"
+
+	// CodeConsistencyProofInvalid: two checkpoints are not proven
+	// consistent: the log was rewritten or forked between them.
+	CodeConsistencyProofInvalid = "consistency_proof_invalid"
+
+	// CodePolicyUnresolved: a decision cites a policy bundle version the
+	// evidence does not record.
+	CodePolicyUnresolved = "policy_unresolved"
+
+	// CodePolicyRecordedAfterDecision: a decision cites a policy bundle
+	// version recorded only after the decision was made.
+	CodePolicyRecordedAfterDecision = "policy_recorded_after_decision"
+
+	// CodePolicyDigestMismatch: a policy bundle's content does not hash to
+	// its recorded digest.
+	CodePolicyDigestMismatch = "policy_digest_mismatch"
+
+	// CodeKeysFromBundle (a notice): no trusted key was given for some
+	// signatures, so the keys the bundle carries were used; this shows
+	// the evidence is consistent, not who made it.
+	CodeKeysFromBundle = "keys_from_bundle"
 )
 
 // A Finding is one place where the evidence does not verify. Expected and

@@ -18,11 +18,25 @@ const MaxLineBytes = 16 << 20
 // a Finding: nothing was verified past Line.
 type InputError struct {
 	File string // which input, when there are several; "" for one
-	Line int    // 1-based
-	Err  error
+	Line int    // 1-based, for line-oriented input; 0 otherwise
+	// For a bundle: the member being read ("entries") and the byte offset
+	// reached in the input when the problem was found.
+	Member string
+	Offset int64
+	Err    error
 }
 
 func (e *InputError) Error() string {
+	if e.Line == 0 {
+		where := fmt.Sprintf("byte %d", e.Offset)
+		if e.Member != "" {
+			where = fmt.Sprintf("%s (near byte %d)", e.Member, e.Offset)
+		}
+		if e.File != "" {
+			return fmt.Sprintf("%s: %s: %v", e.File, where, e.Err)
+		}
+		return fmt.Sprintf("%s: %v", where, e.Err)
+	}
 	if e.File != "" {
 		return fmt.Sprintf("%s: line %d: %v", e.File, e.Line, e.Err)
 	}

@@ -1,5 +1,6 @@
 // Command acsverify checks acsledger evidence offline, with no database and
-// no network: it replays ContextEntry hash chains (ACS §8.2) and computes
+// no network: it replays ContextEntry hash chains (ACS §8.2), checks signed
+// chain heads and evidence bundles (docs/evidence-bundle.md), and computes
 // entry_hash and request_hash values to compare against what a Guardian
 // published.
 //
@@ -7,7 +8,8 @@
 //
 //	acsverify entry-hash [--prev HEX] < entry.json
 //	acsverify request-hash < params.json
-//	acsverify chain [--json] FILE
+//	acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
+//	acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] FILE
 //
 // Exit status: 0 verified, 1 verification found problems, 2 the input could
 // not be read or parsed (the message names the 1-based line) or the command
@@ -15,6 +17,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -37,11 +40,15 @@ const (
 const usage = `usage:
   acsverify entry-hash [--prev HEX] < entry.json
   acsverify request-hash < params.json
-  acsverify chain [--json] FILE
+  acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
+  acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] FILE
 
 entry-hash    print the entry_hash of one ContextEntry read from stdin
 request-hash  print the request_hash of a request's params read from stdin
-chain         replay a session's chain from JSON Lines (FILE "-" is stdin)
+chain         replay a session's chain from JSON Lines (FILE "-" is stdin),
+              and with --responses check the chain heads the Guardian signed
+bundle        check an evidence bundle: chain, signed heads, checkpoints,
+              witness cosignatures, inclusion and consistency proofs, policies
 
 Exit status: 0 verified, 1 findings, 2 unreadable or malformed input.
 `
@@ -66,6 +73,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = requestHash(args, stdin, stdout, stderr)
 	case "chain":
 		return chain(args, stdin, stdout, stderr)
+	case "bundle":
+		return bundle(args, stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitVerified
@@ -286,6 +295,82 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	return printReport("chain", name, r, *asJSON, stdout, stderr)
+}
+
+func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlags("bundle", "[--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] FILE", stderr)
+	asJSON := fs.Bool("json", false, "print a machine-readable JSON report")
+	var trustFiles, ikms multiFlag
+	fs.Var(&trustFiles, "trust", "a trust file (the shape of a bundle's \"keys\") or a .pub.json key file (repeatable); for each kind of key none names, the bundle's own keys are used and a keys_from_bundle notice says so")
+	fs.Var(&ikms, "hmac-ikm", "HMAC-SHA256 input keying material as KEY_ID=HEX (repeatable); without it HMAC-signed responses are reported as unverifiable_hmac")
+	if err := fs.Parse(args); err != nil {
+		return exitInput
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitInput
+	}
+	trust, err := readTrust(trustFiles)
+	if err == nil {
+		err = hmacKeys(trust.ResponseKeys, ikms)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "acsverify bundle: %v\n", err)
+		return exitInput
+	}
+	in, name, closeIn, err := openInput(fs.Arg(0), stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "acsverify bundle: %v\n", err)
+		return exitInput
+	}
+	defer closeIn()
+	in = progressReader(in, name, stderr)
+	r, err := verify.VerifyBundle(in, trust)
+	if err != nil {
+		var ie *verify.InputError
+		if errors.As(err, &ie) {
+			ie.File = ""
+		}
+		fmt.Fprintf(stderr, "acsverify bundle: %s: %v\n", name, err)
+		return exitInput
+	}
+	return printReport("bundle", name, r, *asJSON, stdout, stderr)
+}
+
+// readTrust reads --trust files: trust files in the shape of a bundle's
+// "keys" member, or single .pub.json key files.
+func readTrust(files []string) (*verify.Trust, error) {
+	t := &verify.Trust{ResponseKeys: new(sig.KeySet)}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--trust: %w", err)
+		}
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(b, &probe); err != nil {
+			return nil, fmt.Errorf("--trust %s: not a JSON object: %w", f, err)
+		}
+		if _, ok := probe["key_id"]; ok {
+			k, err := sig.ParsePublicKey(b)
+			if err == nil {
+				err = t.ResponseKeys.Add(k)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("--trust %s: %w", f, err)
+			}
+			continue
+		}
+		var k verify.BundleKeys
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&k); err != nil {
+			return nil, fmt.Errorf("--trust %s: %w", f, err)
+		}
+		if err := t.Merge(&k); err != nil {
+			return nil, fmt.Errorf("--trust %s: %w", f, err)
+		}
+	}
+	return t, nil
 }
 
 // printReport writes r as text or JSON and returns the exit status.

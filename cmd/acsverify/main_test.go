@@ -17,29 +17,16 @@ func TestMain(m *testing.M) {
 }
 
 // TestScript runs acsverify as a binary through the scripts in
-// testdata/script. Each script's $WORK/corpus holds the tamper corpus of
-// package verify (verify/testdata/corpus), and `exitcode N command args...`
+// testdata/script. Each script's $WORK/corpus and $WORK/bundles hold the
+// tamper corpora of package verify (verify/testdata/corpus and bundles), and `exitcode N command args...`
 // runs a command and requires exit status N.
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
-			src := filepath.Join("..", "..", "verify", "testdata", "corpus")
-			files, err := filepath.Glob(filepath.Join(src, "*"))
-			if err != nil || len(files) == 0 {
-				return errors.New("no corpus files in " + src)
-			}
-			dst := filepath.Join(env.WorkDir, "corpus")
-			if err := os.Mkdir(dst, 0o755); err != nil {
-				return err
-			}
-			for _, f := range files {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					return err
-				}
-				if err := os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644); err != nil {
+			for _, dir := range []string{"corpus", "bundles"} {
+				if err := copyDir(filepath.Join("..", "..", "verify", "testdata", dir), filepath.Join(env.WorkDir, dir)); err != nil {
 					return err
 				}
 			}
@@ -68,6 +55,27 @@ func TestScript(t *testing.T) {
 			},
 		},
 	})
+}
+
+// copyDir copies the files of src into a new directory dst.
+func copyDir(src, dst string) error {
+	files, err := filepath.Glob(filepath.Join(src, "*"))
+	if err != nil || len(files) == 0 {
+		return errors.New("no files in " + src)
+	}
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // TestNoDatabaseDriver keeps cmd/acsverify buildable by an auditor with no

@@ -1,0 +1,569 @@
+package verify
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/sig"
+)
+
+// BundleFormat and BundleVersion identify an evidence bundle
+// (docs/evidence-bundle.md, schema docs/evidence-bundle.schema.json).
+const (
+	BundleFormat  = "acsledger-evidence-bundle"
+	BundleVersion = 1
+)
+
+// bundleMembers are the members of a bundle in the order they must appear,
+// so that it can be checked in one pass with memory for one entry: keys
+// before the signatures they check, everything small before the responses,
+// the responses before the entries they publish heads of, the entries last.
+var bundleMembers = []string{
+	"format", "version", "session_id", "keys", "policy_bundles",
+	"checkpoints", "consistency_proofs", "anchors", "responses", "entries",
+}
+
+// Trust is what the verifier of a bundle trusts, given from outside the
+// bundle. For each kind of key left empty, the keys the bundle itself
+// carries are used and a keys_from_bundle notice says so.
+type Trust struct {
+	// ResponseKeys verify the responses' signatures (HMAC-SHA256 IKMs
+	// included, which a bundle never carries).
+	ResponseKeys *sig.KeySet
+	// Checkpoint names the log keys and the witness policy.
+	Checkpoint CheckpointPolicy
+}
+
+// BundleKeys is the "keys" member of a bundle, and the format of a trust
+// file given to acsverify bundle --trust.
+type BundleKeys struct {
+	ResponseKeys  []json.RawMessage `json:"response_keys,omitempty"` // .pub.json documents
+	LogKeys       []string          `json:"log_keys,omitempty"`
+	Witnesses     []string          `json:"witnesses,omitempty"`
+	WitnessQuorum int               `json:"witness_quorum,omitempty"`
+}
+
+// PolicyBundleRecord is one element of a bundle's "policy_bundles": a
+// policy bundle version the ledger recorded, with the time it recorded it.
+type PolicyBundleRecord struct {
+	PolicyID      string    `json:"policy_id"`
+	PolicyVersion string    `json:"policy_version"`
+	Digest        string    `json:"digest"` // lowercase hex SHA-256 of the content
+	RecordedAt    time.Time `json:"recorded_at"`
+	Content       []byte    `json:"content,omitempty"` // optional; base64 in JSON
+}
+
+// ConsistencyProof is one element of "consistency_proofs".
+type ConsistencyProof struct {
+	OldSize uint64   `json:"old_size"`
+	NewSize uint64   `json:"new_size"`
+	Proof   [][]byte `json:"proof"`
+}
+
+// Anchor is one element of "anchors": the inclusion proof of the leaf of
+// the entry at Position in the checkpoint of size TreeSize.
+type Anchor struct {
+	Position  uint64   `json:"position"`
+	LeafIndex uint64   `json:"leaf_index"`
+	TreeSize  uint64   `json:"tree_size"`
+	Proof     [][]byte `json:"proof"`
+}
+
+// bundleState is one pass of VerifyBundle.
+type bundleState struct {
+	trust     Trust
+	sessionID string
+	bundle    BundleKeys
+
+	policies    map[[2]string]PolicyBundleRecord
+	checkpoints []Checkpoint
+	bySize      map[uint64]int // checkpoint index by size
+	anchors     map[uint64][]int
+	anchorList  []Anchor
+
+	heads *HeadChecker
+	chain ChainVerifier
+
+	// anchoredThrough is 1 + the highest position with a valid inclusion
+	// proof, or 0.
+	anchoredThrough uint64
+	// claimedThrough is the same for anchors whose proof failed.
+	claimedThrough uint64
+	// tail is the first entry after the last anchored one, once seen.
+	tail *Finding
+	proven [][2]uint64
+
+	findings, notices []Finding
+}
+
+// VerifyBundle checks an evidence bundle (docs/evidence-bundle.md) in one
+// pass: the chain, the published heads, the checkpoints' signatures and
+// cosignatures, the consistency of the checkpoints, the anchoring of the
+// chain in the log, and the policy references of every decision. It holds
+// one entry or response at a time, plus a few dozen bytes per response and
+// per entry for the head and fork indexes.
+//
+// Members must appear in the order of the schema (format, version,
+// session_id, keys, policy_bundles, checkpoints, consistency_proofs,
+// anchors, responses, entries); a bundle that cannot be read, parsed or is
+// out of order is an *InputError naming the member and the byte offset.
+func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
+	s := &bundleState{policies: map[[2]string]PolicyBundleRecord{}, bySize: map[uint64]int{}, anchors: map[uint64][]int{}}
+	if trust != nil {
+		s.trust = *trust
+	}
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	fail := func(member string, err error) (*Report, error) {
+		return nil, &InputError{File: "bundle", Offset: dec.InputOffset(), Member: member, Err: err}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		if err == nil {
+			err = errors.New("a bundle is a JSON object")
+		}
+		return fail("", err)
+	}
+	rank := -1
+	seen := map[string]bool{}
+	var format string
+	var version json.Number
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return fail("", err)
+		}
+		name, _ := t.(string)
+		i := slices.Index(bundleMembers, name)
+		switch {
+		case i < 0:
+			return fail(name, fmt.Errorf("unknown member %q", name))
+		case i <= rank:
+			return fail(name, fmt.Errorf("member %q after %q: members must appear in the order %v", name, bundleMembers[rank], bundleMembers))
+		}
+		rank = i
+		seen[name] = true
+		if i > 1 && (format != BundleFormat || version.String() != strconv.Itoa(BundleVersion)) {
+			return fail(name, fmt.Errorf("bundle does not start with \"format\": %q, \"version\": %d", BundleFormat, BundleVersion))
+		}
+		switch name {
+		case "format":
+			err = dec.Decode(&format)
+		case "version":
+			err = dec.Decode(&version)
+		case "session_id":
+			err = dec.Decode(&s.sessionID)
+			if err == nil && s.sessionID == "" {
+				err = errors.New("empty session_id")
+			}
+		case "keys":
+			err = s.readKeys(dec)
+		case "policy_bundles":
+			err = eachElement(dec, func(k int) error { return s.readPolicy(dec, k) })
+		case "checkpoints":
+			err = eachElement(dec, func(k int) error { return s.readCheckpoint(dec, k) })
+		case "consistency_proofs":
+			err = eachElement(dec, func(k int) error { return s.readConsistency(dec, k) })
+		case "anchors":
+			err = eachElement(dec, func(k int) error { return s.readAnchor(dec, k) })
+		case "responses":
+			s.startHeads()
+			err = eachElement(dec, func(k int) error { return s.readResponse(dec) })
+		case "entries":
+			s.startHeads()
+			err = eachElement(dec, func(k int) error { return s.readEntry(dec, k) })
+		}
+		if err != nil {
+			return fail(name, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fail("", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fail("", errors.New("data after the bundle object"))
+	}
+	for _, m := range []string{"format", "version", "session_id", "entries"} {
+		if !seen[m] {
+			return fail("", fmt.Errorf("no %q member", m))
+		}
+	}
+	if s.chain.Entries() == 0 {
+		return fail("entries", errors.New("no context entries"))
+	}
+	s.finish()
+	return &Report{Entries: s.chain.Entries(), Head: s.chain.Head(), Findings: s.findings, Notices: s.notices}, nil
+}
+
+// eachElement reads a JSON array, calling f for each element with its
+// 0-based index; f decodes the element.
+func eachElement(dec *json.Decoder, f func(i int) error) error {
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		if err == nil {
+			err = errors.New("not an array")
+		}
+		return err
+	}
+	for i := 0; dec.More(); i++ {
+		if err := f(i); err != nil {
+			return fmt.Errorf("[%d]: %w", i, err)
+		}
+	}
+	_, err := dec.Token()
+	return err
+}
+
+// decodeStrict decodes the next value into v, refusing unknown members.
+func decodeStrict(dec *json.Decoder, v any) error {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
+}
+
+func (s *bundleState) readKeys(dec *json.Decoder) error {
+	if err := decodeStrict(dec, &s.bundle); err != nil {
+		return err
+	}
+	return nil
+}
+
+// startHeads fixes the keys the responses are checked with, once.
+func (s *bundleState) startHeads() {
+	if s.heads != nil {
+		return
+	}
+	keys := new(sig.KeySet)
+	asymmetric := false
+	if s.trust.ResponseKeys != nil {
+		for _, id := range s.trust.ResponseKeys.KeyIDs() {
+			k, _ := s.trust.ResponseKeys.Get(id)
+			_ = keys.Add(k)
+			asymmetric = asymmetric || !k.Algorithm().Symmetric()
+		}
+	}
+	if !asymmetric && len(s.bundle.ResponseKeys) > 0 {
+		for _, raw := range s.bundle.ResponseKeys {
+			k, err := sig.ParsePublicKey(raw)
+			if err != nil {
+				// A key the bundle carries that cannot be read verifies
+				// nothing; the responses it signed fail.
+				continue
+			}
+			_ = keys.Add(k)
+		}
+		s.notices = append(s.notices, Finding{Code: CodeKeysFromBundle, EntryIndex: -1, Where: "keys.response_keys",
+			Message: "No trusted response key was given, so the response signatures were checked with the keys the bundle carries: this shows consistency, not authorship."})
+	}
+	s.heads = NewHeadChecker(keys, s.sessionID)
+}
+
+func (s *bundleState) checkpointPolicy() *CheckpointPolicy {
+	p := s.trust.Checkpoint
+	if len(p.LogKeys) == 0 && len(s.bundle.LogKeys) > 0 {
+		p.LogKeys = s.bundle.LogKeys
+		s.notices = append(s.notices, Finding{Code: CodeKeysFromBundle, EntryIndex: -1, Where: "keys.log_keys",
+			Message: "No trusted log key was given, so the checkpoints were checked with the log keys the bundle carries: this shows consistency, not authorship."})
+	}
+	if len(p.Witnesses) == 0 && len(s.bundle.Witnesses) > 0 {
+		p.Witnesses, p.WitnessQuorum = s.bundle.Witnesses, s.bundle.WitnessQuorum
+		s.notices = append(s.notices, Finding{Code: CodeKeysFromBundle, EntryIndex: -1, Where: "keys.witnesses",
+			Message: "No trusted witness was given, so the cosignatures were checked against the witness policy the bundle carries."})
+	}
+	s.trust.Checkpoint = p
+	return &s.trust.Checkpoint
+}
+
+func (s *bundleState) readPolicy(dec *json.Decoder, i int) error {
+	var p PolicyBundleRecord
+	if err := decodeStrict(dec, &p); err != nil {
+		return err
+	}
+	if p.PolicyID == "" || p.PolicyVersion == "" {
+		return errors.New("policy_id and policy_version must be non-empty")
+	}
+	want, err := acs.ParseHash(p.Digest)
+	if err != nil {
+		return fmt.Errorf("digest: %w", err)
+	}
+	if p.Content != nil {
+		if got := sha256.Sum256(p.Content); got != want {
+			s.findings = append(s.findings, Finding{Code: CodePolicyDigestMismatch, EntryIndex: -1, Where: fmt.Sprintf("policy_bundles[%d]", i),
+				Expected: p.Digest, Actual: hex.EncodeToString(got[:]),
+				Message: fmt.Sprintf("The content of policy %s version %s does not hash to its recorded digest.", p.PolicyID, p.PolicyVersion)})
+		}
+		p.Content = nil // only the digest is needed from here on
+	}
+	key := [2]string{p.PolicyID, p.PolicyVersion}
+	if _, dup := s.policies[key]; dup {
+		return fmt.Errorf("policy %s version %s recorded twice", p.PolicyID, p.PolicyVersion)
+	}
+	s.policies[key] = p
+	return nil
+}
+
+func (s *bundleState) readCheckpoint(dec *json.Decoder, i int) error {
+	var note string
+	if err := dec.Decode(&note); err != nil {
+		return err
+	}
+	where := fmt.Sprintf("checkpoints[%d]", i)
+	cp, fs, err := VerifyCheckpoint([]byte(note), s.checkpointPolicy(), where)
+	if err != nil {
+		return err
+	}
+	s.findings = append(s.findings, fs...)
+	if j, ok := s.bySize[cp.Size]; ok {
+		if s.checkpoints[j].Root != cp.Root {
+			s.findings = append(s.findings, Finding{Code: CodeConsistencyProofInvalid, EntryIndex: -1, Where: where,
+				Expected: hex.EncodeToString(s.checkpoints[j].Root[:]), Actual: hex.EncodeToString(cp.Root[:]),
+				Message: fmt.Sprintf("Checkpoints %d and %d both have size %d but different roots: the log was forked.", j, i, cp.Size)})
+		}
+	} else {
+		s.bySize[cp.Size] = i
+	}
+	s.checkpoints = append(s.checkpoints, cp)
+	return nil
+}
+
+func (s *bundleState) readConsistency(dec *json.Decoder, i int) error {
+	var p ConsistencyProof
+	if err := decodeStrict(dec, &p); err != nil {
+		return err
+	}
+	where := fmt.Sprintf("consistency_proofs[%d]", i)
+	a, okA := s.bySize[p.OldSize]
+	b, okB := s.bySize[p.NewSize]
+	if !okA || !okB {
+		return fmt.Errorf("sizes %d and %d are not both sizes of checkpoints in the bundle", p.OldSize, p.NewSize)
+	}
+	if p.OldSize == 0 {
+		return nil // the empty tree is a prefix of every tree
+	}
+	old, cur := s.checkpoints[a], s.checkpoints[b]
+	if err := VerifyConsistency(p.OldSize, p.NewSize, p.Proof, old.Root, cur.Root); err != nil {
+		s.findings = append(s.findings, Finding{Code: CodeConsistencyProofInvalid, EntryIndex: -1, Where: where,
+			Expected: hex.EncodeToString(cur.Root[:]), Actual: "",
+			Message: fmt.Sprintf("The proof does not show the log of size %d is a prefix of the log of size %d (%v): the log was rewritten or forked.", p.OldSize, p.NewSize, err)})
+	}
+	s.proven = append(s.proven, [2]uint64{p.OldSize, p.NewSize})
+	return nil
+}
+
+func (s *bundleState) readAnchor(dec *json.Decoder, i int) error {
+	var a Anchor
+	if err := decodeStrict(dec, &a); err != nil {
+		return err
+	}
+	if _, ok := s.bySize[a.TreeSize]; !ok {
+		return fmt.Errorf("tree_size %d is not the size of a checkpoint in the bundle", a.TreeSize)
+	}
+	s.anchors[a.Position] = append(s.anchors[a.Position], len(s.anchorList))
+	s.anchorList = append(s.anchorList, a)
+	return nil
+}
+
+func (s *bundleState) readResponse(dec *json.Decoder) error {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	fs, ns, err := s.heads.AddResponse(raw)
+	if err != nil {
+		return err
+	}
+	s.findings = append(s.findings, fs...)
+	s.notices = append(s.notices, ns...)
+	return nil
+}
+
+func (s *bundleState) readEntry(dec *json.Decoder, i int) error {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	e, err := acs.ParseEntry(raw)
+	if err != nil {
+		return err
+	}
+	fs := s.chain.Add(e)
+	edited := false
+	for _, f := range fs {
+		edited = edited || f.Code == CodeEntryHashMismatch
+	}
+	head := s.chain.Head()
+	fs = append(fs, s.heads.CheckEntry(i, e, head, edited)...)
+	fs = append(fs, s.checkAnchors(i, e, head)...)
+	if max(s.anchoredThrough, s.claimedThrough) > uint64(i) {
+		s.tail = nil
+	} else if s.tail == nil {
+		s.tail = &Finding{Code: CodeNotAnchored, EntryIndex: i, EntryID: e.EntryID, StepID: e.StepID}
+	}
+	fs = append(fs, s.checkPolicies(i, e, raw)...)
+	s.findings = append(s.findings, fs...)
+	return nil
+}
+
+// checkAnchors checks the inclusion proofs of the entry at position i.
+func (s *bundleState) checkAnchors(i int, e *acs.Entry, head acs.Hash) []Finding {
+	var fs []Finding
+	for _, k := range s.anchors[uint64(i)] {
+		a := s.anchorList[k]
+		leaf, err := LeafHash(s.sessionID, a.Position, head)
+		if err == nil {
+			cp := s.checkpoints[s.bySize[a.TreeSize]]
+			err = VerifyInclusion(leaf, a.LeafIndex, a.TreeSize, a.Proof, cp.Root)
+		}
+		if err != nil {
+			// Reported here; the entries it was to anchor are not also
+			// reported as not_anchored.
+			s.claimedThrough = max(s.claimedThrough, uint64(i)+1)
+			fs = append(fs, Finding{Code: CodeInclusionProofInvalid, EntryIndex: i, EntryID: e.EntryID, StepID: e.StepID,
+				Expected: head.String(), Where: fmt.Sprintf("anchors[%d]", k),
+				Message: fmt.Sprintf("The inclusion proof of anchor %d does not lead from this entry's leaf (leaf index %d) to the root of the checkpoint of size %d: %v.", k, a.LeafIndex, a.TreeSize, err)})
+			continue
+		}
+		s.anchoredThrough = max(s.anchoredThrough, uint64(i)+1)
+	}
+	return fs
+}
+
+// policyRef is one element of a decision's policy_references.
+type policyRef struct {
+	PolicyID      string `json:"policy_id"`
+	PolicyVersion string `json:"policy_version"`
+	RuleID        string `json:"rule_id"`
+}
+
+// checkPolicies resolves the entry's policy references: those of its
+// decision object (the Guardian's shape), or of a top-level
+// policy_references member.
+func (s *bundleState) checkPolicies(i int, e *acs.Entry, raw []byte) []Finding {
+	if !bytes.Contains(raw, []byte(`"policy_references"`)) {
+		return nil
+	}
+	var doc struct {
+		Decision         json.RawMessage `json:"decision"`
+		PolicyReferences []policyRef     `json:"policy_references"`
+	}
+	if json.Unmarshal(raw, &doc) != nil {
+		return nil
+	}
+	refs := doc.PolicyReferences
+	if d := bytes.TrimSpace(doc.Decision); len(d) > 0 && d[0] == '{' {
+		var dec struct {
+			PolicyReferences []policyRef `json:"policy_references"`
+		}
+		if json.Unmarshal(d, &dec) == nil {
+			refs = append(refs, dec.PolicyReferences...)
+		}
+	}
+	decided, terr := time.Parse(time.RFC3339Nano, e.Timestamp)
+	var fs []Finding
+	for _, ref := range refs {
+		name := ref.PolicyID + "@" + ref.PolicyVersion
+		p, ok := s.policies[[2]string{ref.PolicyID, ref.PolicyVersion}]
+		switch {
+		case !ok:
+			fs = append(fs, Finding{Code: CodePolicyUnresolved, EntryIndex: i, EntryID: e.EntryID, StepID: e.StepID,
+				Expected: "", Actual: name,
+				Message: fmt.Sprintf("The decision cites policy %s version %q (rule %q), which the evidence does not record.", ref.PolicyID, ref.PolicyVersion, ref.RuleID)})
+		case terr == nil && p.RecordedAt.After(decided):
+			fs = append(fs, Finding{Code: CodePolicyRecordedAfterDecision, EntryIndex: i, EntryID: e.EntryID, StepID: e.StepID,
+				Expected: "recorded at or before " + e.Timestamp, Actual: p.RecordedAt.Format(time.RFC3339Nano),
+				Message: fmt.Sprintf("The decision at %s cites policy %s, which was recorded only at %s.", e.Timestamp, name, p.RecordedAt.Format(time.RFC3339Nano))})
+		}
+	}
+	return fs
+}
+
+// finish adds what only the end of the bundle shows.
+func (s *bundleState) finish() {
+	if s.heads != nil {
+		s.findings = append(s.findings, s.heads.Finish()...)
+	}
+	// Each pair of successive checkpoint sizes needs a consistency proof.
+	sizes := make([]uint64, 0, len(s.bySize))
+	for n := range s.bySize {
+		sizes = append(sizes, n)
+	}
+	slices.Sort(sizes)
+	for k := 1; k < len(sizes); k++ {
+		if sizes[k-1] == 0 || slices.Contains(s.proven, [2]uint64{sizes[k-1], sizes[k]}) {
+			continue
+		}
+		s.findings = append(s.findings, Finding{Code: CodeConsistencyProofInvalid, EntryIndex: -1,
+			Where:    fmt.Sprintf("checkpoints[%d]", s.bySize[sizes[k]]),
+			Expected: fmt.Sprintf("a consistency proof from size %d to %d", sizes[k-1], sizes[k]),
+			Message:  fmt.Sprintf("No consistency proof shows the log of size %d is a prefix of the log of size %d.", sizes[k-1], sizes[k])})
+	}
+	if f := s.tail; f != nil {
+		// Anchoring an entry anchors every entry before it through the
+		// chain links; the unanchored tail starts after the last anchor.
+		n := s.chain.Entries()
+		f.Expected = "an inclusion proof for this entry or a later one"
+		f.Message = fmt.Sprintf("No valid inclusion proof ties entry %d or any later entry to a checkpoint, so entries %d to %d could be rewritten without the log showing it.", f.EntryIndex, f.EntryIndex, n-1)
+		s.findings = append(s.findings, *f)
+	}
+}
+
+// ParseTrust reads a trust file: a JSON object of the shape of a bundle's
+// "keys" member (response_keys as .pub.json documents, log_keys, witnesses,
+// witness_quorum). Every key must parse.
+func ParseTrust(b []byte) (*Trust, error) {
+	var k BundleKeys
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&k); err != nil {
+		return nil, err
+	}
+	t := &Trust{ResponseKeys: new(sig.KeySet)}
+	if err := t.Merge(&k); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Merge adds the keys of k to t; the witness quorum becomes the larger.
+func (t *Trust) Merge(k *BundleKeys) error {
+	if t.ResponseKeys == nil {
+		t.ResponseKeys = new(sig.KeySet)
+	}
+	for i, raw := range k.ResponseKeys {
+		pk, err := sig.ParsePublicKey(raw)
+		if err != nil {
+			return fmt.Errorf("response_keys[%d]: %w", i, err)
+		}
+		if err := t.ResponseKeys.Add(pk); err != nil {
+			return fmt.Errorf("response_keys[%d]: %w", i, err)
+		}
+	}
+	for i, v := range k.LogKeys {
+		if _, err := NoteVerifier(v); err != nil {
+			return fmt.Errorf("log_keys[%d]: %w", i, err)
+		}
+	}
+	for i, v := range k.Witnesses {
+		if _, err := NoteVerifier(v); err != nil {
+			return fmt.Errorf("witnesses[%d]: %w", i, err)
+		}
+	}
+	if k.WitnessQuorum < 0 || k.WitnessQuorum > len(k.Witnesses)+len(t.Checkpoint.Witnesses) {
+		return fmt.Errorf("witness_quorum %d: want 0 to the number of witnesses", k.WitnessQuorum)
+	}
+	t.Checkpoint.LogKeys = append(t.Checkpoint.LogKeys, k.LogKeys...)
+	t.Checkpoint.Witnesses = append(t.Checkpoint.Witnesses, k.Witnesses...)
+	t.Checkpoint.WitnessQuorum = max(t.Checkpoint.WitnessQuorum, k.WitnessQuorum)
+	return nil
+}
