@@ -3,8 +3,8 @@ package verify
 import (
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/acsledger/acsledger/acs"

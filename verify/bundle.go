@@ -99,7 +99,7 @@ type bundleState struct {
 	// claimedThrough is the same for anchors whose proof failed.
 	claimedThrough uint64
 	// tail is the first entry after the last anchored one, once seen.
-	tail *Finding
+	tail   *Finding
 	proven [][2]uint64
 
 	findings, notices []Finding

@@ -48,7 +48,9 @@ const (
 var hmacIKM = []byte("acsledger bundle corpus HMAC IKM")
 
 // seed derives a fixed 32-byte seed from a label.
-func seed(label string) [32]byte { return sha256.Sum256([]byte("acsledger verify corpus seed: " + label)) }
+func seed(label string) [32]byte {
+	return sha256.Sum256([]byte("acsledger verify corpus seed: " + label))
+}
 
 type policyRef struct {
 	PolicyID      string `json:"policy_id"`
@@ -390,7 +392,7 @@ func assemble(k keys, es []entry, responses []json.RawMessage, respKey *sig.Priv
 	l := buildLog(es)
 	b := bundle{
 		Format: "acsledger-evidence-bundle", Version: 1, SessionID: sessionID,
-		Keys: bundleKeys{LogKeys: k.logVKeys, Witnesses: k.witnessVKeys, WitnessQuorum: 2},
+		Keys:          bundleKeys{LogKeys: k.logVKeys, Witnesses: k.witnessVKeys, WitnessQuorum: 2},
 		PolicyBundles: policies(), Responses: responses, Entries: es,
 	}
 	if !respKey.Algorithm().Symmetric() {
