@@ -171,6 +171,13 @@ func (a snapshot) diff(b snapshot) string {
 		if len(es) != len(b.entries[id]) {
 			return fmt.Sprintf("session %q: %d entries became %d", id, len(es), len(b.entries[id]))
 		}
+		for i, e := range es {
+			f := b.entries[id][i]
+			if e.EntryHash != f.EntryHash || !sameHash(e.PreviousHash, f.PreviousHash) || string(e.Content) != string(f.Content) ||
+				e.StepID != f.StepID || e.Position != f.Position || !e.RecordedAt.Equal(f.RecordedAt) {
+				return fmt.Sprintf("session %q: entry %d changed", id, i)
+			}
+		}
 	}
 	return ""
 }
