@@ -22,6 +22,7 @@ import (
 	"github.com/acsledger/acsledger/acs/schemas"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
+	"github.com/acsledger/acsledger/guardian/internal/interimstore"
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
@@ -76,7 +77,7 @@ func openStore(t *testing.T, kind string) ledger.GuardianStore {
 	if gs, ok := st.(ledger.GuardianStore); ok {
 		return gs
 	}
-	return newInterimStore(st)
+	return interimstore.New(st) // TEMPORARY until the stores implement GuardianStore
 }
 
 // keys are the test deployment's keys, made once per test binary.

@@ -1,0 +1,125 @@
+// Package opapolicy plugs the OPA/Rego policy engine of guardian/policy into
+// the Guardian: it implements guardian.Policy by translating the Guardian's
+// Input into the engine's and the engine's Decision back. It lives apart
+// from package guardian so that the Guardian does not depend on OPA.
+package opapolicy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/acsledger/acsledger/guardian"
+	"github.com/acsledger/acsledger/guardian/policy"
+)
+
+// Policy is a guardian.Policy backed by a policy.Engine.
+type Policy struct {
+	engine *policy.Engine
+	// AskFallback is what an ASK becomes for a client that cannot route it
+	// (ACS §9.2): guardian.Defer or guardian.Deny (the zero value).
+	AskFallback guardian.Disposition
+}
+
+var _ guardian.Policy = (*Policy)(nil)
+
+// New returns a Policy deciding with e.
+func New(e *policy.Engine) *Policy { return &Policy{engine: e} }
+
+// Decide implements guardian.Policy.
+func (p *Policy) Decide(ctx context.Context, in guardian.Input) (guardian.Decision, error) {
+	pin, err := input(in)
+	if err != nil {
+		return guardian.Decision{}, err
+	}
+	d, err := p.engine.Decide(ctx, pin)
+	if err != nil {
+		return guardian.Decision{}, err
+	}
+	return p.decision(d)
+}
+
+// input translates the Guardian's view of a step into the engine's.
+// Capabilities granted for this request only (§9.1 scope this_request) are
+// part of the Intent the engine sees for this step.
+func input(in guardian.Input) (*policy.Input, error) {
+	out := &policy.Input{
+		Method: in.Method,
+		Params: in.Params,
+		Session: policy.Session{
+			SessionID: in.SessionID,
+			AgentID:   in.AgentID,
+			Position:  in.Session.Length,
+			ChainHash: in.Session.ChainHash,
+		},
+	}
+	if in.Intent != nil || len(in.Grants) > 0 {
+		pi := &policy.Intent{}
+		if in.Intent != nil {
+			pi.Raw, pi.ScopeMode = in.Intent.Raw, in.Intent.ScopeMode
+			pi.Parsed = append(pi.Parsed, in.Intent.Parsed...)
+			if len(in.Intent.ParserProvenance) > 0 {
+				var pp policy.Provenance
+				if err := json.Unmarshal(in.Intent.ParserProvenance, &pp); err != nil {
+					return nil, fmt.Errorf("intent parser_provenance: %w", err)
+				}
+				pi.ParserProvenance = &pp
+			}
+		}
+		pi.Parsed = append(pi.Parsed, in.Grants...)
+		out.Intent = pi
+	}
+	for _, raw := range in.Provenance {
+		var pv policy.Provenance
+		if err := json.Unmarshal(raw, &pv); err != nil {
+			// The Guardian keeps objects with a string provenance_id; a
+			// malformed rest is left out rather than failing the step.
+			continue
+		}
+		out.Provenance = append(out.Provenance, pv)
+	}
+	return out, nil
+}
+
+func (p *Policy) decision(d *policy.Decision) (guardian.Decision, error) {
+	out := guardian.Decision{
+		Disposition:        guardian.Disposition(d.Disposition),
+		Reasoning:          d.Reasoning,
+		ReasonCodes:        d.ReasonCodes,
+		PolicyData:         d.PolicyData,
+		CitedProvenanceIDs: d.CitedProvenanceIDs,
+		AskFallback:        p.AskFallback,
+	}
+	for _, r := range d.PolicyReferences {
+		out.PolicyReferences = append(out.PolicyReferences, guardian.PolicyReference{PolicyID: r.PolicyID, PolicyVersion: r.PolicyVersion, RuleID: r.RuleID})
+	}
+	if len(d.NDBuiltinCache) > 0 {
+		if !json.Valid(d.NDBuiltinCache) {
+			return guardian.Decision{}, fmt.Errorf("policy engine returned a non-deterministic built-in cache that is not JSON")
+		}
+		out.Cache = json.RawMessage(d.NDBuiltinCache)
+	}
+	if m := d.Modifications; m != nil {
+		gm := &guardian.Modifications{ModifiedContent: m.ModifiedContent, ParameterOverrides: m.ParameterOverrides}
+		for _, r := range m.Redactions {
+			gm.Redactions = append(gm.Redactions, guardian.Redaction{Path: r.Path, Replacement: r.Replacement})
+		}
+		out.Modifications = gm
+	}
+	if a := d.AskDetails; a != nil {
+		out.Ask = &guardian.AskDetails{
+			Approver:              guardian.Approver{Type: a.Approver.Type, ID: a.Approver.ID, Endpoint: a.Approver.Endpoint},
+			Prompt:                a.Prompt,
+			RequestedCapabilities: a.RequestedCapabilities,
+		}
+	}
+	if f := d.DeferDetails; f != nil {
+		out.Defer = &guardian.DeferDetails{
+			Reason:              f.Reason,
+			ResolutionMethod:    f.ResolutionMethod,
+			ResolutionTimeoutMS: f.ResolutionTimeoutMS,
+			TimeoutDecision:     guardian.Disposition(f.TimeoutDecision),
+		}
+	}
+	return out, nil
+}
