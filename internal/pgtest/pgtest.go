@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -252,10 +253,24 @@ func launch(bin, dir, data string, cred *syscall.Credential) (*server, error) {
 		"-c", "max_connections=300", "-c", "log_min_messages=warning")
 	s.proc.Stdout, s.proc.Stderr = s.log, s.log
 	s.proc.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
-	if err := s.proc.Start(); err != nil {
+	// Pdeathsig fires when the OS thread that started the child exits, not
+	// the process: start and wait on a thread locked for postgres's whole
+	// life, so the signal comes only when the test process dies.
+	started := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := s.proc.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		s.proc.Wait()
+		close(s.done)
+	}()
+	if err := <-started; err != nil {
 		return nil, fmt.Errorf("couldn't start postgres: %w", err)
 	}
-	go func() { s.proc.Wait(); close(s.done) }()
 	s.url = &url.URL{Scheme: "postgres", User: url.User("postgres"),
 		Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Path: "/postgres", RawQuery: "sslmode=disable"}
 	deadline := time.Now().Add(60 * time.Second)
