@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/acsledger/acsledger/acs"
@@ -22,6 +23,7 @@ const (
 	DefaultTimeout      = 5 * time.Second
 	DefaultDeferTimeout = 60 * time.Second
 	DefaultMaxDeferrals = 3
+	DefaultSessionIdle  = time.Hour
 )
 
 // Failure postures (ACS §6.4), negotiated as on_decision_failure.
@@ -92,6 +94,11 @@ type Config struct {
 	// EvaluatorVersion is metadata.evaluator_version when the policy
 	// names none.
 	EvaluatorVersion string
+	// SessionIdle is how long a session's in-memory state (binding,
+	// Intent, pending ASKs) outlives its last request (default 1 hour).
+	// The chain itself is in the ledger; an evicted session continues
+	// after a new handshake.
+	SessionIdle time.Duration
 }
 
 // Guardian is an ACS Guardian. It is safe for concurrent use; requests of
@@ -102,8 +109,9 @@ type Guardian struct {
 	hmacKeys map[string]*sig.PrivateKey
 	algs     []string
 
-	mu       sync.Mutex
-	sessions map[string]*session
+	mu        sync.Mutex
+	sessions  map[string]*session
+	lastSweep time.Time
 }
 
 // session is the Guardian's in-memory SessionContext (§8): the binding made
@@ -112,6 +120,10 @@ type session struct {
 	// mu serializes the session's requests, from the replay check to the
 	// answer, so appends never fight each other's compare-and-swap.
 	mu sync.Mutex
+
+	// lastUsed is the Clock time of the session's latest request, in
+	// Unix nanoseconds.
+	lastUsed atomic.Int64
 
 	id          string
 	agentID     string
@@ -215,16 +227,40 @@ func New(cfg Config) (*Guardian, error) {
 	if c.DeferTimeout <= 0 {
 		c.DeferTimeout = DefaultDeferTimeout
 	}
+	if c.SessionIdle <= 0 {
+		c.SessionIdle = DefaultSessionIdle
+	}
 	if c.EvaluatorVersion == "" {
 		c.EvaluatorVersion = "acsledger-guardian/" + Version
 	}
 	return g, nil
 }
 
+// session returns the live session id and marks it used.
 func (g *Guardian) session(id string) *session {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.sessions[id]
+	s := g.sessions[id]
+	g.mu.Unlock()
+	if s != nil {
+		s.lastUsed.Store(g.cfg.Clock().UnixNano())
+	}
+	return s
+}
+
+// sweep forgets sessions idle for longer than SessionIdle, at most once
+// per minute of Clock time. Called with g.mu held.
+func (g *Guardian) sweep() {
+	now := g.cfg.Clock()
+	if now.Sub(g.lastSweep) < time.Minute {
+		return
+	}
+	g.lastSweep = now
+	cutoff := now.Add(-g.cfg.SessionIdle).UnixNano()
+	for id, s := range g.sessions {
+		if s.lastUsed.Load() < cutoff {
+			delete(g.sessions, id)
+		}
+	}
 }
 
 // SetSigningKeys sorts private keys into c: HMAC-SHA256 keys into HMACKeys,

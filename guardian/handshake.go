@@ -139,6 +139,7 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 	}
 
 	g.mu.Lock()
+	g.sweep()
 	if old, ok := g.sessions[req.sessionID]; ok {
 		g.mu.Unlock()
 		reason := "session_already_established"
@@ -148,6 +149,7 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 		return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, reason,
 			fmt.Sprintf("session %s already completed its handshake; renegotiation is deferred to ACS v0.2 (§4.1), start a new session", req.sessionID)), signer)
 	}
+	s.lastUsed.Store(g.cfg.Clock().UnixNano())
 	g.sessions[req.sessionID] = s
 	g.mu.Unlock()
 

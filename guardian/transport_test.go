@@ -234,3 +234,23 @@ func TestSetSigningKeys(t *testing.T) {
 		t.Fatal("a missing key name: no error")
 	}
 }
+
+// TestIdleSessionsForgotten: a session idle past SessionIdle loses its
+// in-memory state at the next handshake sweep; after a new handshake its
+// chain continues from the ledger.
+func TestIdleSessionsForgotten(t *testing.T) {
+	e := newErrEnv(t, func(c *guardian.Config) { c.SessionIdle = 10 * time.Minute }, true)
+	first := decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", map[string]any{}, nil)))
+	e.s.clock.Set(t0.Add(11 * time.Minute))
+	other := newAgent(t, mustKeys(t).hmac, e.s.clock.Now)
+	mustResult(t, decode(t, e.tp.send(t, other.envelope(t, guardian.MethodHello, other.hello(t, nil), nil))))
+	mustError(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), nil))), -32003, "no_handshake", "handshake/hello")
+	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
+	r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), func(p map[string]any) {
+		p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": first.str("chain_hash")}
+	})))
+	if r.decision() != "allow" {
+		t.Fatalf("after re-handshake: %s", r.raw)
+	}
+	verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
+}

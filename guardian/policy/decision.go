@@ -242,8 +242,8 @@ func checkDetails(out *policyOutput, params any) error {
 // path-addressed edits, redaction and override targets are disjoint (no
 // target equal to, an ancestor of, or a descendant of another), and every
 // redaction path is a JSON pointer that addresses a string in params.
-// Overrides name tool arguments and are checked against redactions of
-// payload arguments /payload/arguments/<name>.
+// Override keys are JSON pointers when they start with "/", otherwise tool
+// argument names, addressing /payload/arguments/<name>.
 func checkModifications(m *Modifications, params any) error {
 	if m.ModifiedContent != nil {
 		if len(m.Redactions) > 0 || len(m.ParameterOverrides) > 0 {
@@ -269,8 +269,12 @@ func checkModifications(m *Modifications, params any) error {
 		}
 		targets = append(targets, toks)
 	}
-	for name := range m.ParameterOverrides {
-		targets = append(targets, []string{"payload", "arguments", name})
+	for key := range m.ParameterOverrides {
+		t, err := overrideTarget(key)
+		if err != nil {
+			return fmt.Errorf("parameter_overrides key %q: %v", key, err)
+		}
+		targets = append(targets, t)
 	}
 	for i := range targets {
 		for j := range i {
@@ -281,6 +285,19 @@ func checkModifications(m *Modifications, params any) error {
 		}
 	}
 	return nil
+}
+
+// overrideTarget is what a parameter_overrides key replaces: a key that
+// starts with "/" is a JSON pointer into the params, any other key names a
+// tool argument, /payload/arguments/<key>.
+func overrideTarget(key string) ([]string, error) {
+	if strings.HasPrefix(key, "/") {
+		return parsePointer(key)
+	}
+	if key == "" {
+		return nil, errors.New("empty key")
+	}
+	return []string{"payload", "arguments", key}, nil
 }
 
 func prefixOf(a, b []string) bool {

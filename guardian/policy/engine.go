@@ -17,6 +17,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown/builtins"
 	"github.com/open-policy-agent/opa/v1/types"
 	"github.com/open-policy-agent/opa/v1/util"
+	"github.com/open-policy-agent/opa/v1/version"
 
 	"github.com/acsledger/acsledger/ledger"
 )
@@ -136,6 +137,11 @@ func (e *Engine) Load(ctx context.Context, b *Bundle) error {
 	e.cur.Store(c)
 	return nil
 }
+
+// EvaluatorVersion names the evaluator for a result's
+// metadata.evaluator_version (ACS §6.1): this package on the OPA version it
+// is built with.
+func EvaluatorVersion() string { return "acsledger-policy/opa-" + version.Version }
 
 // BundleRef names a loaded bundle version.
 type BundleRef struct {

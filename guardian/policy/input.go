@@ -31,6 +31,9 @@ type Input struct {
 	Session Session
 	// Intent is the session's committed Intent (ACS §8.4), or nil.
 	Intent *Intent
+	// Grants are capabilities an approver granted for this request only
+	// (ACS §9.1, intent_extension with scope this_request).
+	Grants []string
 	// Provenance holds the provenance objects of earlier steps of the
 	// session, so the policy can follow derived_from lineage (ACS §7) from
 	// the step's own provenance to its sources.
@@ -46,6 +49,13 @@ type Session struct {
 	Position int64 `json:"position"`
 	// ChainHash is the chain head before this step, "" for the first.
 	ChainHash string `json:"chain_hash,omitempty"`
+	// Deferrals is how many DEFER decisions the session has had, for
+	// policies that bound cascading deferrals (ACS §6).
+	Deferrals int `json:"deferrals"`
+	// ApproverCapable says whether the client can route an ASK to an
+	// approver (ACS §9.2), when the Guardian knows; nil leaves it to the
+	// policy's own data.
+	ApproverCapable *bool `json:"approver_capable,omitempty"`
 }
 
 // Intent is ACS §8.4 Intent: the capability set authorized for the session.
@@ -108,7 +118,14 @@ func (in *Input) value() (ast.Value, any, error) {
 	if in.Session.ChainHash != "" {
 		session["chain_hash"] = in.Session.ChainHash
 	}
+	session["deferrals"] = json.Number(fmt.Sprint(in.Session.Deferrals))
+	if in.Session.ApproverCapable != nil {
+		session["approver_capable"] = *in.Session.ApproverCapable
+	}
 	doc := map[string]any{"method": in.Method, "params": params, "session": session}
+	if in.Grants != nil {
+		doc["grants"] = anySlice(in.Grants)
+	}
 	if it := in.Intent; it != nil {
 		m := map[string]any{}
 		if it.Raw != "" {
