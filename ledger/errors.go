@@ -14,6 +14,9 @@ var (
 	ErrConflict      = errors.New("conflicting entry")
 	ErrAgentMismatch = errors.New("agent id mismatch")
 	ErrNotFound      = errors.New("not found")
+	// ErrClosed is returned by appends on a closed store. An append that
+	// raced with Close may or may not be stored; retrying is safe.
+	ErrClosed = errors.New("ledger store closed")
 )
 
 // InvalidEntryError reports input the ledger refuses before touching the

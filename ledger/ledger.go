@@ -48,13 +48,17 @@ const (
 //   - ErrAgentMismatch: the record names an agent id that differs from the
 //     one the session was created with.
 //   - ErrNotFound: Session or Entries on an unknown session.
+//   - ErrClosed: an append on a closed store.
 //
 // AppendBatch is all-or-nothing: on any error nothing of the batch is
 // written, and the error carries the index of the offending record.
 //
 // Append and AppendBatch return only after their writes are durable.
 type Store interface {
-	// Append appends one entry to the chain of r.SessionID.
+	// Append appends one entry to the chain of r.SessionID. Concurrent
+	// Appends may share a transaction (group commit). If ctx ends first,
+	// Append returns ctx's error and the entry may or may not be stored;
+	// a retry is idempotent.
 	Append(ctx context.Context, r Record) (Appended, error)
 
 	// AppendBatch appends many entries, possibly to many sessions, in one

@@ -127,7 +127,7 @@ func TestAppendAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := s.Append(context.Background(), ledger.Record{SessionID: "s", Entry: storetest.Synthetic(1, "")}); !errors.Is(err, pgstore.ErrClosed) {
+	if _, err := s.Append(context.Background(), ledger.Record{SessionID: "s", Entry: storetest.Synthetic(1, "")}); !errors.Is(err, ledger.ErrClosed) {
 		t.Fatalf("append after Close: %v", err)
 	}
 }

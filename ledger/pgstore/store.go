@@ -6,8 +6,7 @@
 // chain heads only (see migrations/postgres and docs/storage.md). Migrate
 // runs as the URL's own role, which must own the schema.
 //
-// Concurrent Appends share commits: each is queued to a committer that
-// writes everything queued in one transaction (group commit).
+// Concurrent Appends share commits (ledger/internal/groupcommit).
 package pgstore
 
 import (
@@ -23,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/internal/groupcommit"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
 	"github.com/acsledger/acsledger/ledger/internal/sqlq"
 	"github.com/acsledger/acsledger/migrations"
@@ -57,11 +57,9 @@ type Options struct {
 
 // Store is the PostgreSQL ledger.Store.
 type Store struct {
-	pool       *pgxpool.Pool
-	opts       Options
-	committers []*committer
-	closing    chan struct{}
-	stopped    chan struct{}
+	pool      *pgxpool.Pool
+	opts      Options
+	committer *groupcommit.Committer
 
 	commits     atomic.Int64             // append transactions committed
 	replans     atomic.Int64             // transactions retried after losing a race
@@ -75,9 +73,6 @@ var _ ledger.Store = (*Store)(nil)
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Committers <= 0 {
 		opts.Committers = 2
-	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = 512
 	}
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = int32(opts.Committers) + 8
@@ -101,21 +96,17 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("couldn't connect to the database: %w", err)
 	}
-	s := &Store{pool: pool, opts: opts, closing: make(chan struct{}), stopped: make(chan struct{})}
-	s.startCommitters()
+	s := &Store{pool: pool, opts: opts}
+	s.committer = groupcommit.New(func(ctx context.Context, ps []plan.Prepared) (*plan.Plan, error) {
+		return s.apply(ctx, ps, false)
+	}, groupcommit.Options{Queues: opts.Committers, MaxBatch: opts.MaxBatch, MaxDelay: opts.MaxDelay})
 	return s, nil
 }
 
 // Close stops the committers, after they have written what was queued, and
 // closes the pool.
 func (s *Store) Close() error {
-	select {
-	case <-s.closing:
-		return nil
-	default:
-	}
-	close(s.closing)
-	<-s.stopped
+	s.committer.Close()
 	s.pool.Close()
 	return nil
 }

@@ -2,8 +2,9 @@
 // modernc.org/sqlite) in WAL mode, for single-machine deployments and the
 // zero-configuration default of acsledger serve.
 //
-// Writes go through one connection, serialized in-process; reads use a
-// separate read-only pool. SQLite has no roles, so triggers alone keep the
+// Writes go through one connection, serialized in-process, and concurrent
+// Appends share transactions (group commit); reads use a separate
+// read-only pool. SQLite has no roles, so triggers alone keep the
 // evidence tables append-only.
 package sqlitestore
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/internal/groupcommit"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
 	"github.com/acsledger/acsledger/ledger/internal/sqlq"
 	"github.com/acsledger/acsledger/migrations"
@@ -33,9 +35,10 @@ var q = sqlq.Parse(queriesSQL)
 
 // Store is the SQLite ledger.Store.
 type Store struct {
-	write *sql.DB // one connection: SQLite allows one writer at a time
-	read  *sql.DB
-	opts  ledger.Options
+	write     *sql.DB // one connection: SQLite allows one writer at a time
+	read      *sql.DB
+	opts      ledger.Options
+	committer *groupcommit.Committer
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -69,11 +72,17 @@ func Open(ctx context.Context, path string, opts ledger.Options) (*Store, error)
 	}
 	read.SetMaxOpenConns(4)
 	s.read = read
+	// One queue: there is one writer connection anyway.
+	s.committer = groupcommit.New(func(ctx context.Context, ps []plan.Prepared) (*plan.Plan, error) {
+		return s.apply(ctx, ps, false)
+	}, groupcommit.Options{Queues: 1})
 	return s, nil
 }
 
-// Close closes both connection pools.
+// Close stops the committer, after it has written what was queued, and
+// closes both connection pools.
 func (s *Store) Close() error {
+	s.committer.Close()
 	return errors.Join(s.write.Close(), s.read.Close())
 }
 
@@ -126,17 +135,14 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// Append implements ledger.Store.
+// Append implements ledger.Store. Concurrent appends share transactions
+// (ledger/internal/groupcommit); each returns after its commit.
 func (s *Store) Append(ctx context.Context, r ledger.Record) (ledger.Appended, error) {
 	p, err := plan.Prepare(0, r, s.opts.EntryCap())
 	if err != nil {
 		return ledger.Appended{}, err
 	}
-	res, err := s.apply(ctx, []plan.Prepared{p})
-	if err != nil {
-		return ledger.Appended{}, err
-	}
-	return res[0], nil
+	return s.committer.Append(ctx, p)
 }
 
 // AppendBatch implements ledger.Store.
@@ -152,26 +158,33 @@ func (s *Store) AppendBatch(ctx context.Context, rs []ledger.Record) ([]ledger.A
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	return s.apply(ctx, ps)
+	p, err := s.apply(ctx, ps, true)
+	if err != nil {
+		return nil, err
+	}
+	return p.Results, nil
 }
 
 // errHeadMoved means another process moved a head between our read and our
 // compare-and-swap; apply retries.
 var errHeadMoved = errors.New("session head moved concurrently")
 
-// apply plans and writes ps in one transaction, all or nothing.
-func (s *Store) apply(ctx context.Context, ps []plan.Prepared) ([]ledger.Appended, error) {
+// apply plans ps and writes the plan in one transaction. With
+// allOrNothing, any per-record error aborts the write and is returned;
+// otherwise failing records are left out and their errors are in the plan.
+func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool) (*plan.Plan, error) {
 	for attempt := 0; ; attempt++ {
-		var res []ledger.Appended
+		var p *plan.Plan
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			p, err := s.plan(ctx, tx, ps)
-			if err != nil {
+			var err error
+			if p, err = s.plan(ctx, tx, ps); err != nil {
 				return err
 			}
-			if err := p.Failed(); err != nil {
-				return err
+			if allOrNothing {
+				if err := p.Failed(); err != nil {
+					return err
+				}
 			}
-			res = p.Results
 			return s.writePlan(ctx, tx, p)
 		})
 		if errors.Is(err, errHeadMoved) && attempt < 10 {
@@ -180,7 +193,7 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared) ([]ledger.Appende
 		if err != nil {
 			return nil, err
 		}
-		return res, nil
+		return p, nil
 	}
 }
 
