@@ -22,9 +22,12 @@ type baselineCase struct {
 	Payload    json.RawMessage `json:"payload"`
 	MCP        json.RawMessage `json:"mcp"`
 	AgentID    string          `json:"agent_id"`
-	Provenance []Provenance    `json:"provenance"`
-	Intent     *Intent         `json:"intent"`
-	Want       struct {
+	// ApproverCapable is the Guardian's knowledge of the client (§9.2).
+	ApproverCapable *bool        `json:"approver_capable"`
+	Grants          []string     `json:"grants"`
+	Provenance      []Provenance `json:"provenance"`
+	Intent          *Intent      `json:"intent"`
+	Want            struct {
 		Decision              Disposition   `json:"decision"`
 		ReasonCodes           []string      `json:"reason_codes"`
 		RuleIDs               []string      `json:"rule_ids"`
@@ -89,7 +92,8 @@ func (c *baselineCase) input(t *testing.T) *Input {
 	return &Input{
 		Method:     method,
 		Params:     raw,
-		Session:    Session{SessionID: "0b6c3d2e-1f4a-4b5c-8d9e-0f1a2b3c4d5e", AgentID: agent, Position: 3},
+		Session:    Session{SessionID: "0b6c3d2e-1f4a-4b5c-8d9e-0f1a2b3c4d5e", AgentID: agent, Position: 3, ApproverCapable: c.ApproverCapable},
+		Grants:     c.Grants,
 		Intent:     c.Intent,
 		Provenance: c.Provenance,
 	}

@@ -407,6 +407,12 @@ func TestIllFormedDecisionsAreErrors(t *testing.T) {
 		{"redaction inside an overridden argument",
 			`{"decision": "modify", "reasoning": "r", "rule_ids": ["r"], "modifications": {"redactions": [{"path": "/payload/arguments/command/value"}], "parameter_overrides": {"command": "ls"}}}`,
 			"overlap"},
+		{"redaction inside an override given by pointer",
+			`{"decision": "modify", "reasoning": "r", "rule_ids": ["r"], "modifications": {"redactions": [{"path": "/payload/arguments/command/value"}], "parameter_overrides": {"/payload/arguments": {}}}}`,
+			"overlap"},
+		{"override pointer with a bad escape",
+			`{"decision": "modify", "reasoning": "r", "rule_ids": ["r"], "modifications": {"parameter_overrides": {"/payload/a~2": 1}}}`,
+			"bad ~ escape"},
 		{"nested redactions",
 			`{"decision": "modify", "reasoning": "r", "rule_ids": ["r"], "modifications": {"redactions": [{"path": "/payload/arguments/command"}, {"path": "/payload/arguments/command/value"}]}}`,
 			"addresses a non-string value"},
@@ -516,5 +522,23 @@ func TestBaselineIsStrictAndFormatted(t *testing.T) {
 	c.Compile(modules)
 	if c.Failed() {
 		t.Fatalf("baseline fails strict compilation: %v", c.Errors)
+	}
+}
+
+func TestDisjointModificationsPass(t *testing.T) {
+	b := tinyBundle("1", `decision := {"decision": "modify", "reasoning": "r", "rule_ids": ["r"], "modifications": {
+	"redactions": [{"path": "/payload/arguments/command/value", "replacement": "ls"}],
+	"parameter_overrides": {"timeout_s": 30, "/payload/tool/version": "2"},
+}} if input.params.payload.tool.name == "bash"
+
+decision := {"decision": "allow", "rule_ids": ["probe"]} if not input.params.payload.tool.name == "bash"`)
+	e, err := New(context.Background(), b, newMemRecorder(), nil)
+	must(t, err)
+	d, err := e.Decide(context.Background(), toolCall(t, "bash", "ls -la"))
+	must(t, err)
+	m := d.Modifications
+	if len(m.Redactions) != 1 || *m.Redactions[0].Replacement != "ls" ||
+		string(m.ParameterOverrides["timeout_s"]) != "30" || string(m.ParameterOverrides["/payload/tool/version"]) != `"2"` {
+		t.Fatalf("modifications = %+v", m)
 	}
 }

@@ -81,7 +81,11 @@ cited := sort({id | some k, srcs in tainted; some id in srcs} | {call.args[k].pr
 
 origins := sort({nodes[id].origin | some _, srcs in tainted; some id in srcs; nodes[id]})
 
+# approver is who an ASK goes to, undefined when the client cannot route an
+# ASK: the Guardian says so (session.approver_capable), or the bundle's data
+# lists the agent (ACS §9.2 leaves the means to the deployment).
 approver := a if {
+	not input.session.approver_capable == false
 	not input.session.agent_id in data.guardian.approver_incapable_agents
 	a := object.get(data.guardian.approvers, input.session.agent_id, data.guardian.approvers["*"])
 }

@@ -25,8 +25,8 @@ findings contains {
 	not data.guardian.tools[call.name]
 }
 
-# IBAC (ACS §8.4, §9.1): a capability outside Intent.parsed needs an
-# approver's intent_extension.
+# IBAC (ACS §8.4, §9.1): a capability outside Intent.parsed, and not granted
+# for this request, needs an approver's intent_extension.
 findings contains {
 	"disposition": "ask",
 	"rule_id": "tools.intent_mismatch",
@@ -59,4 +59,5 @@ out_of_intent if {
 	is_array(input.intent.parsed)
 	is_string(call.capability)
 	not call.capability in input.intent.parsed
+	not call.capability in object.get(input, "grants", [])
 }
