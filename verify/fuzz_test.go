@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acsledger/acsledger/acs/sig"
 )
 
 // FuzzVerifyChain feeds arbitrary bytes to the JSON Lines chain reader: it
@@ -55,6 +57,103 @@ func FuzzVerifyChain(f *testing.F) {
 				t.Fatalf("bad finding %+v in a report of %d entries", f, r.Entries)
 			}
 			last = f.EntryIndex
+		}
+	})
+}
+
+// knownCode reports whether code is a documented finding or notice code.
+func knownCode(code string) bool {
+	switch code {
+	case CodeEntryHashMismatch, CodePreviousHashMismatch, CodeRootHasPrevious, CodeFork,
+		CodeChainMismatch, CodeResponseSignatureInvalid, CodeResponseWithoutEntry, CodeEntryWithoutResponse, CodeUnverifiableHMAC,
+		CodeCheckpointSignatureInvalid, CodeWitnessQuorumNotMet, CodeNotAnchored, CodeInclusionProofInvalid, CodeConsistencyProofInvalid,
+		CodePolicyUnresolved, CodePolicyRecordedAfterDecision, CodePolicyDigestMismatch, CodeKeysFromBundle:
+		return true
+	}
+	return false
+}
+
+// checkReport requires a report to be consistent with itself.
+func checkReport(t *testing.T, r *Report) {
+	t.Helper()
+	if r.Entries < 1 {
+		t.Fatalf("report with %d entries", r.Entries)
+	}
+	for _, f := range append(r.Findings, r.Notices...) {
+		if !knownCode(f.Code) || f.Message == "" || f.EntryIndex < -1 || f.EntryIndex >= r.Entries || (f.EntryIndex == -1 && f.Where == "") {
+			t.Fatalf("bad finding %+v in a report of %d entries", f, r.Entries)
+		}
+	}
+}
+
+// FuzzVerifyBundle feeds arbitrary bytes to the bundle reader, with the
+// corpus's trust: it must never panic, refuse input only with an
+// *InputError, and otherwise return a consistent report.
+func FuzzVerifyBundle(f *testing.F) {
+	for _, name := range []string{"valid.json", "valid_hmac.json", "not_anchored.json", "policy_unresolved.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "bundles", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"format":"acsledger-evidence-bundle","version":1,"session_id":"s","entries":[{"entry_id":"a","step_id":"b","step_type":"steps/x","previous_hash":null}]}`))
+	f.Add([]byte(`{"format":"acsledger-evidence-bundle","version":1,"session_id":"s","anchors":[{"position":0,"leaf_index":0,"tree_size":1,"proof":[]}],"entries":[]}`))
+	f.Add([]byte(`[]`))
+	trust := readTrust(f, "")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := VerifyBundle(bytes.NewReader(data), trust)
+		if err != nil {
+			var ie *InputError
+			if !errors.As(err, &ie) || ie.File != "bundle" || ie.Offset < 0 || ie.Offset > int64(len(data)) {
+				t.Fatalf("error is not a bundle *InputError within the input: %v", err)
+			}
+			return
+		}
+		checkReport(t, r)
+	})
+}
+
+// FuzzVerifyChainHeads feeds arbitrary bytes as the response file checked
+// against the valid chain: it must never panic, an input error must name
+// the responses and a line that exists, and a report must be consistent.
+func FuzzVerifyChainHeads(f *testing.F) {
+	entries, err := os.ReadFile(filepath.Join("testdata", "corpus", "valid.jsonl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range []string{"valid.responses.jsonl", "forged.responses.jsonl", "missing.responses.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "corpus", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"request_id":"req-0001","chain_hash":"` + strings.Repeat("0", 64) + `"}}`))
+	f.Add([]byte("\n\n{}\n"))
+	keys := new(sig.KeySet)
+	k, err := sig.ParseHMACKeyFlag("guardian-ikm-1=" + "6163736c65646765722074616d70657220636f7270757320494b4d2c20333242")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := keys.Add(k.Public()); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := VerifyChainHeads(bytes.NewReader(entries), bytes.NewReader(data), keys, "sess-7f3c9a52-1e4b-4d8a-9c61-0b2e5d7a8f14")
+		if err != nil {
+			var ie *InputError
+			if !errors.As(err, &ie) || ie.File != "responses" {
+				t.Fatalf("error is not a responses *InputError: %v", err)
+			}
+			if lines := bytes.Count(data, []byte("\n")) + 1; ie.Line < 1 || ie.Line > lines {
+				t.Fatalf("error names line %d of input with %d lines: %v", ie.Line, lines, err)
+			}
+			return
+		}
+		checkReport(t, r)
+		if r.Entries != 10 {
+			t.Fatalf("Entries = %d, want 10", r.Entries)
 		}
 	})
 }
