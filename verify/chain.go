@@ -11,10 +11,12 @@ import (
 // trusts a stated entry_hash: it recomputes each one (ACS §8.2) and checks
 // every link against the entry before it.
 //
-// It keeps no entry after Add returns. To name a fork wherever its two
-// branches appear in the input, it remembers, per entry, the 32-byte parent
-// hash it named and its own hash (about 150 bytes an entry, whatever the
-// entry's size).
+// It keeps no entry after Add returns. To name a fork, it remembers, for
+// the last ForkWindow entries, the 32-byte parent hash each named and its
+// own hash (about 150 bytes an entry, whatever the entry's size), so its
+// memory is bounded whatever the chain's length. A second branch that
+// names a parent further back than that is still reported, as a
+// previous_hash_mismatch rather than a fork.
 //
 // The zero value is ready to use. A ChainVerifier is not safe for concurrent
 // use.
@@ -32,9 +34,17 @@ type ChainVerifier struct {
 	// head is the recomputed entry_hash of the last entry added.
 	head acs.Hash
 
-	// children maps each previous_hash seen to the first entry naming it.
+	// children maps each previous_hash seen among the last ForkWindow
+	// entries to the first entry naming it; ring holds its keys in the
+	// order they were added, next the slot to reuse.
 	children map[acs.Hash]child
+	ring     []acs.Hash
+	next     int
 }
+
+// ForkWindow is how many entries back a ChainVerifier looks for the other
+// branch of a fork.
+const ForkWindow = 1 << 16
 
 type child struct {
 	index int
@@ -86,10 +96,7 @@ func (v *ChainVerifier) Add(e *acs.Entry) []Finding {
 				first = &c
 			}
 		} else {
-			if v.children == nil {
-				v.children = make(map[acs.Hash]child)
-			}
-			v.children[*e.PreviousHash] = child{index: i, hash: stated}
+			v.remember(*e.PreviousHash, child{index: i, hash: stated})
 		}
 	}
 
@@ -115,6 +122,22 @@ func (v *ChainVerifier) Add(e *acs.Entry) []Finding {
 	v.link, v.alt = stated, recomputed
 	v.head = recomputed
 	return fs
+}
+
+// remember adds a parent to the fork index, forgetting the oldest one when
+// the index holds ForkWindow.
+func (v *ChainVerifier) remember(parent acs.Hash, c child) {
+	if v.children == nil {
+		v.children = make(map[acs.Hash]child)
+	}
+	if len(v.ring) < ForkWindow {
+		v.ring = append(v.ring, parent)
+	} else {
+		delete(v.children, v.ring[v.next])
+		v.ring[v.next] = parent
+		v.next = (v.next + 1) % ForkWindow
+	}
+	v.children[parent] = c
 }
 
 // Entries returns how many entries have been added.

@@ -346,3 +346,46 @@ func TestImports(t *testing.T) {
 		}
 	}
 }
+
+// TestForkWindow: a second branch naming a parent within the last
+// ForkWindow entries is a fork; one naming a parent further back is still
+// reported, as a broken link.
+func TestForkWindow(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("adds 65,000 entries")
+	}
+	mk := func(i int, prev *acs.Hash) (*acs.Entry, acs.Hash) {
+		e, err := acs.ParseEntry([]byte(fmt.Sprintf(`{"entry_id":"e-%d","step_id":"s-%d","step_type":"steps/x"}`, i, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := acs.EntryHash(e.Content, prev)
+		e.PreviousHash, e.EntryHash = prev, &h
+		return e, h
+	}
+	var v ChainVerifier
+	var hashes []acs.Hash
+	var prev *acs.Hash
+	n := ForkWindow + 100
+	for i := range n {
+		e, h := mk(i, prev)
+		if fs := v.Add(e); len(fs) != 0 {
+			t.Fatalf("entry %d: %v", i, fs)
+		}
+		hashes = append(hashes, h)
+		prev = &hashes[i]
+	}
+	// A branch from entry 50 (beyond the window) and one from entry n-50.
+	far, _ := mk(-1, &hashes[50])
+	if fs := v.Add(far); len(fs) != 1 || fs[0].Code != CodePreviousHashMismatch {
+		t.Errorf("branch beyond the window: %v, want previous_hash_mismatch", fs)
+	}
+	near, _ := mk(-2, &hashes[n-50])
+	if fs := v.Add(near); len(fs) != 1 || fs[0].Code != CodeFork || fs[0].Expected != hashes[n-49].String() {
+		t.Errorf("branch within the window: %v, want a fork with entry %d", fs, n-49)
+	}
+	if len(v.children) > ForkWindow {
+		t.Errorf("fork index holds %d parents, more than %d", len(v.children), ForkWindow)
+	}
+}

@@ -77,6 +77,10 @@ const (
 	// signatures, so the keys the bundle carries were used; this shows
 	// the evidence is consistent, not who made it.
 	CodeKeysFromBundle = "keys_from_bundle"
+
+	// CodeHeadsNotChecked (a notice): a bundle has no "responses" member,
+	// so no published chain head was checked.
+	CodeHeadsNotChecked = "heads_not_checked"
 )
 
 // A Finding is one place where the evidence does not verify. Expected and

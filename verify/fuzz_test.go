@@ -67,7 +67,7 @@ func knownCode(code string) bool {
 	case CodeEntryHashMismatch, CodePreviousHashMismatch, CodeRootHasPrevious, CodeFork,
 		CodeChainMismatch, CodeResponseSignatureInvalid, CodeResponseWithoutEntry, CodeEntryWithoutResponse, CodeUnverifiableHMAC,
 		CodeCheckpointSignatureInvalid, CodeWitnessQuorumNotMet, CodeNotAnchored, CodeInclusionProofInvalid, CodeConsistencyProofInvalid,
-		CodePolicyUnresolved, CodePolicyRecordedAfterDecision, CodePolicyDigestMismatch, CodeKeysFromBundle:
+		CodePolicyUnresolved, CodePolicyRecordedAfterDecision, CodePolicyDigestMismatch, CodeKeysFromBundle, CodeHeadsNotChecked:
 		return true
 	}
 	return false
