@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -22,9 +23,18 @@ func TestAppendOnly(t *testing.T) {
 	url := newDB(t)
 	s := openStore(t, url, pgstore.Options{})
 	for i, f := range storetest.Fixtures(t) {
-		if _, err := s.Append(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}); err != nil {
+		_, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f},
+			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
+		if err != nil {
 			t.Fatalf("fixture %d: %v", i, err)
 		}
+	}
+	if err := s.RecordRequest(ctx, "s", "req-1", "n-1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutPolicyBundle(ctx, ledger.PolicyBundle{ID: "p", Version: "1",
+		Digest: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", Content: []byte{}}); err != nil {
+		t.Fatal(err)
 	}
 	before, err := s.Session(ctx, "s")
 	if err != nil {
@@ -61,6 +71,15 @@ func TestAppendOnly(t *testing.T) {
 		{"UPDATE sessions SET agent_id = 'mallory'", denied, appendOnly},
 		{"DELETE FROM sessions", denied, appendOnly},
 		{"TRUNCATE sessions CASCADE", denied, appendOnly},
+		{"UPDATE responses SET response = 'forged'", denied, appendOnly},
+		{"DELETE FROM responses", denied, appendOnly},
+		{"TRUNCATE responses", denied, appendOnly},
+		{"DELETE FROM requests", denied, appendOnly},
+		{"UPDATE requests SET nonce = ''", denied, appendOnly},
+		{"TRUNCATE requests", denied, appendOnly},
+		{"UPDATE policy_bundles SET content = 'x'", denied, appendOnly},
+		{"DELETE FROM policy_bundles", denied, appendOnly},
+		{"TRUNCATE policy_bundles", denied, appendOnly},
 		{"DELETE FROM heads", denied, appendOnly},
 		{"TRUNCATE heads CASCADE", denied, appendOnly},
 		// The writer may move heads (length, head, updated_at) but only
@@ -94,6 +113,12 @@ func TestAppendOnly(t *testing.T) {
 	es, err := s.Entries(ctx, "s", 0, 100)
 	if err != nil || len(es) != 4 || es[3].EntryHash != before.Head {
 		t.Fatalf("entries after the attempts: %d, %v", len(es), err)
+	}
+	if b, err := s.Response(ctx, "s", 3); err != nil || string(b) != before.Head.String() {
+		t.Fatalf("response after the attempts: %q, %v", b, err)
+	}
+	if err := s.RecordRequest(ctx, "s", "req-1", "", time.Now()); !errors.Is(err, ledger.ErrReplay) {
+		t.Fatalf("replay history lost: %v", err)
 	}
 }
 

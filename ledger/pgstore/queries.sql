@@ -68,3 +68,28 @@ FROM entries
 WHERE session_id = $1 AND position >= $2
 ORDER BY position
 LIMIT $3;
+
+-- name: InsertResponse
+INSERT INTO responses (session_id, position, response, recorded_at) VALUES ($1, $2, $3, $4);
+
+-- name: Response
+SELECT response FROM responses WHERE session_id = $1 AND position = $2;
+
+-- name: RecordRequest
+-- Either unique key (request_id, or a non-empty nonce) makes it a replay:
+-- the caller sees no row inserted.
+INSERT INTO requests (session_id, request_id, nonce, seen_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT DO NOTHING;
+
+-- name: InsertBundle
+INSERT INTO policy_bundles (id, version, digest, content, recorded_at) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (id, version) DO NOTHING;
+
+-- name: BundleDigest
+SELECT digest FROM policy_bundles WHERE id = $1 AND version = $2;
+
+-- name: PolicyBundle
+SELECT id, version, digest, content, recorded_at FROM policy_bundles WHERE id = $1 AND version = $2;
+
+-- name: PolicyBundles
+SELECT id, version, digest, recorded_at FROM policy_bundles ORDER BY seq;

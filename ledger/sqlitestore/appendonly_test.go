@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/sqlitestore"
@@ -23,9 +24,18 @@ func TestAppendOnly(t *testing.T) {
 	}
 	defer s.Close()
 	for i, f := range storetest.Fixtures(t) {
-		if _, err := s.Append(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}); err != nil {
+		_, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f},
+			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
+		if err != nil {
 			t.Fatalf("fixture %d: %v", i, err)
 		}
+	}
+	if err := s.RecordRequest(ctx, "s", "req-1", "n-1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutPolicyBundle(ctx, ledger.PolicyBundle{ID: "p", Version: "1",
+		Digest: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", Content: []byte{}}); err != nil {
+		t.Fatal(err)
 	}
 	before, err := s.Session(ctx, "s")
 	if err != nil {
@@ -44,6 +54,12 @@ func TestAppendOnly(t *testing.T) {
 		{"UPDATE sessions SET agent_id = 'mallory'", "append-only"},
 		{"DELETE FROM sessions", "append-only"},
 		{"DELETE FROM heads", "append-only"},
+		{"UPDATE responses SET response = x'00'", "append-only"},
+		{"DELETE FROM responses", "append-only"},
+		{"UPDATE requests SET nonce = ''", "append-only"},
+		{"DELETE FROM requests", "append-only"},
+		{"UPDATE policy_bundles SET content = x'00'", "append-only"},
+		{"DELETE FROM policy_bundles", "append-only"},
 		{"UPDATE heads SET length = length - 1", "only move forward"},
 		{"UPDATE heads SET session_id = 'other', length = length + 1", "only move forward"},
 	} {
@@ -58,5 +74,8 @@ func TestAppendOnly(t *testing.T) {
 	es, err := s.Entries(ctx, "s", 0, 100)
 	if err != nil || len(es) != 4 || es[3].EntryHash != before.Head || es[2].StepType != "protocols/MCP/tools/call" {
 		t.Fatalf("entries after the attempts: %+v, %v", es, err)
+	}
+	if b, err := s.Response(ctx, "s", 3); err != nil || string(b) != before.Head.String() {
+		t.Fatalf("response after the attempts: %q, %v", b, err)
 	}
 }

@@ -48,3 +48,28 @@ FROM entries
 WHERE session_id = ? AND position >= ?
 ORDER BY position
 LIMIT ?;
+
+-- name: InsertResponse
+INSERT INTO responses (session_id, position, response, recorded_at) VALUES (?, ?, ?, ?);
+
+-- name: Response
+SELECT response FROM responses WHERE session_id = ? AND position = ?;
+
+-- name: RecordRequest
+-- Either unique key (request_id, or a non-empty nonce) makes it a replay:
+-- the caller sees no row inserted.
+INSERT INTO requests (session_id, request_id, nonce, seen_at) VALUES (?, ?, ?, ?)
+ON CONFLICT DO NOTHING;
+
+-- name: InsertBundle
+INSERT INTO policy_bundles (id, version, digest, content, recorded_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (id, version) DO NOTHING;
+
+-- name: BundleDigest
+SELECT digest FROM policy_bundles WHERE id = ? AND version = ?;
+
+-- name: PolicyBundle
+SELECT id, version, digest, content, recorded_at FROM policy_bundles WHERE id = ? AND version = ?;
+
+-- name: PolicyBundles
+SELECT id, version, digest, recorded_at FROM policy_bundles ORDER BY seq;

@@ -236,7 +236,8 @@ func sameHash(a, b *acs.Hash) bool {
 	return *a == *b
 }
 
-// Run runs the conformance suite against stores made by open.
+// Run runs the conformance suite against stores made by open, including
+// the ledger.GuardianStore tests when the store implements it.
 func Run(t *testing.T, open Open) {
 	tests := []struct {
 		name string
@@ -262,6 +263,7 @@ func Run(t *testing.T, open Open) {
 			tc.fn(t, open)
 		})
 	}
+	runGuardian(t, open)
 }
 
 func testChain(t *testing.T, open Open) {

@@ -66,6 +66,39 @@ CREATE TABLE entries (
 );
 CREATE INDEX entries_step_type ON entries (step_type, session_id);
 
+-- responses: the signed Guardian response written beside an entry, in the
+-- same transaction (ACS §8.6: it carries the entry's hash as chain_hash).
+CREATE TABLE responses (
+    session_id  text NOT NULL,
+    position    bigint NOT NULL,
+    response    bytea NOT NULL,
+    recorded_at timestamptz NOT NULL,
+    PRIMARY KEY (session_id, position),
+    FOREIGN KEY (session_id, position) REFERENCES entries (session_id, position)
+);
+
+-- requests: the replay history (ACS §10.3): request_id and nonce seen per
+-- session. nonce is '' when the request had none.
+CREATE TABLE requests (
+    session_id text NOT NULL,
+    request_id text NOT NULL,
+    nonce      text NOT NULL,
+    seen_at    timestamptz NOT NULL,
+    PRIMARY KEY (session_id, request_id)
+);
+CREATE UNIQUE INDEX requests_nonce ON requests (session_id, nonce) WHERE nonce <> '';
+
+-- policy_bundles: every policy bundle version a decision may reference.
+CREATE TABLE policy_bundles (
+    seq         bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+    id          text NOT NULL,
+    version     text NOT NULL,
+    digest      text NOT NULL CHECK (digest ~ '^[0-9a-f]{64}$'),
+    content     bytea NOT NULL,
+    recorded_at timestamptz NOT NULL,
+    PRIMARY KEY (id, version)
+);
+
 CREATE FUNCTION acsledger_refuse_change() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -78,6 +111,12 @@ $$;
 CREATE TRIGGER sessions_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON sessions
     FOR EACH STATEMENT EXECUTE FUNCTION acsledger_refuse_change();
 CREATE TRIGGER entries_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON entries
+    FOR EACH STATEMENT EXECUTE FUNCTION acsledger_refuse_change();
+CREATE TRIGGER responses_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON responses
+    FOR EACH STATEMENT EXECUTE FUNCTION acsledger_refuse_change();
+CREATE TRIGGER requests_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON requests
+    FOR EACH STATEMENT EXECUTE FUNCTION acsledger_refuse_change();
+CREATE TRIGGER policy_bundles_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON policy_bundles
     FOR EACH STATEMENT EXECUTE FUNCTION acsledger_refuse_change();
 CREATE TRIGGER heads_no_delete BEFORE DELETE OR TRUNCATE ON heads
     FOR EACH STATEMENT EXECUTE FUNCTION acsledger_refuse_change();
@@ -97,7 +136,7 @@ $$;
 CREATE TRIGGER heads_forward BEFORE UPDATE ON heads
     FOR EACH ROW EXECUTE FUNCTION acsledger_head_forward();
 
-REVOKE ALL ON sessions, heads, entries FROM PUBLIC;
-GRANT SELECT, INSERT ON sessions, entries TO acsledger_writer;
+REVOKE ALL ON sessions, heads, entries, responses, requests, policy_bundles FROM PUBLIC;
+GRANT SELECT, INSERT ON sessions, entries, responses, requests, policy_bundles TO acsledger_writer;
 GRANT SELECT, INSERT ON heads TO acsledger_writer;
 GRANT UPDATE (length, head, updated_at) ON heads TO acsledger_writer;

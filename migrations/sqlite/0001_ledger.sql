@@ -36,6 +36,34 @@ CREATE TABLE entries (
 );
 CREATE INDEX entries_step_type ON entries (step_type, session_id);
 
+CREATE TABLE responses (
+    session_id  TEXT NOT NULL,
+    position    INTEGER NOT NULL,
+    response    BLOB NOT NULL,
+    recorded_at INTEGER NOT NULL,
+    PRIMARY KEY (session_id, position),
+    FOREIGN KEY (session_id, position) REFERENCES entries (session_id, position)
+);
+
+CREATE TABLE requests (
+    session_id TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    nonce      TEXT NOT NULL,
+    seen_at    INTEGER NOT NULL,
+    PRIMARY KEY (session_id, request_id)
+);
+CREATE UNIQUE INDEX requests_nonce ON requests (session_id, nonce) WHERE nonce <> '';
+
+CREATE TABLE policy_bundles (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          TEXT NOT NULL,
+    version     TEXT NOT NULL,
+    digest      TEXT NOT NULL CHECK (length(digest) = 64),
+    content     BLOB NOT NULL,
+    recorded_at INTEGER NOT NULL,
+    UNIQUE (id, version)
+);
+
 CREATE TRIGGER sessions_no_update BEFORE UPDATE ON sessions
 BEGIN SELECT RAISE(ABORT, 'acsledger: UPDATE on sessions refused: the table is append-only'); END;
 CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions
@@ -49,3 +77,15 @@ BEGIN SELECT RAISE(ABORT, 'acsledger: DELETE on heads refused: the table is appe
 CREATE TRIGGER heads_forward BEFORE UPDATE ON heads
 WHEN NEW.session_id <> OLD.session_id OR NEW.length <= OLD.length
 BEGIN SELECT RAISE(ABORT, 'acsledger: a session head may only move forward'); END;
+CREATE TRIGGER responses_no_update BEFORE UPDATE ON responses
+BEGIN SELECT RAISE(ABORT, 'acsledger: UPDATE on responses refused: the table is append-only'); END;
+CREATE TRIGGER responses_no_delete BEFORE DELETE ON responses
+BEGIN SELECT RAISE(ABORT, 'acsledger: DELETE on responses refused: the table is append-only'); END;
+CREATE TRIGGER requests_no_update BEFORE UPDATE ON requests
+BEGIN SELECT RAISE(ABORT, 'acsledger: UPDATE on requests refused: the table is append-only'); END;
+CREATE TRIGGER requests_no_delete BEFORE DELETE ON requests
+BEGIN SELECT RAISE(ABORT, 'acsledger: DELETE on requests refused: the table is append-only'); END;
+CREATE TRIGGER policy_bundles_no_update BEFORE UPDATE ON policy_bundles
+BEGIN SELECT RAISE(ABORT, 'acsledger: UPDATE on policy_bundles refused: the table is append-only'); END;
+CREATE TRIGGER policy_bundles_no_delete BEFORE DELETE ON policy_bundles
+BEGIN SELECT RAISE(ABORT, 'acsledger: DELETE on policy_bundles refused: the table is append-only'); END;

@@ -244,3 +244,30 @@ func checkLinks(r Prepared, pos int64, sum acs.Hash, prev *acs.Hash) error {
 	}
 	return nil
 }
+
+// CheckBundle validates a policy bundle before it is stored: id and version
+// present, and digest the lowercase hex SHA-256 of the content.
+func CheckBundle(b ledger.PolicyBundle) error {
+	if err := checkID("policy bundle id", b.ID, ledger.MaxSessionIDBytes, false); err != nil {
+		return err
+	}
+	if err := checkID("policy bundle version", b.Version, ledger.MaxSessionIDBytes, false); err != nil {
+		return err
+	}
+	want := acs.EntryHash(b.Content, nil).String() // plain SHA-256
+	if b.Digest != want {
+		return fmt.Errorf("policy bundle %s@%s: digest %q is not the SHA-256 of the content (%s)", b.ID, b.Version, b.Digest, want)
+	}
+	return nil
+}
+
+// CheckRequest validates the identifiers RecordRequest stores.
+func CheckRequest(sessionID, requestID, nonce string) error {
+	if err := checkID("session id", sessionID, ledger.MaxSessionIDBytes, false); err != nil {
+		return err
+	}
+	if err := checkID("request id", requestID, ledger.MaxSessionIDBytes, false); err != nil {
+		return err
+	}
+	return checkID("nonce", nonce, ledger.MaxSessionIDBytes, true)
+}

@@ -1,0 +1,158 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/internal/plan"
+	"github.com/acsledger/acsledger/ledger/internal/sqlq"
+)
+
+var _ ledger.GuardianStore = (*Store)(nil)
+
+// AppendSigned implements ledger.GuardianStore. It is its own transaction:
+// sign runs between planning and writing.
+func (s *Store) AppendSigned(ctx context.Context, r ledger.Record, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
+	pr, err := plan.Prepare(0, r, s.opts.EntryCap())
+	if err != nil {
+		return ledger.Appended{}, nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		var res ledger.Appended
+		var resp []byte
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			p, err := s.plan(ctx, tx, []plan.Prepared{pr})
+			if err != nil {
+				return err
+			}
+			if err := p.Failed(); err != nil {
+				return err
+			}
+			res = p.Results[0]
+			if res.Replayed {
+				err := tx.QueryRowContext(ctx, sqlq.Must(q, "Response"), res.SessionID, res.Position).Scan(&resp)
+				if errors.Is(err, sql.ErrNoRows) {
+					return nil // appended without a response
+				}
+				return err
+			}
+			if resp, err = sign(res); err != nil {
+				return fmt.Errorf("couldn't sign the response for session %q position %d: %w", res.SessionID, res.Position, err)
+			}
+			if err := s.writePlan(ctx, tx, p); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, sqlq.Must(q, "InsertResponse"), res.SessionID, res.Position, resp, s.opts.Clock()().UnixMicro())
+			return err
+		})
+		if errors.Is(err, errHeadMoved) && attempt < 10 {
+			continue
+		}
+		if err != nil {
+			return ledger.Appended{}, nil, err
+		}
+		return res, resp, nil
+	}
+}
+
+// Response implements ledger.GuardianStore.
+func (s *Store) Response(ctx context.Context, sessionID string, position int64) ([]byte, error) {
+	var b []byte
+	err := s.read.QueryRowContext(ctx, sqlq.Must(q, "Response"), sessionID, position).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("response for session %q position %d: %w", sessionID, position, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read response for session %q position %d: %w", sessionID, position, err)
+	}
+	return b, nil
+}
+
+// RecordRequest implements ledger.GuardianStore.
+func (s *Store) RecordRequest(ctx context.Context, sessionID, requestID, nonce string, at time.Time) error {
+	if err := plan.CheckRequest(sessionID, requestID, nonce); err != nil {
+		return err
+	}
+	var n int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, sqlq.Must(q, "RecordRequest"), sessionID, requestID, nonce, at.UnixMicro())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("couldn't record request %q of session %q: %w", requestID, sessionID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("request %q (nonce %q) of session %q: %w", requestID, nonce, sessionID, ledger.ErrReplay)
+	}
+	return nil
+}
+
+// PutPolicyBundle implements ledger.GuardianStore.
+func (s *Store) PutPolicyBundle(ctx context.Context, b ledger.PolicyBundle) error {
+	if err := plan.CheckBundle(b); err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, sqlq.Must(q, "InsertBundle"), b.ID, b.Version, b.Digest, b.Content, s.opts.Clock()().UnixMicro())
+		if err != nil {
+			return fmt.Errorf("couldn't store policy bundle %s@%s: %w", b.ID, b.Version, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		var have string
+		if err := tx.QueryRowContext(ctx, sqlq.Must(q, "BundleDigest"), b.ID, b.Version).Scan(&have); err != nil {
+			return fmt.Errorf("couldn't read policy bundle %s@%s: %w", b.ID, b.Version, err)
+		}
+		if have != b.Digest {
+			return fmt.Errorf("policy bundle %s@%s is stored with digest %s, not %s: %w", b.ID, b.Version, have, b.Digest, ledger.ErrConflict)
+		}
+		return nil
+	})
+}
+
+// PolicyBundle implements ledger.GuardianStore.
+func (s *Store) PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error) {
+	var b ledger.PolicyBundle
+	var at int64
+	err := s.read.QueryRowContext(ctx, sqlq.Must(q, "PolicyBundle"), id, version).Scan(&b.ID, &b.Version, &b.Digest, &b.Content, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.PolicyBundle{}, fmt.Errorf("policy bundle %s@%s: %w", id, version, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return ledger.PolicyBundle{}, fmt.Errorf("couldn't read policy bundle %s@%s: %w", id, version, err)
+	}
+	b.RecordedAt = time.UnixMicro(at).UTC()
+	return b, nil
+}
+
+// PolicyBundles implements ledger.GuardianStore.
+func (s *Store) PolicyBundles(ctx context.Context) ([]ledger.PolicyBundle, error) {
+	rows, err := s.read.QueryContext(ctx, sqlq.Must(q, "PolicyBundles"))
+	if err != nil {
+		return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
+	}
+	defer rows.Close()
+	var bs []ledger.PolicyBundle
+	for rows.Next() {
+		var b ledger.PolicyBundle
+		var at int64
+		if err := rows.Scan(&b.ID, &b.Version, &b.Digest, &at); err != nil {
+			return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
+		}
+		b.RecordedAt = time.UnixMicro(at).UTC()
+		bs = append(bs, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
+	}
+	return bs, nil
+}

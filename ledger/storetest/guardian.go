@@ -1,0 +1,166 @@
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acsledger/acsledger/ledger"
+)
+
+// guardianTests run when the store is also a ledger.GuardianStore.
+var guardianTests = []struct {
+	name string
+	fn   func(*testing.T, ledger.GuardianStore, *Clock)
+}{
+	{"AppendSigned", testAppendSigned},
+	{"RecordRequest", testRecordRequest},
+	{"PolicyBundles", testPolicyBundles},
+}
+
+func runGuardian(t *testing.T, open Open) {
+	for _, tc := range guardianTests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := NewClock()
+			s, ok := open(t, ledger.Options{Now: clock.Now}).(ledger.GuardianStore)
+			if !ok {
+				t.Skip("the store is not a ledger.GuardianStore")
+			}
+			tc.fn(t, s, clock)
+		})
+	}
+}
+
+func testAppendSigned(t *testing.T, s ledger.GuardianStore, _ *Clock) {
+	ctx := context.Background()
+	fx := Fixtures(t)
+	calls := 0
+	sign := func(a ledger.Appended) ([]byte, error) {
+		calls++
+		return fmt.Appendf(nil, `{"result":{"chain_hash":%q,"position":%d}}`, a.EntryHash, a.Position), nil
+	}
+	// Mixed with plain appends in one chain.
+	if _, err := s.Append(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: fx[0]}); err != nil {
+		t.Fatal(err)
+	}
+	head, _ := s.Session(ctx, "s")
+	_, want := oracle(t, fx[1], &head.Head)
+	got, resp, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[1]}, sign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantResp := fmt.Sprintf(`{"result":{"chain_hash":%q,"position":1}}`, want)
+	if got.Position != 1 || got.EntryHash != want || got.Replayed || string(resp) != wantResp || calls != 1 {
+		t.Fatalf("AppendSigned: %+v, %s, %d sign calls", got, resp, calls)
+	}
+	if b, err := s.Response(ctx, "s", 1); err != nil || string(b) != wantResp {
+		t.Fatalf("Response: %s, %v", b, err)
+	}
+	if _, err := s.Response(ctx, "s", 0); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("Response of an entry appended without one: %v", err)
+	}
+
+	// A retry returns the original result and response without signing.
+	again, resp, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[1]}, sign)
+	if err != nil || !again.Replayed || again.EntryHash != want || string(resp) != wantResp || calls != 1 {
+		t.Fatalf("retry: %+v, %s, %v, %d sign calls", again, resp, err, calls)
+	}
+
+	// A failing signer leaves nothing behind.
+	before := takeSnapshot(t, s)
+	boom := errors.New("HSM unavailable")
+	_, _, err = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[2]}, func(ledger.Appended) ([]byte, error) { return nil, boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("failing signer: %v", err)
+	}
+	assertUnchanged(t, s, before)
+	if _, err := s.Response(ctx, "s", 2); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("response stored by a failed AppendSigned: %v", err)
+	}
+
+	// A conflict is refused before signing.
+	_, _, err = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(0, "")}, sign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls = 0
+	_, _, err = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(0, "changed")}, sign)
+	if !errors.Is(err, ledger.ErrConflict) || calls != 0 {
+		t.Fatalf("conflict: %v after %d sign calls", err, calls)
+	}
+	verifyChain(t, s, "s")
+}
+
+func testRecordRequest(t *testing.T, s ledger.GuardianStore, clock *Clock) {
+	ctx := context.Background()
+	at := clock.Now()
+	for _, tc := range []struct {
+		session, request, nonce string
+		replay                  bool
+	}{
+		{"s", "req-1", "n-1", false},
+		{"s", "req-1", "n-2", true},   // request_id seen
+		{"s", "req-2", "n-1", true},   // nonce seen
+		{"s", "req-3", "", false},     // no nonce
+		{"s", "req-4", "", false},     // an empty nonce is not a repeat
+		{"s2", "req-1", "n-1", false}, // per session
+		{"s", "req-2", "n-3", false},  // req-2 was refused above, so unseen
+	} {
+		err := s.RecordRequest(ctx, tc.session, tc.request, tc.nonce, at)
+		if tc.replay != errors.Is(err, ledger.ErrReplay) || (!tc.replay && err != nil) {
+			t.Errorf("RecordRequest(%s, %s, %q): %v, want replay=%v", tc.session, tc.request, tc.nonce, err, tc.replay)
+		}
+	}
+	if err := s.RecordRequest(ctx, "s", "", "", at); err == nil || errors.Is(err, ledger.ErrReplay) || !strings.Contains(err.Error(), "request id") {
+		t.Errorf("empty request id: %v", err)
+	}
+}
+
+func testPolicyBundles(t *testing.T, s ledger.GuardianStore, clock *Clock) {
+	ctx := context.Background()
+	bundle := func(id, version, content string) ledger.PolicyBundle {
+		d := sha256.Sum256([]byte(content))
+		return ledger.PolicyBundle{ID: id, Version: version, Digest: hex.EncodeToString(d[:]), Content: []byte(content)}
+	}
+	a1, a2, b1 := bundle("tools", "1", `{"rego":"package a"}`), bundle("tools", "2", `{"rego":"package a2"}`), bundle("mcp", "1", "tar")
+	t0 := clock.Now()
+	for _, b := range []ledger.PolicyBundle{a1, a2, b1} {
+		if err := s.PutPolicyBundle(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Minute)
+	}
+	if err := s.PutPolicyBundle(ctx, a1); err != nil {
+		t.Fatalf("identical bundle again: %v", err)
+	}
+	if err := s.PutPolicyBundle(ctx, bundle("tools", "1", "other")); !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("same version, other content: %v", err)
+	}
+	bad := a1
+	bad.Version, bad.Digest = "9", strings.Repeat("0", 64)
+	if err := s.PutPolicyBundle(ctx, bad); err == nil || !strings.Contains(err.Error(), "digest") {
+		t.Fatalf("wrong digest: %v", err)
+	}
+	got, err := s.PolicyBundle(ctx, "tools", "2")
+	if err != nil || got.Digest != a2.Digest || string(got.Content) != string(a2.Content) || !got.RecordedAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("PolicyBundle: %+v, %v", got, err)
+	}
+	if _, err := s.PolicyBundle(ctx, "tools", "9"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("unknown bundle: %v", err)
+	}
+	all, err := s.PolicyBundles(ctx)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("PolicyBundles: %+v, %v", all, err)
+	}
+	for i, want := range []ledger.PolicyBundle{a1, a2, b1} {
+		if all[i].ID != want.ID || all[i].Version != want.Version || all[i].Digest != want.Digest || all[i].Content != nil {
+			t.Errorf("bundle %d: %+v, want %s@%s without content", i, all[i], want.ID, want.Version)
+		}
+	}
+}
