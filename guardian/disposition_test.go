@@ -265,3 +265,24 @@ func TestLedgerFailure(t *testing.T) {
 		}
 	})
 }
+
+type panickingPolicy struct{}
+
+func (panickingPolicy) Decide(context.Context, guardian.Input) (guardian.Decision, error) {
+	panic("bug in policy")
+}
+
+// TestPolicyPanic: a panicking policy is a decision failure; the Guardian
+// keeps serving.
+func TestPolicyPanic(t *testing.T) {
+	e := newErrEnv(t, func(c *guardian.Config) {
+		c.Policy = panickingPolicy{}
+		c.OnDecisionFailure = guardian.PostureDeny
+	}, true)
+	for range 2 {
+		r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), nil)))
+		if r.decision() != "deny" || !slices.Contains(r.reasonCodes(), "policy_failure") {
+			t.Fatalf("panicking policy: %s", r.raw)
+		}
+	}
+}

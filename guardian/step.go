@@ -172,9 +172,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		if newIntent != nil {
 			in.Intent = newIntent.clone()
 		}
-		pctx, cancel := context.WithTimeout(ctx, g.timeout(req.method))
-		pd, err := g.cfg.Policy.Decide(pctx, in)
-		cancel()
+		pd, err := g.decide(ctx, req.method, in)
 		if err != nil {
 			g.cfg.Logger.Error("guardian: policy failed", "session_id", s.id, "method", req.method, "err", err)
 			if g.cfg.OnDecisionFailure != PostureDeny {
@@ -286,6 +284,19 @@ func (g *Guardian) ledgerFailure(ctx context.Context, req *request, s *session, 
 		PolicyReferences: d.PolicyReferences,
 	}
 	return g.seal(response{JSONRPC: "2.0", ID: req.id, Result: res}, sig.Result, s.signer)
+}
+
+// decide asks the policy within the method's timeout. A panicking policy is
+// a failed decision, not a dead Guardian.
+func (g *Guardian) decide(ctx context.Context, method string, in Input) (d Decision, err error) {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout(method))
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			d, err = Decision{}, fmt.Errorf("policy panicked: %v", p)
+		}
+	}()
+	return g.cfg.Policy.Decide(ctx, in)
 }
 
 func (g *Guardian) timeout(method string) time.Duration {
