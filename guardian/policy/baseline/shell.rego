@@ -20,11 +20,21 @@ normalize(c) := n if {
 	n := trim_space(regex.replace(d, `[ \t\r\n]+`, " "))
 }
 
+# suspicious are the normalized command lines that mention anything a rule
+# below looks for; the others (ls, npm test, go build ...) skip the
+# analysis.
+suspicious contains line if {
+	some line in normalized
+	regex.match(trigger, line)
+}
+
+trigger := `(?i)\b(?:rm|rmdir|shred|srm|find|mkfs|mke2fs|mkswap|wipefs|newfs|format|diskutil|dd|tee|cp|install|blkdiscard|chmod|chown|chgrp|setfacl|git|curl|wget|fetch|aria2c|https?|xh|iwr|irm|invoke-webrequest|invoke-restmethod|iex|invoke-expression|function)\b|/dev/|\(\s*\)|%0`
+
 # invocations are the simple commands of every command line: the first word
 # of each segment after any wrappers (sudo -u root, env A=b, nohup, timeout
 # 10, xargs -0, sh -c, ...), with the words after it.
 invocations contains {"cmd": regex.replace(ws[0], `^.*/`, ""), "args": array.slice(ws, 1, count(ws))} if {
-	some line in normalized
+	some line in suspicious
 	some seg in regex.split(`\s*(?:;|&&|\|\||\||&|\$\(|<\(|\x60|\(|\)|\bthen\b|\bdo\b|\belse\b)\s*`, line)
 	ws := [w | some w in split(regex.replace(seg, wrappers, ""), " "); w != ""]
 	count(ws) > 0
@@ -152,6 +162,7 @@ findings contains {
 	"reasoning": sprintf("%s writes directly to the block device %s", [inv.cmd, a]),
 } if {
 	some inv in invocations
+	inv.cmd in {"tee", "shred", "blkdiscard", "cp", "install"}
 	some a in device_targets(inv)
 	regex.match(concat("", ["^", block_device]), a)
 }
@@ -172,7 +183,7 @@ findings contains {
 	"reason_codes": ["destructive_command", "raw_device_write"],
 	"reasoning": "output is redirected onto a block device",
 } if {
-	some line in normalized
+	some line in suspicious
 	regex.match(concat("", [`>>?\s*`, block_device]), line)
 }
 
@@ -182,7 +193,7 @@ findings contains {
 	"reason_codes": ["destructive_command", "fork_bomb"],
 	"reasoning": sprintf("function %s calls itself twice in the background: a fork bomb", [f]),
 } if {
-	some line in normalized
+	some line in suspicious
 	s := regex.replace(line, `\s+`, "")
 	some m in array.concat(
 		regex.find_all_string_submatch_n(`([A-Za-z_:.][A-Za-z0-9_:.]*)\(\)\{`, s, -1),
@@ -198,7 +209,7 @@ findings contains {
 	"reason_codes": ["destructive_command", "fork_bomb"],
 	"reasoning": "%0|%0 is a batch-file fork bomb",
 } if {
-	some line in normalized
+	some line in suspicious
 	contains(regex.replace(line, `\s+`, ""), "%0|%0")
 }
 
@@ -212,7 +223,7 @@ findings contains {
 	"reason_codes": ["remote_code_execution"],
 	"reasoning": "a downloaded script would run without review (download piped or substituted into an interpreter)",
 } if {
-	some line in normalized
+	some line in suspicious
 	some pattern in [
 		# curl https://x | sudo bash, wget -qO- x | sh -s --
 		concat("", [downloader, `[^;&]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?`, interpreter]),
@@ -297,6 +308,7 @@ findings contains {
 	"reasoning": sprintf("force push to the protected branch %s would rewrite shared history", [b]),
 } if {
 	some inv in invocations
+	inv.cmd == "git"
 	args := git_push_args(inv)
 	some refspec in operands(args)
 	b := pushed_branch(refspec)
@@ -311,6 +323,7 @@ findings contains {
 	"reasoning": sprintf("push would delete the protected branch %s", [b]),
 } if {
 	some inv in invocations
+	inv.cmd == "git"
 	args := git_push_args(inv)
 	some refspec in operands(args)
 	b := pushed_branch(refspec)
