@@ -22,7 +22,6 @@ import (
 	"github.com/acsledger/acsledger/acs/schemas"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
-	"github.com/acsledger/acsledger/guardian/internal/interimstore"
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
@@ -74,10 +73,11 @@ func openStore(t *testing.T, kind string) ledger.GuardianStore {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if gs, ok := st.(ledger.GuardianStore); ok {
-		return gs
+	gs, ok := st.(ledger.GuardianStore)
+	if !ok {
+		t.Fatalf("the %s store is not a ledger.GuardianStore", kind)
 	}
-	return interimstore.New(st) // TEMPORARY until the stores implement GuardianStore
+	return gs
 }
 
 // keys are the test deployment's keys, made once per test binary.

@@ -15,7 +15,6 @@ import (
 	"github.com/acsledger/acsledger/acs/schemas"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
-	"github.com/acsledger/acsledger/guardian/internal/interimstore"
 	"github.com/acsledger/acsledger/guardian/opapolicy"
 	"github.com/acsledger/acsledger/guardian/policy"
 	"github.com/acsledger/acsledger/ledger"
@@ -35,7 +34,7 @@ func TestBaselineOverHTTP(t *testing.T) {
 	defer st.Close()
 	gs, ok := st.(ledger.GuardianStore)
 	if !ok {
-		gs = interimstore.New(st) // TEMPORARY until the stores implement GuardianStore
+		t.Fatal("the SQLite store is not a ledger.GuardianStore")
 	}
 	engine, err := policy.New(ctx, policy.Baseline(), gs, func() time.Time { return now })
 	if err != nil {
