@@ -49,7 +49,7 @@ type Options struct {
 	// MaxDelay is how long a committer that found other appends waiting
 	// lingers for more before committing; a lone append never waits. 0
 	// means no lingering: a group is whatever queued while the previous
-	// commit ran, which measured best on a small machine (docs/benchmarks.md).
+	// commit ran; lingering did not pay on the 2-core development machine.
 	MaxDelay time.Duration
 	// MaxConns is the connection pool size; 0 means Committers + 8.
 	MaxConns int32
