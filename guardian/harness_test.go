@@ -456,3 +456,43 @@ func checkResponseSchema(t *testing.T, b []byte) {
 }
 
 func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }
+
+// checkPublishedHeads runs the auditor's check of ACS §8.6 (verify.HeadChecker)
+// over a session's stored responses and chain: every published chain_hash
+// must be signed by keys and match the recomputed head at its entry.
+func checkPublishedHeads(t *testing.T, st ledger.GuardianStore, sessionID string, keys *sig.KeySet) {
+	t.Helper()
+	ctx := context.Background()
+	_, jsonl := chainJSONL(t, st, sessionID)
+	lines := bytes.Split(bytes.TrimSuffix(jsonl, []byte("\n")), []byte("\n"))
+	hc := verify.NewHeadChecker(keys, sessionID)
+	for i := range lines {
+		resp, err := st.Response(ctx, sessionID, int64(i))
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		findings, _, err := hc.AddResponse(resp)
+		if err != nil || len(findings) > 0 {
+			t.Fatalf("response %d: %v %+v", i, err, findings)
+		}
+	}
+	var cv verify.ChainVerifier
+	for i, line := range lines {
+		e, err := acs.ParseEntry(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := cv.Add(e); len(f) > 0 {
+			t.Fatalf("entry %d: %+v", i, f)
+		}
+		if f := hc.CheckEntry(i, e, cv.Head(), false); len(f) > 0 {
+			t.Fatalf("published head at entry %d: %+v", i, f)
+		}
+	}
+	if f := hc.Finish(); len(f) > 0 {
+		t.Fatalf("published heads: %+v", f)
+	}
+	if hc.Responses() != len(lines) {
+		t.Fatalf("%d responses checked, %d entries", hc.Responses(), len(lines))
+	}
+}

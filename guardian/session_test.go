@@ -126,12 +126,15 @@ func TestSessionWalk(t *testing.T) {
 		agentKey *sig.PrivateKey
 		respKey  *sig.PrivateKey
 		check    responseChecker
+		// heads verifies the published heads: the HMAC IKM, or the
+		// response key's public half.
+		heads *sig.PublicKey
 	}{
-		{"hmac", "sqlite", k.hmac, k.ecdsa, hmacChecker},
-		{"ecdsa", "sqlite", k.agent, k.ecdsa, asymChecker(k.ecdsa)},
-		{"hybrid", "sqlite", k.agent, k.hybrid, asymChecker(k.hybrid)},
-		{"mldsa", "sqlite", k.agent, k.mldsa, asymChecker(k.mldsa)},
-		{"hmac-postgres", "postgres", k.hmac, k.ecdsa, hmacChecker},
+		{"hmac", "sqlite", k.hmac, k.ecdsa, hmacChecker, k.hmac.Public()},
+		{"ecdsa", "sqlite", k.agent, k.ecdsa, asymChecker(k.ecdsa), k.ecdsa.Public()},
+		{"hybrid", "sqlite", k.agent, k.hybrid, asymChecker(k.hybrid), k.hybrid.Public()},
+		{"mldsa", "sqlite", k.agent, k.mldsa, asymChecker(k.mldsa), k.mldsa.Public()},
+		{"hmac-postgres", "postgres", k.hmac, k.ecdsa, hmacChecker, k.hmac.Public()},
 	}
 	for _, tc := range cases {
 		for _, tr := range []string{"http", "stdio"} {
@@ -146,7 +149,13 @@ func TestSessionWalk(t *testing.T) {
 				} else {
 					tp = newStdio(t, s.g)
 				}
-				walk(t, s, tp, newAgent(t, tc.agentKey, s.clock.Now), tc.check)
+				a := newAgent(t, tc.agentKey, s.clock.Now)
+				walk(t, s, tp, a, tc.check)
+				ks, err := sig.NewKeySet(tc.heads)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkPublishedHeads(t, s.store, a.sessionID, ks)
 			})
 		}
 	}

@@ -190,7 +190,8 @@ func TestRestart(t *testing.T) {
 	a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
 	tp := newHTTP(t, s.g)
 	mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
-	first := decode(t, tp.send(t, a.envelope(t, "steps/sessionStart", map[string]any{}, nil)))
+	startBody := a.envelope(t, "steps/sessionStart", map[string]any{}, nil)
+	first := decode(t, tp.send(t, startBody))
 
 	g2, err := guardian.New(s.cfg)
 	if err != nil {
@@ -198,6 +199,8 @@ func TestRestart(t *testing.T) {
 	}
 	tp2 := newHTTP(t, g2)
 	mustResult(t, decode(t, tp2.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+	// The replay history is the ledger's, so it survives the restart.
+	mustError(t, decode(t, tp2.send(t, startBody)), -32005, "replay_detected", "has already seen request_id")
 	r := decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), func(p map[string]any) {
 		p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": first.str("chain_hash")}
 	})))
