@@ -1,13 +1,26 @@
-// Package verify holds acsledger's pure checks: functions over bytes, hashes
-// and keys that an auditor can run offline, with no database, no network and
-// no clock. It imports only package acs.
+// Package verify holds acsledger's pure checks: functions over bytes, hashes,
+// keys and proofs that an auditor can run offline, with no database, no
+// network and no clock. It imports the acs packages (canonical JSON, chain
+// hashing, signatures) and the transparency-log libraries it checks notes
+// and proofs with, nothing that reaches storage.
 //
-// This first part replays ContextEntry hash chains (ACS §8.2) and reports
-// every place where a chain does not hold together as a [Finding] with a
-// stable code. Codes are documented in docs/findings.md and never renamed.
+// Every problem is reported as a [Finding] with a stable code, documented in
+// docs/findings.md and never renamed; things worth knowing that are not
+// failures are notices of the same shape. The checks, from the smallest:
 //
-// A chain check alone cannot see a history that was rewritten and re-hashed
-// forward from some entry: such a chain is internally consistent. Catching it
-// needs the chain heads the Guardian published and signed as it went
-// (ACS §8.6), which later checks in this package consume.
+//   - [ChainVerifier] and [VerifyChain] replay a session's ContextEntry hash
+//     chain (ACS §8.2): entry hashes, links, forks.
+//   - [HeadChecker] and [VerifyChainHeads] check the chain heads the Guardian
+//     published in its signed responses (ACS §8.6). A chain rewritten and
+//     re-hashed forward is internally consistent; only these expose it.
+//   - [VerifyCheckpoint] checks a C2SP tlog-checkpoint note against the log's
+//     keys and a k-of-n witness policy; [LeafHash], [VerifyInclusion] and
+//     [VerifyConsistency] are the RFC 6962 pieces that anchor a chain in the
+//     Merkle log.
+//   - [VerifyBundle] checks a whole evidence bundle (docs/evidence-bundle.md)
+//     in one pass: all of the above, and the policy bundle versions every
+//     decision cites.
+//
+// Input that cannot be read or parsed is an [*InputError], never a finding:
+// nothing past it was verified.
 package verify

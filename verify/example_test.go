@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -83,4 +85,64 @@ func ExampleChainVerifier() {
 	// entry_hash_mismatch at entry 1 (e-1)
 	// The entry's content and previous_hash hash to 4ef33543094c438228f7f0f04ae9fa125fff9f7d65e7ec0971d1783ff3b72604, not to its stated entry_hash 41cbdbf1e82d881dae4c1b90b3b88e54e93163ee81d375d03593a79df3d9e4db.
 	// 3 entries, head 77f780252cb30f86612aecd972c20486fb69c878b54c0ea4abdf5a62434f39e4
+}
+
+func ExampleVerifyChainHeads() {
+	// A chain whose entry 6 was rewritten (a deny into an allow) and
+	// re-hashed forward, checked against the responses the Guardian signed
+	// with HMAC-SHA256 when it first answered.
+	entries, _ := os.Open("testdata/corpus/rewritten.jsonl")
+	defer entries.Close()
+	responses, _ := os.Open("testdata/corpus/valid.responses.jsonl")
+	defer responses.Close()
+	k, _ := sig.ParseHMACKeyFlag("guardian-ikm-1=6163736c65646765722074616d70657220636f7270757320494b4d2c20333242")
+	keys, _ := sig.NewKeySet(k.Public())
+
+	r, err := verify.VerifyChainHeads(entries, responses, keys, "sess-7f3c9a52-1e4b-4d8a-9c61-0b2e5d7a8f14")
+	if err != nil {
+		fmt.Println("input error:", err)
+		return
+	}
+	fmt.Println("verified:", r.Verified())
+	for _, f := range r.Findings {
+		fmt.Println(f.Code, "at entry", f.EntryIndex, f.StepID)
+	}
+	// Output:
+	// verified: false
+	// chain_mismatch at entry 6 req-0007
+}
+
+func ExampleVerifyBundle() {
+	trustFile, _ := os.ReadFile("testdata/bundles/trust.json")
+	trust, err := verify.ParseTrust(trustFile)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, name := range []string{"valid.json", "witness_quorum_not_met.json"} {
+		f, _ := os.Open("testdata/bundles/" + name)
+		r, err := verify.VerifyBundle(f, trust)
+		f.Close()
+		if err != nil {
+			fmt.Println("input error:", err)
+			return
+		}
+		fmt.Println(name, "verified:", r.Verified(), "entries:", r.Entries)
+		for _, f := range r.Findings {
+			fmt.Printf("  %s at %s: expected %s, actual %s\n", f.Code, f.Where, f.Expected, f.Actual)
+		}
+	}
+	// Output:
+	// valid.json verified: true entries: 9
+	// witness_quorum_not_met.json verified: false entries: 9
+	//   witness_quorum_not_met at checkpoints[1]: expected 2, actual 1
+}
+
+func ExampleLeafHash() {
+	head, _ := acs.ParseHash("5eba080a3bd82c61d9c53dd320f4b99a82cef91a4e5abd199cfa9ab8b17bc3dd")
+	leaf, _ := verify.LeafHash("sess-7f3c9a52-1e4b-4d8a-9c61-0b2e5d7a8f14", 9, head)
+	// A one-leaf tree's root is its leaf hash: the empty proof verifies.
+	fmt.Println(verify.VerifyInclusion(leaf, 0, 1, nil, leaf))
+	// Output:
+	// <nil>
 }

@@ -148,7 +148,7 @@ func rehash(es []entry, from int) {
 
 // keys are the corpus's fixed keys.
 type keys struct {
-	ecdsa, mldsa, hmac *sig.PrivateKey
+	ecdsa, mldsa, hybrid, hmac *sig.PrivateKey
 	logEd, logML       string // signer keys
 	logVKeys           []string
 	witnesses          []string // signer keys of the three witnesses
@@ -178,6 +178,8 @@ func makeKeys() keys {
 	k.ecdsa = privateKey("guardian-ecdsa-1", sig.ECDSAP256, der)
 	s = seed("mldsa65")
 	k.mldsa = privateKey("guardian-mldsa65-1", sig.MLDSA65, s[:])
+	s = seed("hybrid")
+	k.hybrid = privateKey("guardian-hybrid-1", sig.MLDSA65ECDSAP256, sig.EncodeHybrid(s[:], der))
 	k.hmac, err = sig.NewHMACKey(hmacKeyID, hmacIKM)
 	if err != nil {
 		log.Fatal(err)
@@ -315,7 +317,7 @@ type bundle struct {
 	Checkpoints       []string          `json:"checkpoints"`
 	ConsistencyProofs []consistency     `json:"consistency_proofs"`
 	Anchors           []anchor          `json:"anchors"`
-	Responses         []json.RawMessage `json:"responses"`
+	Responses         []json.RawMessage `json:"responses,omitempty"`
 	Entries           []entry           `json:"entries"`
 }
 
@@ -463,6 +465,7 @@ func main() {
 	write("valid.json", "none, checked with the keys the bundle carries", good, false, "", nil,
 		finding{"keys_from_bundle", -1}, finding{"keys_from_bundle", -1}, finding{"keys_from_bundle", -1})
 	write("valid_mldsa65.json", "none: ML-DSA-65 responses", assemble(k, valid, respond(valid, k.mldsa), k.mldsa), true, "", nil)
+	write("valid_hybrid.json", "none: ML-DSA-65+ECDSA-P256 responses", assemble(k, valid, respond(valid, k.hybrid), k.hybrid), true, "", nil)
 	hm := assemble(k, valid, respond(valid, k.hmac), k.hmac)
 	write("valid_hmac.json", "none: HMAC-SHA256 responses, IKM given", hm, true, ikm, nil)
 	var unverifiable []finding
@@ -534,7 +537,12 @@ func main() {
 	write("policy_digest_mismatch.json", "the egress policy's content edited, digest kept", b, true, "",
 		[]finding{{"policy_digest_mismatch", -1}})
 
-	trust := bundleKeys{ResponseKeys: []json.RawMessage{pub(k.ecdsa), pub(k.mldsa)}, LogKeys: k.logVKeys, Witnesses: k.witnessVKeys, WitnessQuorum: 2}
+	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
+	b.Responses = nil
+	write("no_responses.json", "the responses left out: no published head can be checked", b, true, "", nil,
+		finding{"heads_not_checked", -1})
+
+	trust := bundleKeys{ResponseKeys: []json.RawMessage{pub(k.ecdsa), pub(k.mldsa), pub(k.hybrid)}, LogKeys: k.logVKeys, Witnesses: k.witnessVKeys, WitnessQuorum: 2}
 	out, _ := json.MarshalIndent(trust, "", " ")
 	if err := os.WriteFile(filepath.Join("bundles", "trust.json"), append(out, '\n'), 0o644); err != nil {
 		log.Fatal(err)
