@@ -29,7 +29,7 @@ const (
 // the responses before the entries they publish heads of, the entries last.
 var bundleMembers = []string{
 	"format", "version", "session_id", "keys", "policy_bundles",
-	"checkpoints", "consistency_proofs", "anchors", "responses", "entries",
+	"checkpoints", "consistency_proofs", "anchors", "responses", "entries", "steps",
 }
 
 // Trust is what the verifier of a bundle trusts, given from outside the
@@ -115,7 +115,8 @@ type bundleState struct {
 //
 // Members must appear in the order of the schema (format, version,
 // session_id, keys, policy_bundles, checkpoints, consistency_proofs,
-// anchors, responses, entries); a bundle that cannot be read, parsed or is
+// anchors, responses, and entries or steps); with "steps", each entry comes
+// with its response and memory stays flat whatever the session's length; a bundle that cannot be read, parsed or is
 // out of order is an *InputError naming the member and the byte offset.
 func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
 	s := &bundleState{policies: map[[2]string]PolicyBundleRecord{}, bySize: map[uint64]int{}, anchors: map[uint64][]int{}}
@@ -178,14 +179,24 @@ func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
 		case "responses":
 			s.startHeads()
 			err = eachElement(dec, func(k int) error { return s.readResponse(dec) })
-		case "entries":
-			if !seen["responses"] {
+		case "entries", "steps":
+			if seen["entries"] && seen["steps"] {
+				return fail(name, errors.New(`a bundle has "entries" or "steps", not both`))
+			}
+			if seen["responses"] && name == "steps" {
+				return fail(name, errors.New(`a bundle with "steps" carries its responses in them, not in "responses"`))
+			}
+			if !seen["responses"] && name == "entries" {
 				s.noHeads = true
 				s.notices = append(s.notices, Finding{Code: CodeHeadsNotChecked, EntryIndex: -1, Where: "responses",
 					Message: "The bundle has no responses, so no published chain head was checked: a chain rewritten and re-hashed forward before it was logged would pass."})
 			}
 			s.startHeads()
-			err = eachElement(dec, func(k int) error { return s.readEntry(dec, k) })
+			if name == "steps" {
+				err = eachElement(dec, func(k int) error { return s.readStep(dec, k) })
+			} else {
+				err = eachElement(dec, func(k int) error { return s.readEntry(dec, k) })
+			}
 		}
 		if err != nil {
 			return fail(name, err)
@@ -197,10 +208,13 @@ func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return fail("", errors.New("data after the bundle object"))
 	}
-	for _, m := range []string{"format", "version", "session_id", "entries"} {
+	for _, m := range []string{"format", "version", "session_id"} {
 		if !seen[m] {
 			return fail("", fmt.Errorf("no %q member", m))
 		}
+	}
+	if !seen["entries"] && !seen["steps"] {
+		return fail("", errors.New(`no "entries" or "steps" member`))
 	}
 	if s.chain.Entries() == 0 {
 		return fail("entries", errors.New("no context entries"))
@@ -385,6 +399,10 @@ func (s *bundleState) readResponse(dec *json.Decoder) error {
 	if err := dec.Decode(&raw); err != nil {
 		return err
 	}
+	return s.addResponse(raw)
+}
+
+func (s *bundleState) addResponse(raw []byte) error {
 	fs, ns, err := s.heads.AddResponse(raw)
 	if err != nil {
 		return err
@@ -394,11 +412,40 @@ func (s *bundleState) readResponse(dec *json.Decoder) error {
 	return nil
 }
 
+// readStep reads one element of "steps": an entry with the response that
+// published its head, if any, so that neither is held past its step.
+func (s *bundleState) readStep(dec *json.Decoder, i int) error {
+	var st struct {
+		Entry    json.RawMessage `json:"entry"`
+		Response json.RawMessage `json:"response"`
+	}
+	if err := decodeStrict(dec, &st); err != nil {
+		return err
+	}
+	if len(st.Entry) == 0 {
+		return errors.New(`step has no "entry"`)
+	}
+	if len(st.Response) > 0 && !bytes.Equal(st.Response, []byte("null")) {
+		if err := s.addResponse(st.Response); err != nil {
+			return fmt.Errorf("response: %w", err)
+		}
+	}
+	if err := s.checkEntry(st.Entry, i); err != nil {
+		return fmt.Errorf("entry: %w", err)
+	}
+	return nil
+}
+
 func (s *bundleState) readEntry(dec *json.Decoder, i int) error {
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
 		return err
 	}
+	return s.checkEntry(raw, i)
+}
+
+// checkEntry runs every check of one entry.
+func (s *bundleState) checkEntry(raw []byte, i int) error {
 	e, err := acs.ParseEntry(raw)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/acsledger/acsledger/acs"
@@ -17,11 +18,13 @@ import (
 // step's entry produced. A chain rewritten from some entry on and re-hashed
 // forward passes every chain check; only these published heads expose it.
 //
-// Use it in two passes: AddResponse for every response envelope, then
-// CheckEntry for every entry in chain order with the head the chain check
-// recomputed there, then Finish. It keeps, per response carrying a
-// chain_hash, its request_id and the 32-byte head (under 100 bytes a
-// response); no envelope is kept after AddResponse returns.
+// Call AddResponse for each response envelope before CheckEntry for the
+// entry of its step (all responses first, or each step's response just
+// before its entry), CheckEntry for every entry in chain order with the head
+// the chain check recomputed there, then Finish. Until its entry is
+// checked, it keeps per response carrying a chain_hash its request_id and
+// 32-byte head (about 150 bytes); no envelope is kept after AddResponse
+// returns, and nothing of a response once its entry is checked.
 //
 // A HeadChecker is not safe for concurrent use.
 type HeadChecker struct {
@@ -29,9 +32,9 @@ type HeadChecker struct {
 	sessionID string
 	responses int
 
-	// published maps request_id to the heads the responses for it carry.
+	// published maps request_id to the heads the responses for it carry,
+	// until the entry of that step is checked.
 	published map[string]*publishedHead
-	order     []string // request_ids in the order first seen
 
 	// diverged is true while the last published head compared differed:
 	// a rewrite changes every head after it, and is reported once, at the
@@ -42,7 +45,6 @@ type HeadChecker struct {
 type publishedHead struct {
 	response int // 0-based index of the first response for this request
 	heads    []acs.Hash
-	matched  bool
 }
 
 // NewHeadChecker returns a HeadChecker that verifies response signatures
@@ -131,7 +133,6 @@ func (h *HeadChecker) record(requestID string, response int) *publishedHead {
 	if p == nil {
 		p = &publishedHead{response: response}
 		h.published[requestID] = p
-		h.order = append(h.order, requestID)
 	}
 	return p
 }
@@ -171,7 +172,7 @@ func sigCause(err error) string {
 // the same problem and not reported again.
 func (h *HeadChecker) CheckEntry(index int, e *acs.Entry, head acs.Hash, hashEdited bool) []Finding {
 	p := h.published[e.StepID]
-	if p == nil || p.matched {
+	if p == nil {
 		if contentBearing(e.StepType) {
 			return []Finding{{Code: CodeEntryWithoutResponse, EntryIndex: index, EntryID: e.EntryID, StepID: e.StepID,
 				Expected: head.String(),
@@ -179,7 +180,7 @@ func (h *HeadChecker) CheckEntry(index int, e *acs.Entry, head acs.Hash, hashEdi
 		}
 		return nil
 	}
-	p.matched = true
+	delete(h.published, e.StepID)
 	var fs []Finding
 	mismatch := false
 	for _, pub := range p.heads {
@@ -212,12 +213,16 @@ func contentBearing(stepType string) bool {
 // Finish returns response_without_entry for every response whose
 // request_id names no entry that CheckEntry saw.
 func (h *HeadChecker) Finish() []Finding {
-	var fs []Finding
-	for _, id := range h.order {
-		p := h.published[id]
-		if p.matched || len(p.heads) == 0 {
-			continue
+	ids := make([]string, 0, len(h.published))
+	for id, p := range h.published {
+		if len(p.heads) > 0 {
+			ids = append(ids, id)
 		}
+	}
+	slices.SortFunc(ids, func(a, b string) int { return h.published[a].response - h.published[b].response })
+	var fs []Finding
+	for _, id := range ids {
+		p := h.published[id]
 		fs = append(fs, Finding{Code: CodeResponseWithoutEntry, EntryIndex: -1, StepID: id, Where: fmt.Sprintf("response %d", p.response),
 			Expected: p.heads[0].String(),
 			Message:  fmt.Sprintf("The Guardian signed chain_hash %s for request %q, but no entry of the chain has that step_id: the entry was removed.", p.heads[0], id)})

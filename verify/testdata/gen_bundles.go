@@ -318,7 +318,28 @@ type bundle struct {
 	ConsistencyProofs []consistency     `json:"consistency_proofs"`
 	Anchors           []anchor          `json:"anchors"`
 	Responses         []json.RawMessage `json:"responses,omitempty"`
-	Entries           []entry           `json:"entries"`
+	Entries           []entry           `json:"entries,omitempty"`
+	Steps             []stepRecord      `json:"steps,omitempty"`
+}
+
+// stepRecord is an element of "steps": an entry with its response.
+type stepRecord struct {
+	Entry    entry           `json:"entry"`
+	Response json.RawMessage `json:"response,omitempty"`
+}
+
+// toSteps moves a bundle's responses next to their entries (response i
+// with entry i), the layout that keeps a verifier's memory flat.
+func toSteps(b bundle) bundle {
+	for i, e := range b.Entries {
+		st := stepRecord{Entry: e}
+		if i < len(b.Responses) {
+			st.Response = b.Responses[i]
+		}
+		b.Steps = append(b.Steps, st)
+	}
+	b.Entries, b.Responses = nil, nil
+	return b
 }
 
 type bundleKeys struct {
@@ -482,6 +503,10 @@ func main() {
 	rehash(es, 5)
 	write("chain_mismatch.json", "entry 5's deny rewritten to allow, chain re-hashed forward and logged; responses as signed", assemble(k, es, respond(valid, k.ecdsa), k.ecdsa), true, "",
 		[]finding{{"chain_mismatch", 5}})
+
+	write("chain_mismatch_steps.json", "as chain_mismatch.json, each response beside its entry in \"steps\"", toSteps(assemble(k, es, respond(valid, k.ecdsa), k.ecdsa)), true, "",
+		[]finding{{"chain_mismatch", 5}})
+	write("valid_steps.json", "none: ECDSA-P256 responses, each beside its entry in \"steps\"", toSteps(good), true, "", nil)
 
 	b := assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
 	b.Responses[5] = bytes.Replace(b.Responses[5], []byte(`"decision":"deny"`), []byte(`"decision":"allow"`), 1)
