@@ -90,14 +90,6 @@ func (g *Guardian) intentUpdate(req *request, s *session) (*Intent, string, *rpc
 	return nil, ReasonIntentImmutable, nil
 }
 
-// takeGrants returns and forgets the capabilities granted for the next
-// request only. Called with s.mu held.
-func (s *session) takeGrants() []string {
-	g := s.grants
-	s.grants = nil
-	return g
-}
-
 // Approval is an approver's signed answer to an ASK (ACS §9), as submitted
 // to ResolveAsk. Its signature covers the RFC 8785 form of the approval
 // object without its signature member, and must be made by the key whose

@@ -168,6 +168,31 @@ func TestIntentExtension(t *testing.T) {
 	if got := parsedOf(in); !slices.Equal(got, []string{"invoice.read", "payments.send"}) || len(in.Extensions) != 1 || in.Extensions[0].Approver.ID != "alice" || in.Extensions[0].AskStepID != askID {
 		t.Fatalf("policy saw intent %+v", in)
 	}
+
+	// Scope this_request: the next step alone sees the grant, and its
+	// entry records it; Intent.parsed does not grow.
+	ask2 := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("pay"), nil)))
+	askID = ask2.str("request_id")
+	once := approval(alice, func(a *guardian.Approval) { a.IntentExtension.Scope = "this_request" })
+	if _, err := e.s.g.ResolveAsk(t.Context(), once); err != nil {
+		t.Fatalf("this_request grant: %v", err)
+	}
+	r = decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)))
+	if got := pol.last().Grants; !slices.Equal(got, []string{"payments.send"}) || len(pol.last().Intent.Extensions) != 1 {
+		t.Fatalf("the step after a this_request grant saw grants %v, intent %+v", got, pol.last().Intent)
+	}
+	entries = verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
+	var g struct {
+		Grants []string `json:"this_request_grants"`
+	}
+	_ = json.Unmarshal(entries[len(entries)-1].Content, &g)
+	if !slices.Equal(g.Grants, []string{"payments.send"}) {
+		t.Errorf("entry %s lacks this_request_grants", entries[len(entries)-1].Content)
+	}
+	decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)))
+	if got := pol.last().Grants; len(got) != 0 {
+		t.Fatalf("a this_request grant outlived its request: %v", got)
+	}
 }
 
 // TestProvenanceForPolicy: the policy sees the provenance objects of the

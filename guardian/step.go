@@ -153,7 +153,8 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	if intentEvent != "" {
 		audit = append(audit, intentEvent)
 	}
-	grants := s.takeGrants()
+	// Grants for this request only are used up once the step is chained.
+	grants := s.grants
 	switch {
 	case req.clientHead != "" && req.clientHead != state.ChainHash:
 		// ACS §8.6: the client's view of the head disagrees with ours.
@@ -240,6 +241,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	head := app.EntryHash
 	s.head, s.length = &head, app.Position+1
 	s.prov.add(req.payload)
+	s.grants = nil
 	if d.Disposition == Defer {
 		s.deferrals++
 	}
