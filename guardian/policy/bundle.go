@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/ledger"
 )
 
 // A Bundle is one version of a policy: Rego modules and an optional data
@@ -128,6 +129,31 @@ func ParseBundle(content []byte) (*Bundle, error) {
 	}
 	if err := b.check(); err != nil {
 		return nil, fmt.Errorf("couldn't parse policy bundle: %w", err)
+	}
+	return b, nil
+}
+
+// BundleFromRecord reads back a bundle the ledger recorded, for Replay. It
+// refuses a record whose content does not hash to its digest, is not in
+// canonical form, or names another ID or version than the record, so a
+// replay runs exactly the policy the decisions cite.
+func BundleFromRecord(r ledger.PolicyBundle) (*Bundle, error) {
+	if got := digestOf(r.Content); got != r.Digest {
+		return nil, fmt.Errorf("recorded policy bundle %s@%s: content hashes to %s, not the recorded digest %s", r.ID, r.Version, got, r.Digest)
+	}
+	b, err := ParseBundle(r.Content)
+	if err != nil {
+		return nil, fmt.Errorf("recorded policy bundle %s@%s: %w", r.ID, r.Version, err)
+	}
+	if b.ID != r.ID || b.Version != r.Version {
+		return nil, fmt.Errorf("recorded policy bundle %s@%s: content names %s", r.ID, r.Version, b.name())
+	}
+	c, err := b.Content()
+	if err != nil {
+		return nil, fmt.Errorf("recorded policy bundle %s@%s: %w", r.ID, r.Version, err)
+	}
+	if !bytes.Equal(c, r.Content) {
+		return nil, fmt.Errorf("recorded policy bundle %s@%s: content is not in canonical form", r.ID, r.Version)
 	}
 	return b, nil
 }
