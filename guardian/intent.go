@@ -102,7 +102,9 @@ type Approval struct {
 	Decision        Disposition        `json:"decision"`
 	IntentExtension *ApprovalExtension `json:"intent_extension,omitempty"`
 	Timestamp       string             `json:"timestamp"`
-	Signature       *sig.Signature     `json:"signature,omitempty"`
+	// Signature is the { algorithm, value, key_id } object SignApproval
+	// adds; ResolveAsk reads it from the document itself.
+	Signature json.RawMessage `json:"signature,omitempty"`
 }
 
 // ApprovalExtension is the intent_extension of an approver's grant (§9.1).
