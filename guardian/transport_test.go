@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -256,4 +257,19 @@ func TestIdleSessionsForgotten(t *testing.T) {
 		t.Fatalf("after re-handshake: %s", r.raw)
 	}
 	verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
+}
+
+// TestHTTPPostOnly: the endpoint answers POST only.
+func TestHTTPPostOnly(t *testing.T) {
+	s := newSetup(t, "sqlite", nil)
+	srv := httptest.NewServer(s.g)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != http.MethodPost {
+		t.Fatalf("GET: status %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
 }
