@@ -59,7 +59,9 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 			// The first attempt assumes no record is a retry and skips the
 			// step lookup; if one is, the (session_id, step_id) key refuses
 			// the insert and the next attempt looks steps up.
-			if p, err = s.plan(ctx, tx, ps, attempt > 1); err != nil {
+			// Records with a signer always look steps up: a retry must not
+			// be signed as a new entry.
+			if p, err = s.plan(ctx, tx, ps, attempt > 1 || anySigner(ps)); err != nil {
 				return err
 			}
 			// A failing record may be a retry judged without its stored
@@ -73,6 +75,9 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 				if err := p.Failed(); err != nil {
 					return err
 				}
+			}
+			if err := s.storedResponses(ctx, tx, ps, p); err != nil {
+				return err
 			}
 			if s.beforeWrite != nil {
 				if err := s.beforeWrite(p); err != nil {
@@ -219,11 +224,48 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 	if len(mvIDs) > 0 {
 		b.Queue(q["MoveHeads"], mvIDs, mvFromLen, mvFrom, mvToLen, mvTo, now).Exec(expect("moving heads", len(mvIDs)))
 	}
+	var rsIDs []string
+	var rsPos []int64
+	var rsBytes [][]byte
+	for i, signed := range p.Signed {
+		if signed != nil && !p.Results[i].Replayed && p.Errs[i] == nil {
+			rsIDs = append(rsIDs, p.Results[i].SessionID)
+			rsPos = append(rsPos, p.Results[i].Position)
+			rsBytes = append(rsBytes, signed)
+		}
+	}
+	if len(rsIDs) > 0 {
+		b.Queue(q["InsertResponses"], rsIDs, rsPos, rsBytes, now).Exec(expect("storing responses", len(rsIDs)))
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		if errors.Is(err, errHeadMoved) {
 			return err
 		}
 		return fmt.Errorf("couldn't write entries: %w", err)
+	}
+	return nil
+}
+
+func anySigner(ps []plan.Prepared) bool {
+	for _, p := range ps {
+		if p.Sign != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// storedResponses fills in the stored response of every replayed record
+// that asked for one (nil if its entry was appended without a response).
+func (s *Store) storedResponses(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, p *plan.Plan) error {
+	for i, r := range ps {
+		if r.Sign == nil || p.Errs[i] != nil || !p.Results[i].Replayed {
+			continue
+		}
+		err := tx.QueryRow(ctx, q["Response"], p.Results[i].SessionID, p.Results[i].Position).Scan(&p.Signed[i])
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("couldn't read the stored response of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
+		}
 	}
 	return nil
 }

@@ -15,5 +15,6 @@ func (s *Store) Append(ctx context.Context, r ledger.Record) (ledger.Appended, e
 	if err != nil {
 		return ledger.Appended{}, err
 	}
-	return s.committer.Append(ctx, p)
+	a, _, err := s.committer.Append(ctx, p)
+	return a, err
 }

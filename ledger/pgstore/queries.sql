@@ -69,8 +69,10 @@ WHERE session_id = $1 AND position >= $2
 ORDER BY position
 LIMIT $3;
 
--- name: InsertResponse
-INSERT INTO responses (session_id, position, response, recorded_at) VALUES ($1, $2, $3, $4);
+-- name: InsertResponses
+INSERT INTO responses (session_id, position, response, recorded_at)
+SELECT u.session_id, u.position, u.response, $4
+FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (session_id, position, response);
 
 -- name: Response
 SELECT response FROM responses WHERE session_id = $1 AND position = $2;

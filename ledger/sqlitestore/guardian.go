@@ -14,49 +14,16 @@ import (
 
 var _ ledger.GuardianStore = (*Store)(nil)
 
-// AppendSigned implements ledger.GuardianStore. It is its own transaction:
-// sign runs between planning and writing.
+// AppendSigned implements ledger.GuardianStore. It shares group commits
+// with Append: sign runs in the committer, inside the transaction, after
+// the entry is planned and before it is written.
 func (s *Store) AppendSigned(ctx context.Context, r ledger.Record, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
-	pr, err := plan.Prepare(0, r, s.opts.EntryCap())
+	p, err := plan.Prepare(0, r, s.opts.EntryCap())
 	if err != nil {
 		return ledger.Appended{}, nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		var res ledger.Appended
-		var resp []byte
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			p, err := s.plan(ctx, tx, []plan.Prepared{pr})
-			if err != nil {
-				return err
-			}
-			if err := p.Failed(); err != nil {
-				return err
-			}
-			res = p.Results[0]
-			if res.Replayed {
-				err := tx.QueryRowContext(ctx, sqlq.Must(q, "Response"), res.SessionID, res.Position).Scan(&resp)
-				if errors.Is(err, sql.ErrNoRows) {
-					return nil // appended without a response
-				}
-				return err
-			}
-			if resp, err = sign(res); err != nil {
-				return fmt.Errorf("couldn't sign the response for session %q position %d: %w", res.SessionID, res.Position, err)
-			}
-			if err := s.writePlan(ctx, tx, p); err != nil {
-				return err
-			}
-			_, err = tx.ExecContext(ctx, sqlq.Must(q, "InsertResponse"), res.SessionID, res.Position, resp, s.opts.Clock()().UnixMicro())
-			return err
-		})
-		if errors.Is(err, errHeadMoved) && attempt < 10 {
-			continue
-		}
-		if err != nil {
-			return ledger.Appended{}, nil, err
-		}
-		return res, resp, nil
-	}
+	p.Sign = sign
+	return s.committer.Append(ctx, p)
 }
 
 // Response implements ledger.GuardianStore.

@@ -142,7 +142,8 @@ func (s *Store) Append(ctx context.Context, r ledger.Record) (ledger.Appended, e
 	if err != nil {
 		return ledger.Appended{}, err
 	}
-	return s.committer.Append(ctx, p)
+	a, _, err := s.committer.Append(ctx, p)
+	return a, err
 }
 
 // AppendBatch implements ledger.Store.
@@ -184,6 +185,9 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 				if err := p.Failed(); err != nil {
 					return err
 				}
+			}
+			if err := storedResponses(ctx, tx, ps, p); err != nil {
+				return err
 			}
 			return s.writePlan(ctx, tx, p)
 		})
@@ -265,6 +269,14 @@ func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p *plan.Plan) error {
 				return errHeadMoved
 			}
 			return fmt.Errorf("couldn't insert entry %d of session %q: %w", r.Position, r.SessionID, err)
+		}
+	}
+	for i, signed := range p.Signed {
+		if signed == nil || p.Results[i].Replayed || p.Errs[i] != nil {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, sqlq.Must(q, "InsertResponse"), p.Results[i].SessionID, p.Results[i].Position, signed, now); err != nil {
+			return fmt.Errorf("couldn't store the response of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
 		}
 	}
 	for _, m := range p.Moves {
@@ -382,6 +394,21 @@ func (s *Store) Entries(ctx context.Context, sessionID string, from int64, limit
 		}
 	}
 	return es, nil
+}
+
+// storedResponses fills in the stored response of every replayed record
+// that asked for one (nil if its entry was appended without a response).
+func storedResponses(ctx context.Context, tx *sql.Tx, ps []plan.Prepared, p *plan.Plan) error {
+	for i, r := range ps {
+		if r.Sign == nil || p.Errs[i] != nil || !p.Results[i].Replayed {
+			continue
+		}
+		err := tx.QueryRowContext(ctx, sqlq.Must(q, "Response"), p.Results[i].SessionID, p.Results[i].Position).Scan(&p.Signed[i])
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("couldn't read the stored response of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
+		}
+	}
+	return nil
 }
 
 // isUnique reports a unique-key violation: another writer stored the same

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ var guardianTests = []struct {
 	fn   func(*testing.T, ledger.GuardianStore, *Clock)
 }{
 	{"AppendSigned", testAppendSigned},
+	{"AppendSignedConcurrent", testAppendSignedConcurrent},
 	{"RecordRequest", testRecordRequest},
 	{"PolicyBundles", testPolicyBundles},
 }
@@ -161,6 +163,57 @@ func testPolicyBundles(t *testing.T, s ledger.GuardianStore, clock *Clock) {
 	for i, want := range []ledger.PolicyBundle{a1, a2, b1} {
 		if all[i].ID != want.ID || all[i].Version != want.Version || all[i].Digest != want.Digest || all[i].Content != nil {
 			t.Errorf("bundle %d: %+v, want %s@%s without content", i, all[i], want.ID, want.Version)
+		}
+	}
+}
+
+// testAppendSignedConcurrent signs many appends to one session at once (so
+// stores that share commits sign inside one transaction), one signer
+// failing: the others are stored, each beside the response its signer built
+// for the entry's final position and hash.
+func testAppendSignedConcurrent(t *testing.T, s ledger.GuardianStore, _ *Clock) {
+	ctx := context.Background()
+	const n, failing = 20, 7
+	boom := errors.New("signer down")
+	errs := make([]error, n)
+	got := make([]ledger.Appended, n)
+	resps := make([][]byte, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], resps[i], errs[i] = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(i, "")},
+				func(a ledger.Appended) ([]byte, error) {
+					if i == failing {
+						return nil, boom
+					}
+					return fmt.Appendf(nil, "%d %s", a.Position, a.EntryHash), nil
+				})
+		}()
+	}
+	wg.Wait()
+	if !errors.Is(errs[failing], boom) {
+		t.Fatalf("failing signer: %v", errs[failing])
+	}
+	es := verifyChain(t, s, "s")
+	if len(es) != n-1 {
+		t.Fatalf("%d entries stored, want %d", len(es), n-1)
+	}
+	for i := range n {
+		if i == failing {
+			continue
+		}
+		if errs[i] != nil {
+			t.Fatalf("append %d: %v", i, errs[i])
+		}
+		e := es[got[i].Position]
+		want := fmt.Sprintf("%d %s", e.Position, e.EntryHash)
+		if e.EntryHash != got[i].EntryHash || string(resps[i]) != want {
+			t.Fatalf("append %d: result %+v and response %q, stored entry %d %s", i, got[i], resps[i], e.Position, e.EntryHash)
+		}
+		if b, err := s.Response(ctx, "s", e.Position); err != nil || string(b) != want {
+			t.Fatalf("stored response at %d: %q, %v; want %q", e.Position, b, err, want)
 		}
 	}
 }

@@ -53,8 +53,9 @@ type pending struct {
 }
 
 type outcome struct {
-	res ledger.Appended
-	err error
+	res    ledger.Appended
+	signed []byte // the response built by p.Sign, if set
+	err    error
 }
 
 // New starts the queues.
@@ -90,32 +91,34 @@ func (c *Committer) Close() {
 	<-c.stopped
 }
 
-// Append queues p and waits for its commit. If ctx ends first it returns
-// ctx's error and the entry may or may not be stored; a retry is
-// idempotent. On a closed Committer it returns ledger.ErrClosed.
-func (c *Committer) Append(ctx context.Context, p plan.Prepared) (ledger.Appended, error) {
+// Append queues p and waits for its commit. It returns the response p.Sign
+// built (nil without a signer, or for a replay: the store looks that up).
+// If ctx ends first it returns ctx's error and the entry may or may not be
+// stored; a retry is idempotent. On a closed Committer it returns
+// ledger.ErrClosed.
+func (c *Committer) Append(ctx context.Context, p plan.Prepared) (ledger.Appended, []byte, error) {
 	w := &pending{ctx: ctx, p: p, done: make(chan outcome, 1)}
 	q := c.queues[maphash.String(c.seed, p.SessionID)%uint64(len(c.queues))]
 	select {
 	case q <- w:
 	case <-c.closing:
-		return ledger.Appended{}, ledger.ErrClosed
+		return ledger.Appended{}, nil, ledger.ErrClosed
 	case <-ctx.Done():
-		return ledger.Appended{}, ctx.Err()
+		return ledger.Appended{}, nil, ctx.Err()
 	}
 	select {
 	case o := <-w.done:
-		return o.res, o.err
+		return o.res, o.signed, o.err
 	case <-c.stopped:
 		// The queue may have delivered just before stopping.
 		select {
 		case o := <-w.done:
-			return o.res, o.err
+			return o.res, o.signed, o.err
 		default:
-			return ledger.Appended{}, ledger.ErrClosed
+			return ledger.Appended{}, nil, ledger.ErrClosed
 		}
 	case <-ctx.Done():
-		return ledger.Appended{}, ctx.Err()
+		return ledger.Appended{}, nil, ctx.Err()
 	}
 }
 
@@ -202,7 +205,11 @@ func (c *Committer) commit(ctx context.Context, ws []*pending) {
 	switch {
 	case err == nil:
 		for i, w := range ws {
-			w.done <- outcome{res: p.Results[i], err: p.Errs[i]}
+			o := outcome{res: p.Results[i], err: p.Errs[i]}
+			if p.Signed != nil {
+				o.signed = p.Signed[i]
+			}
+			w.done <- o
 		}
 	case len(ws) == 1:
 		ws[0].done <- outcome{err: err}

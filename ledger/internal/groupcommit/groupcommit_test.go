@@ -64,7 +64,7 @@ func appendAll(c *Committer, ps []plan.Prepared) ([]ledger.Appended, []error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[i], errs[i] = c.Append(context.Background(), p)
+			res[i], _, errs[i] = c.Append(context.Background(), p)
 		}()
 	}
 	wg.Wait()
@@ -110,7 +110,7 @@ func TestOrderWithinSession(t *testing.T) {
 	c := New(f.apply, Options{Queues: 3})
 	defer c.Close()
 	for i := range 20 {
-		r, err := c.Append(context.Background(), record(t, "s", fmt.Sprint(i)))
+		r, _, err := c.Append(context.Background(), record(t, "s", fmt.Sprint(i)))
 		if err != nil || r.Position != int64(i) {
 			t.Fatalf("append %d: %+v, %v", i, r, err)
 		}
@@ -122,12 +122,12 @@ func TestCancelledAndClosed(t *testing.T) {
 	c := New(f.apply, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.Append(ctx, record(t, "s", "1")); !errors.Is(err, context.Canceled) {
+	if _, _, err := c.Append(ctx, record(t, "s", "1")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled append: %v", err)
 	}
 	c.Close()
 	c.Close() // twice is fine
-	if _, err := c.Append(context.Background(), record(t, "s", "2")); !errors.Is(err, ledger.ErrClosed) {
+	if _, _, err := c.Append(context.Background(), record(t, "s", "2")); !errors.Is(err, ledger.ErrClosed) {
 		t.Fatalf("append after Close: %v", err)
 	}
 	f.mu.Lock()

@@ -20,6 +20,9 @@ type Prepared struct {
 	Index int
 	ledger.Record
 	Entry *acs.Entry
+	// Sign, when set, builds the signed response stored beside the entry
+	// (GuardianStore.AppendSigned).
+	Sign func(ledger.Appended) ([]byte, error)
 }
 
 // Prepare checks a record's identifiers and size and parses its entry.
@@ -115,8 +118,12 @@ type Plan struct {
 	// the two is set for each.
 	Results []ledger.Appended
 	Errs    []error
-	Rows    []Row
-	Moves   []Move
+	// Signed holds the responses built by the signers of new entries,
+	// indexed like Results; the store writes them beside the entries. A
+	// replayed record's response is the store's to look up.
+	Signed [][]byte
+	Rows   []Row
+	Moves  []Move
 }
 
 // Failed returns the first error of the plan, or nil.
@@ -146,8 +153,41 @@ func SessionIDs(ps []Prepared) []string {
 // that exists; stored holds every already stored entry whose Key appears in
 // ps. A record that fails does not advance its session; the records after it
 // chain onto the last one that succeeded.
+//
+// Then Make runs the signers of the new entries. A signer that fails fails
+// its record, and since later records of its session were chained onto it,
+// the whole set is planned again without it (signers run again too).
 func Make(ps []Prepared, sessions map[string]State, stored map[Key]Stored) *Plan {
-	p := &Plan{Results: make([]ledger.Appended, len(ps)), Errs: make([]error, len(ps))}
+	failed := make(map[int]error)
+	for {
+		p := chain(ps, sessions, stored, failed)
+		if sign(p, ps, failed) {
+			return p
+		}
+	}
+}
+
+// sign runs the signers of p's new entries and reports whether all
+// succeeded; failures are added to failed.
+func sign(p *Plan, ps []Prepared, failed map[int]error) bool {
+	ok := true
+	for i, r := range ps {
+		if r.Sign == nil || p.Errs[i] != nil || p.Results[i].Replayed {
+			continue
+		}
+		b, err := r.Sign(p.Results[i])
+		if err != nil {
+			failed[i] = fmt.Errorf("couldn't sign the response for session %q position %d: %w", r.SessionID, p.Results[i].Position, err)
+			ok = false
+			continue
+		}
+		p.Signed[i] = b
+	}
+	return ok
+}
+
+func chain(ps []Prepared, sessions map[string]State, stored map[Key]Stored, failed map[int]error) *Plan {
+	p := &Plan{Results: make([]ledger.Appended, len(ps)), Errs: make([]error, len(ps)), Signed: make([][]byte, len(ps))}
 	moves := make(map[string]int) // session id -> index in p.Moves
 	batch := make(map[Key]Stored)
 	for i, r := range ps {
@@ -165,6 +205,10 @@ func Make(ps []Prepared, sessions map[string]State, stored map[Key]Stored) *Plan
 			moves[r.SessionID] = mi
 		}
 		m := &p.Moves[mi]
+		if err := failed[i]; err != nil {
+			p.Errs[i] = err
+			continue
+		}
 		if r.AgentID != "" && r.AgentID != m.AgentID {
 			p.Errs[i] = fmt.Errorf("entry %d for session %q: %w: session belongs to agent %q, record names %q",
 				r.Index, r.SessionID, ledger.ErrAgentMismatch, m.AgentID, r.AgentID)

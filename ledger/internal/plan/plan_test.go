@@ -48,3 +48,38 @@ func TestMakeSkipsFailures(t *testing.T) {
 		t.Fatalf("Failed() = %v, want the first error", p.Failed())
 	}
 }
+
+// A failing signer takes its record out and the rest are planned again,
+// so the record after it takes its position.
+func TestMakeSignerFails(t *testing.T) {
+	boom := errors.New("boom")
+	calls := map[string]int{}
+	signer := func(name string, fail bool) func(ledger.Appended) ([]byte, error) {
+		return func(a ledger.Appended) ([]byte, error) {
+			calls[name]++
+			if fail {
+				return nil, boom
+			}
+			return fmt.Appendf(nil, "%s@%d", name, a.Position), nil
+		}
+	}
+	ps := []Prepared{
+		prep(t, 0, "s", `{"entry_id":"a","step_id":"1","step_type":"t"}`),
+		prep(t, 1, "s", `{"entry_id":"b","step_id":"2","step_type":"t"}`),
+		prep(t, 2, "s", `{"entry_id":"c","step_id":"3","step_type":"t"}`),
+	}
+	ps[0].Sign, ps[1].Sign, ps[2].Sign = signer("a", false), signer("b", true), signer("c", false)
+	p := Make(ps, nil, nil)
+	if !errors.Is(p.Errs[1], boom) || p.Errs[0] != nil || p.Errs[2] != nil {
+		t.Fatalf("errors: %v", p.Errs)
+	}
+	if string(p.Signed[0]) != "a@0" || p.Signed[1] != nil || string(p.Signed[2]) != "c@1" {
+		t.Fatalf("signed: %q", p.Signed)
+	}
+	if len(p.Rows) != 2 || p.Rows[1].Entry.EntryID != "c" || p.Rows[1].Position != 1 {
+		t.Fatalf("rows: %+v", p.Rows)
+	}
+	if calls["b"] != 1 {
+		t.Fatalf("the failed signer ran %d times, want 1", calls["b"])
+	}
+}
