@@ -149,10 +149,10 @@ func rehash(es []entry, from int) {
 // keys are the corpus's fixed keys.
 type keys struct {
 	ecdsa, mldsa, hybrid, hmac *sig.PrivateKey
-	logEd, logML       string // signer keys
-	logVKeys           []string
-	witnesses          []string // signer keys of the three witnesses
-	witnessVKeys       []string
+	logEd, logML               string // signer keys
+	logVKeys                   []string
+	witnesses                  []string // signer keys of the three witnesses
+	witnessVKeys               []string
 }
 
 func privateKey(keyID string, alg sig.Algorithm, private []byte) *sig.PrivateKey {
