@@ -6,44 +6,72 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/sqlitestore"
 )
 
-// bundleStore is the part of ledger.GuardianStore this test needs.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// bundleStore is the part of ledger.GuardianStore these tests need.
 type bundleStore interface {
 	Recorder
 	PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error)
 }
 
-// TestLedgerRoundTrip records bundles in the real embedded store, reads
-// one back and replays a decision under it. It runs once sqlitestore
-// implements the GuardianStore policy bundle methods (landing in parallel
-// with this package).
-func TestLedgerRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
-	must(t, err)
-	defer s.Close()
-	store, ok := any(s).(bundleStore)
-	if !ok {
+// The store tests run once the real stores implement the GuardianStore
+// policy bundle methods (landing in parallel with this package); until
+// then they skip before starting anything.
+
+func TestLedgerRoundTripSQLite(t *testing.T) {
+	if _, ok := any((*sqlitestore.Store)(nil)).(bundleStore); !ok {
 		t.Skip("sqlitestore.Store does not implement PutPolicyBundle and PolicyBundle yet")
 	}
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
+	must(t, err)
+	defer s.Close()
+	ledgerRoundTrip(t, any(s).(bundleStore))
+}
 
+func TestLedgerRoundTripPostgres(t *testing.T) {
+	if _, ok := any((*pgstore.Store)(nil)).(bundleStore); !ok {
+		t.Skip("pgstore.Store does not implement PutPolicyBundle and PolicyBundle yet")
+	}
+	url := pgtest.NewDatabase(t)
+	must(t, pgstore.Migrate(context.Background(), url))
+	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
+	must(t, err)
+	defer s.Close()
+	ledgerRoundTrip(t, any(s).(bundleStore))
+}
+
+// ledgerRoundTrip records bundles in a real store, reads one back and
+// replays a decision under it.
+func ledgerRoundTrip(t *testing.T, store bundleStore) {
+	ctx := context.Background()
 	e, err := New(ctx, Baseline(), store, nil)
 	must(t, err)
 	in := toolCall(t, "bash", "chmod -R 777 /")
 	orig, err := e.Decide(ctx, in)
 	must(t, err)
 
+	// Recording is idempotent: a second engine on the same bundle is fine.
+	if _, err := New(ctx, Baseline(), store, nil); err != nil {
+		t.Fatalf("second New on the recorded baseline: %v", err)
+	}
 	must(t, e.Load(ctx, tinyBundle("2", allowAll)))
 	changed := Baseline()
 	changed.Modules["decision.rego"] += "\n# edited without a version bump\n"
 	if err := e.Load(ctx, changed); !errors.Is(err, ledger.ErrConflict) {
 		t.Fatalf("Load of changed baseline content under %s: %v, want ErrConflict", BaselineVersion, err)
 	}
+	if e.Current().ID != "tiny" {
+		t.Fatalf("engine runs %+v after a refused load", e.Current())
+	}
 
-	rec, err := store.PolicyBundle(ctx, orig.PolicyReferences[0].PolicyID, orig.PolicyReferences[0].PolicyVersion)
+	ref := orig.PolicyReferences[0]
+	rec, err := store.PolicyBundle(ctx, ref.PolicyID, ref.PolicyVersion)
 	must(t, err)
 	b, err := BundleFromRecord(rec)
 	must(t, err)
@@ -51,5 +79,8 @@ func TestLedgerRoundTrip(t *testing.T) {
 	must(t, err)
 	if diff := Diff(orig, again); diff != nil || again.Disposition != Deny {
 		t.Fatalf("replay from the ledger: %s, diff %q", again.Disposition, diff)
+	}
+	if _, err := store.PolicyBundle(ctx, BaselineID, "0.0.0"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("PolicyBundle of an unrecorded version: %v, want ErrNotFound", err)
 	}
 }
