@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -185,6 +186,56 @@ func BenchmarkAppend(b *testing.B) {
 			}
 		})
 		reportRows(b, n.Load())
+	})
+	// As batched-vs-raw, for the concurrent case: each iteration is a round
+	// of 64 goroutines appending 4 entries each through the store, then a
+	// round of 64 goroutines inserting the same number of raw rows.
+	b.Run("concurrent-vs-raw", func(b *testing.B) {
+		const perGoroutine = 4
+		r := run.Add(1)
+		ids := rawSessions(b, concSessions)
+		pool, err := pgxpool.New(ctx, url+"&pool_max_conns=64")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer pool.Close()
+		var pos [concSessions]atomic.Int64
+		var n atomic.Int64
+		round := func(work func(g int) error) time.Duration {
+			start := time.Now()
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range perGoroutine {
+						if err := work(g); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			return time.Since(start)
+		}
+		now := time.Now()
+		var appendTime, rawTime time.Duration
+		for range b.N {
+			appendTime += round(func(g int) error {
+				_, err := s.Append(ctx, ledger.Record{SessionID: fmt.Sprintf("cvr-%d-%d", r, g%concSessions), Entry: benchEntry(n.Add(1))})
+				return err
+			})
+			rawTime += round(func(g int) error {
+				k := g % concSessions
+				_, err := pool.Exec(ctx, rawInsert, rawRow(ids[k], pos[k].Add(1)-1, n.Add(1), content, now)...)
+				return err
+			})
+		}
+		rows := float64(b.N * goroutines * perGoroutine)
+		b.ReportMetric(rows/appendTime.Seconds(), "append-rows/s")
+		b.ReportMetric(rows/rawTime.Seconds(), "raw-rows/s")
+		b.ReportMetric(rawTime.Seconds()/appendTime.Seconds(), "append/raw")
 	})
 	b.Run("raw-concurrent", func(b *testing.B) {
 		ids := rawSessions(b, concSessions)
