@@ -563,7 +563,16 @@ func (s *bundleState) finish() {
 			Expected: fmt.Sprintf("a consistency proof from size %d to %d", sizes[k-1], sizes[k]),
 			Message:  fmt.Sprintf("No consistency proof shows the log of size %d is a prefix of the log of size %d.", sizes[k-1], sizes[k])})
 	}
-	if f := s.tail; f != nil {
+	cut := false
+	for k, a := range s.anchorList {
+		if a.Position >= uint64(s.chain.Entries()) {
+			cut = true
+			s.findings = append(s.findings, Finding{Code: CodeAnchorWithoutEntry, EntryIndex: -1, Where: fmt.Sprintf("anchors[%d]", k),
+				Expected: fmt.Sprintf("an entry at position %d", a.Position), Actual: "",
+				Message: fmt.Sprintf("Anchor %d says the log holds an entry of this session at position %d, but the chain has only %d entries: its tail was cut off.", k, a.Position, s.chain.Entries())})
+		}
+	}
+	if f := s.tail; f != nil && !cut {
 		// Anchoring an entry anchors every entry before it through the
 		// chain links; the unanchored tail starts after the last anchor.
 		n := s.chain.Entries()

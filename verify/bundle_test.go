@@ -99,7 +99,7 @@ func TestBundleCorpus(t *testing.T) {
 	}
 	for _, code := range []string{
 		CodeChainMismatch, CodeResponseSignatureInvalid, CodeResponseWithoutEntry, CodeEntryWithoutResponse, CodeUnverifiableHMAC,
-		CodeCheckpointSignatureInvalid, CodeWitnessQuorumNotMet, CodeNotAnchored, CodeInclusionProofInvalid, CodeConsistencyProofInvalid,
+		CodeCheckpointSignatureInvalid, CodeWitnessQuorumNotMet, CodeNotAnchored, CodeInclusionProofInvalid, CodeAnchorWithoutEntry, CodeConsistencyProofInvalid,
 		CodePolicyUnresolved, CodePolicyRecordedAfterDecision, CodePolicyDigestMismatch, CodeKeysFromBundle, CodeHeadsNotChecked,
 	} {
 		if !seen[code] {

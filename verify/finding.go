@@ -57,6 +57,10 @@ const (
 	// entry's leaf to its checkpoint's root.
 	CodeInclusionProofInvalid = "inclusion_proof_invalid"
 
+	// CodeAnchorWithoutEntry: an anchor names a position past the chain's
+	// last entry: the log holds entries the evidence does not.
+	CodeAnchorWithoutEntry = "anchor_without_entry"
+
 	// CodeConsistencyProofInvalid: two checkpoints are not proven
 	// consistent: the log was rewritten or forked between them.
 	CodeConsistencyProofInvalid = "consistency_proof_invalid"

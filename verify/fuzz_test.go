@@ -66,7 +66,7 @@ func knownCode(code string) bool {
 	switch code {
 	case CodeEntryHashMismatch, CodePreviousHashMismatch, CodeRootHasPrevious, CodeFork,
 		CodeChainMismatch, CodeResponseSignatureInvalid, CodeResponseWithoutEntry, CodeEntryWithoutResponse, CodeUnverifiableHMAC,
-		CodeCheckpointSignatureInvalid, CodeWitnessQuorumNotMet, CodeNotAnchored, CodeInclusionProofInvalid, CodeConsistencyProofInvalid,
+		CodeCheckpointSignatureInvalid, CodeWitnessQuorumNotMet, CodeNotAnchored, CodeInclusionProofInvalid, CodeAnchorWithoutEntry, CodeConsistencyProofInvalid,
 		CodePolicyUnresolved, CodePolicyRecordedAfterDecision, CodePolicyDigestMismatch, CodeKeysFromBundle, CodeHeadsNotChecked:
 		return true
 	}

@@ -538,6 +538,12 @@ func main() {
 		[]finding{{"not_anchored", 5}})
 
 	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
+	b.Entries = b.Entries[:len(b.Entries)-1]
+	b.Responses = b.Responses[:len(b.Responses)-1]
+	write("anchor_without_entry.json", "the last entry and its response cut off after logging; the anchor of the real head kept", b, true, "",
+		[]finding{{"anchor_without_entry", -1}})
+
+	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
 	b.Anchors[1].Proof[0][7] ^= 0x20
 	write("inclusion_proof_invalid.json", "one byte of the last entry's inclusion proof flipped", b, true, "",
 		[]finding{{"inclusion_proof_invalid", len(valid) - 1}})
