@@ -71,16 +71,16 @@ func (g *Guardian) serve(ctx context.Context, body []byte, transport string) []b
 	// surrogates and out-of-range numbers have no canonical form, so
 	// neither a signature nor a request_hash could be computed over them.
 	if _, err := acs.Canonicalize(body); err != nil {
-		return g.errorResponse(nullID, refuse(rpcerr.ParseError, "parse_error", fmt.Sprintf("the body is not valid JSON: %v", err)), nil)
+		return g.bodyError(ctx, refuse(rpcerr.ParseError, "parse_error", fmt.Sprintf("the body is not valid JSON: %v", err)))
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		var batch []json.RawMessage
 		if err := json.Unmarshal(trimmed, &batch); err != nil {
-			return g.errorResponse(nullID, refuse(rpcerr.ParseError, "parse_error", err.Error()), nil)
+			return g.bodyError(ctx, refuse(rpcerr.ParseError, "parse_error", err.Error()))
 		}
 		if len(batch) == 0 {
-			return g.errorResponse(nullID, refuse(rpcerr.InvalidRequest, "empty_batch", "an empty batch array is not a request (JSON-RPC 2.0 §6)"), nil)
+			return g.bodyError(ctx, refuse(rpcerr.InvalidRequest, "empty_batch", "an empty batch array is not a request (JSON-RPC 2.0 §6)"))
 		}
 		// ACS §3: each request of a batch is evaluated independently, in
 		// declared order.
@@ -98,9 +98,29 @@ func (g *Guardian) serve(ctx context.Context, body []byte, transport string) []b
 	return g.serveOne(ctx, trimmed, transport)
 }
 
+// bodyError answers a body that holds no request at all.
+func (g *Guardian) bodyError(ctx context.Context, e *rpcerr.Error) []byte {
+	ctx, span := startRequest(ctx)
+	start := time.Now()
+	out := g.errorResponse(nullID, e, nil)
+	observe(ctx, span, "", time.Since(start).Seconds(), out)
+	span.End()
+	return out
+}
+
 // serveOne answers one request object.
-func (g *Guardian) serveOne(ctx context.Context, raw []byte, transport string) []byte {
+func (g *Guardian) serveOne(ctx context.Context, raw []byte, transport string) (answer []byte) {
+	ctx, span := startRequest(ctx)
+	start := time.Now()
+	method := ""
+	defer func() {
+		observe(ctx, span, method, time.Since(start).Seconds(), answer)
+		span.End()
+	}()
 	req, rerr := g.parse(raw)
+	if req != nil {
+		method = req.method
+	}
 	if rerr != nil {
 		id := nullID
 		if req != nil {

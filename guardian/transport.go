@@ -29,7 +29,7 @@ func (g *Guardian) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			w.WriteHeader(http.StatusRequestEntityTooLarge)
-			_, _ = w.Write(g.tooLarge())
+			_, _ = w.Write(g.tooLarge(r.Context()))
 			return
 		}
 		w.WriteHeader(http.StatusBadRequest)
@@ -43,10 +43,10 @@ func (g *Guardian) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(g.serve(r.Context(), body, transport))
 }
 
-func (g *Guardian) tooLarge() []byte {
-	return g.errorResponse(nullID, refuse(rpcerr.InvalidRequest, "body_too_large",
+func (g *Guardian) tooLarge(ctx context.Context) []byte {
+	return g.bodyError(ctx, refuse(rpcerr.InvalidRequest, "body_too_large",
 		fmt.Sprintf("the request is larger than this Guardian's limit of %d bytes", g.cfg.MaxBodyBytes),
-		"max_body_bytes", g.cfg.MaxBodyBytes), nil)
+		"max_body_bytes", g.cfg.MaxBodyBytes))
 }
 
 // ServeStdio serves JSON-RPC over a byte stream with Content-Length framing
@@ -102,7 +102,7 @@ func (g *Guardian) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) err
 			if _, err := io.CopyN(io.Discard, br, n); err != nil {
 				return fail(fmt.Errorf("stdio: message body ends after fewer than %d bytes: %w", n, err))
 			}
-			if err := write(g.tooLarge()); err != nil {
+			if err := write(g.tooLarge(ctx)); err != nil {
 				return fmt.Errorf("stdio: couldn't write: %w", err)
 			}
 			continue
