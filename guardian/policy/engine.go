@@ -116,7 +116,8 @@ func New(ctx context.Context, b *Bundle, rec Recorder, now func() time.Time) (*E
 // Load compiles b, records it, and makes it the version later Decide calls
 // use, without stopping calls in flight. If b does not compile, fails its
 // load checks, or cannot be recorded, Load returns the error and the engine
-// keeps its previous version.
+// keeps its previous version. Concurrent Loads record and switch one at a
+// time; the last to do so wins.
 func (e *Engine) Load(ctx context.Context, b *Bundle) error {
 	c, err := compile(ctx, b)
 	if err != nil {
@@ -125,14 +126,14 @@ func (e *Engine) Load(ctx context.Context, b *Bundle) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
 	err = e.rec.PutPolicyBundle(ctx, ledger.PolicyBundle{
-		ID:         b.ID,
-		Version:    b.Version,
+		ID:         c.bundle.ID,
+		Version:    c.bundle.Version,
 		Digest:     c.digest,
 		Content:    c.content,
 		RecordedAt: e.now().UTC(),
 	})
 	if err != nil {
-		return fmt.Errorf("couldn't record policy bundle %s: %w", b.name(), err)
+		return fmt.Errorf("couldn't record policy bundle %s: %w", c.bundle.name(), err)
 	}
 	e.cur.Store(c)
 	return nil
@@ -156,9 +157,10 @@ func (e *Engine) Current() BundleRef {
 
 // Decide evaluates in under the current bundle version.
 //
-// The returned error wraps ErrBadDecision when the policy's output breaks
-// the decision contract, and ErrBadInput when in is malformed; the Guardian
-// treats both as a decision failure (ACS §6.4), never as an ALLOW.
+// The returned error wraps ErrBadDecision when the policy fails at run
+// time or its output breaks the decision contract, ErrBadInput when in is
+// malformed, and the context's error when ctx ends first; the Guardian
+// treats each as a decision failure (ACS §6.4), never as an ALLOW.
 func (e *Engine) Decide(ctx context.Context, in *Input) (*Decision, error) {
 	return e.cur.Load().decide(ctx, in, builtins.NDBCache{})
 }
@@ -229,7 +231,8 @@ func (c *compiled) decide(ctx context.Context, in *Input, cache builtins.NDBCach
 	return d, err
 }
 
-// outputProblem is a decision rule output that breaks the contract.
+// outputProblem is a policy fault: a run-time error of the decision rule or
+// an output that breaks the contract.
 type outputProblem struct{ problem string }
 
 func (p *outputProblem) Error() string { return p.problem }
@@ -241,7 +244,12 @@ func (c *compiled) eval(ctx context.Context, in *Input, cache builtins.NDBCache)
 	}
 	rs, err := c.query.Eval(ctx, rego.EvalParsedInput(v), rego.EvalNDBuiltinCache(cache))
 	if err != nil {
-		return nil, fmt.Errorf("couldn't evaluate policy %s on %s: %w", c.bundle.name(), in.Method, err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("couldn't evaluate policy %s on %s: %w", c.bundle.name(), in.Method, err)
+		}
+		// A runtime error (conflicting rule values, a failed built-in under
+		// strict errors) is a fault of the policy, like a malformed output.
+		return nil, &outputProblem{err.Error()}
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return nil, &outputProblem{"the decision is undefined for " + in.Method}
