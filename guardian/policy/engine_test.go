@@ -439,7 +439,7 @@ func TestIllFormedDecisionsAreErrors(t *testing.T) {
 			`{"decision": "deny", "reasoning": "r", "rule_ids": ["r"], "defer_details": {"resolution_method": "m", "resolution_timeout_ms": 5}}`,
 			"defer_details on a deny decision"},
 		{"conflicting complete rule values",
-			`{"decision": "deny", "reasoning": "a", "rule_ids": ["a"]}`+" if input.params.payload.tool.name == \"target\"\n\ndecision := "+`{"decision": "deny", "reasoning": "b", "rule_ids": ["b"]}`,
+			`{"decision": "deny", "reasoning": "a", "rule_ids": ["a"]}` + " if input.params.payload.tool.name == \"target\"\n\ndecision := " + `{"decision": "deny", "reasoning": "b", "rule_ids": ["b"]}`,
 			"eval_conflict_error: rule data.acs.decision produced conflicting values"},
 		{"duplicate reason codes", `{"decision": "deny", "reasoning": "r", "reason_codes": ["a", "a"], "rule_ids": ["r"]}`, `lists "a" twice`},
 	} {
