@@ -110,13 +110,39 @@ findings contains {
 	"disposition": "deny",
 	"rule_id": "shell.find_delete_critical_path",
 	"reason_codes": ["destructive_command", "recursive_delete_critical_path"],
-	"reasoning": sprintf("find %s with -delete would delete a system or home tree", [t]),
+	"reasoning": sprintf("find %s deleting what it finds would delete a system or home tree", [t]),
 } if {
 	some inv in invocations
 	inv.cmd == "find"
-	"-delete" in inv.args
+	find_deletes(inv.args)
 	t := inv.args[0]
 	critical(t)
+}
+
+find_deletes(args) if "-delete" in args
+
+find_deletes(args) if {
+	some i, a in args
+	a in {"-exec", "-execdir", "-ok", "-okdir"}
+	regex.match(`^(?:\S*/)?(?:rm|shred|srm)$`, args[i + 1])
+}
+
+# cd / && rm -rf *: the target is relative, but the directory is not.
+findings contains {
+	"disposition": "deny",
+	"rule_id": "shell.rm_recursive_after_cd_critical_path",
+	"reason_codes": ["destructive_command", "recursive_delete_critical_path"],
+	"reasoning": sprintf("recursive delete of %s inside %s would destroy the system or a home directory", [t, dir]),
+} if {
+	some line in suspicious
+	some m in regex.find_all_string_submatch_n(
+		`(?:^|[;&|]\s*)cd\s+(\S+)\s*(?:&&|;)\s*(?:sudo\s+)?(?:\S*/)?rm\s+((?:-\S+\s+)*)(\*|\.|\./\*|\.\*)(?:\s|$)`,
+		line, -1,
+	)
+	dir := m[1]
+	critical(dir)
+	recursive(split(trim_space(m[2]), " "))
+	t := m[3]
 }
 
 findings contains {
