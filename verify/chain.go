@@ -12,11 +12,11 @@ import (
 // every link against the entry before it.
 //
 // It keeps no entry after Add returns. To name a fork, it remembers, for
-// the last ForkWindow entries, the 32-byte parent hash each named and its
-// own hash (about 150 bytes an entry, whatever the entry's size), so its
-// memory is bounded whatever the chain's length. A second branch that
-// names a parent further back than that is still reported, as a
-// previous_hash_mismatch rather than a fork.
+// the last ForkWindow/2 to ForkWindow entries, the 32-byte parent hash each
+// named and its own hash (about 150 bytes an entry, whatever the entry's
+// size), so its memory is bounded whatever the chain's length. A second
+// branch that names a parent further back than that is still reported, as
+// a previous_hash_mismatch rather than a fork.
 //
 // The zero value is ready to use. A ChainVerifier is not safe for concurrent
 // use.
@@ -34,12 +34,12 @@ type ChainVerifier struct {
 	// head is the recomputed entry_hash of the last entry added.
 	head acs.Hash
 
-	// children maps each previous_hash seen among the last ForkWindow
-	// entries to the first entry naming it; ring holds its keys in the
-	// order they were added, next the slot to reuse.
-	children map[acs.Hash]child
-	ring     []acs.Hash
-	next     int
+	// children maps each previous_hash seen to the first entry naming it,
+	// in two generations of at most ForkWindow/2 parents each: when
+	// children is full it becomes older and the generation before is
+	// dropped whole. (Deleting parents one by one would leave a Go map
+	// growing with tombstones.)
+	children, older map[acs.Hash]child
 }
 
 // ForkWindow is how many entries back a ChainVerifier looks for the other
@@ -89,7 +89,7 @@ func (v *ChainVerifier) Add(e *acs.Entry) []Finding {
 
 	var first *child
 	if e.PreviousHash != nil {
-		if c, ok := v.children[*e.PreviousHash]; ok {
+		if c, ok := v.lookup(*e.PreviousHash); ok {
 			// The same entry listed twice is not two entries at one
 			// position; its link check below reports it.
 			if c.hash != stated {
@@ -124,18 +124,21 @@ func (v *ChainVerifier) Add(e *acs.Entry) []Finding {
 	return fs
 }
 
-// remember adds a parent to the fork index, forgetting the oldest one when
-// the index holds ForkWindow.
-func (v *ChainVerifier) remember(parent acs.Hash, c child) {
-	if v.children == nil {
-		v.children = make(map[acs.Hash]child)
+// lookup returns the first entry remembered as naming parent.
+func (v *ChainVerifier) lookup(parent acs.Hash) (child, bool) {
+	if c, ok := v.children[parent]; ok {
+		return c, true
 	}
-	if len(v.ring) < ForkWindow {
-		v.ring = append(v.ring, parent)
-	} else {
-		delete(v.children, v.ring[v.next])
-		v.ring[v.next] = parent
-		v.next = (v.next + 1) % ForkWindow
+	c, ok := v.older[parent]
+	return c, ok
+}
+
+// remember adds a parent to the fork index, starting a new generation
+// when the current one is full.
+func (v *ChainVerifier) remember(parent acs.Hash, c child) {
+	if v.children == nil || len(v.children) >= ForkWindow/2 {
+		v.older = v.children
+		v.children = make(map[acs.Hash]child, min(ForkWindow/2, 1024+len(v.older)))
 	}
 	v.children[parent] = c
 }

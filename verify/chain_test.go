@@ -385,7 +385,7 @@ func TestForkWindow(t *testing.T) {
 	if fs := v.Add(near); len(fs) != 1 || fs[0].Code != CodeFork || fs[0].Expected != hashes[n-49].String() {
 		t.Errorf("branch within the window: %v, want a fork with entry %d", fs, n-49)
 	}
-	if len(v.children) > ForkWindow {
-		t.Errorf("fork index holds %d parents, more than %d", len(v.children), ForkWindow)
+	if n := len(v.children) + len(v.older); n > ForkWindow {
+		t.Errorf("fork index holds %d parents, more than %d", n, ForkWindow)
 	}
 }
