@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -86,6 +87,9 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 			}
 			return s.write(ctx, tx, p)
 		})
+		if err != nil {
+			s.heads.forget(plan.SessionIDs(ps))
+		}
 		if err != nil && retryable(err) && attempt < maxAttempts {
 			s.replans.Add(1)
 			continue
@@ -94,6 +98,7 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 			return nil, err
 		}
 		s.commits.Add(1)
+		s.heads.put(p.Moves)
 		return p, nil
 	}
 }
@@ -106,22 +111,26 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup 
 	for i, p := range ps {
 		keySessions[i], keySteps[i] = p.SessionID, p.Entry.StepID
 	}
-	states := make(map[string]plan.State)
 	stored := make(map[plan.Key]plan.Stored)
+	// Heads this process committed last are taken from the cache; the
+	// compare-and-swap catches a stale one and the retry reads afresh.
+	states, missing := s.heads.get(plan.SessionIDs(ps), !lookup)
 	b := &pgx.Batch{}
-	b.Queue(q["SessionStates"], plan.SessionIDs(ps)).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var id string
-			var st plan.State
-			var head []byte
-			if err := rows.Scan(&id, &st.AgentID, &st.Length, &head); err != nil {
-				return err
+	if len(missing) > 0 {
+		b.Queue(q["SessionStates"], missing).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				var st plan.State
+				var head []byte
+				if err := rows.Scan(&id, &st.AgentID, &st.Length, &head); err != nil {
+					return err
+				}
+				copy(st.Head[:], head)
+				states[id] = st
 			}
-			copy(st.Head[:], head)
-			states[id] = st
-		}
-		return rows.Err()
-	})
+			return rows.Err()
+		})
+	}
 	if lookup {
 		b.Queue(q["StoredBySteps"], keySessions, keySteps).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -138,8 +147,10 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup 
 			return rows.Err()
 		})
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("couldn't read session state: %w", err)
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return nil, fmt.Errorf("couldn't read session state: %w", err)
+		}
 	}
 	return plan.Make(ps, states, stored), nil
 }
@@ -244,6 +255,57 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 		return fmt.Errorf("couldn't write entries: %w", err)
 	}
 	return nil
+}
+
+// headCache remembers the heads this process committed last, so that an
+// append to a session it wrote recently skips reading the head. It is only
+// a guess: every head move is still a compare-and-swap, and a failed
+// transaction forgets its sessions, so the retry reads them afresh.
+type headCache struct {
+	mu sync.Mutex
+	m  map[string]plan.State
+}
+
+// maxCachedHeads bounds the cache; past it, the cache starts over.
+const maxCachedHeads = 100_000
+
+// get returns the cached states of ids (none unless use is set) and the ids
+// it does not have.
+func (c *headCache) get(ids []string, use bool) (map[string]plan.State, []string) {
+	states := make(map[string]plan.State, len(ids))
+	if !use {
+		return states, ids
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var missing []string
+	for _, id := range ids {
+		if st, ok := c.m[id]; ok {
+			states[id] = st
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	return states, missing
+}
+
+func (c *headCache) put(moves []plan.Move) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m)+len(moves) > maxCachedHeads {
+		c.m = make(map[string]plan.State)
+	}
+	for _, m := range moves {
+		c.m[m.SessionID] = plan.State{AgentID: m.AgentID, Length: m.ToLength, Head: m.ToHead}
+	}
+}
+
+func (c *headCache) forget(ids []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		delete(c.m, id)
+	}
 }
 
 func anySigner(ps []plan.Prepared) bool {

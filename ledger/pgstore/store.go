@@ -60,6 +60,7 @@ type Store struct {
 	pool      *pgxpool.Pool
 	opts      Options
 	committer *groupcommit.Committer
+	heads     headCache
 
 	commits     atomic.Int64             // append transactions committed
 	replans     atomic.Int64             // transactions retried after losing a race
