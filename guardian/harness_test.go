@@ -80,6 +80,26 @@ func openStore(t *testing.T, kind string) ledger.GuardianStore {
 	return gs
 }
 
+// openStoreB opens a durable SQLite store for a benchmark.
+func openStoreB(b *testing.B) ledger.GuardianStore {
+	st, err := storeopen.Open(context.Background(), "sqlite:"+b.TempDir(), ledger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st.(ledger.GuardianStore)
+}
+
+var discard = slog.New(slog.DiscardHandler)
+
+func mustKeySet(tb testing.TB, k testKeys) *sig.KeySet {
+	ks, err := sig.NewKeySet(k.hmac.Public(), k.other.Public(), k.agent.Public())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ks
+}
+
 // keys are the test deployment's keys, made once per test binary.
 type testKeys struct {
 	hmac   *sig.PrivateKey
