@@ -2,6 +2,8 @@ package policy
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -111,4 +113,28 @@ func FuzzParseBundle(f *testing.F) {
 			t.Fatalf("content not stable across a round trip:\n%s\n%s", c, c2)
 		}
 	})
+}
+
+// TestBaselineDigestPinned keeps the shipped baseline's digest in
+// testdata/baseline.sha256. Ledgers that recorded a version refuse other
+// content under it, so changing a baseline file without a new
+// BaselineVersion would break every Guardian upgraded onto a ledger that
+// knows the old one.
+func TestBaselineDigestPinned(t *testing.T) {
+	raw, err := os.ReadFile("testdata/baseline.sha256")
+	must(t, err)
+	var id, version, digest string
+	if _, err := fmt.Sscan(string(raw), &id, &version, &digest); err != nil {
+		t.Fatalf("testdata/baseline.sha256: %v", err)
+	}
+	got, err := Baseline().Digest()
+	must(t, err)
+	switch {
+	case id != BaselineID:
+		t.Fatalf("testdata/baseline.sha256 pins %s, the baseline is %s", id, BaselineID)
+	case version == BaselineVersion && digest != got:
+		t.Fatalf("the baseline's content changed (digest %s) but its version is still %s: bump BaselineVersion and update testdata/baseline.sha256", got, version)
+	case version != BaselineVersion:
+		t.Fatalf("BaselineVersion is %s: update testdata/baseline.sha256 to %q", BaselineVersion, BaselineID+" "+BaselineVersion+" "+got)
+	}
 }
