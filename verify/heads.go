@@ -30,6 +30,10 @@ import (
 type HeadChecker struct {
 	keys      *sig.KeySet
 	sessionID string
+	// hmacGiven says keys holds an HMAC-SHA256 secret. Once one is given,
+	// an HMAC signature by another key_id is a failure, not a notice: the
+	// auditor holds the Guardian's secrets.
+	hmacGiven bool
 	responses int
 
 	// published maps request_id to the heads the responses for it carry,
@@ -50,12 +54,18 @@ type publishedHead struct {
 // NewHeadChecker returns a HeadChecker that verifies response signatures
 // against keys. sessionID is the session the responses belong to, from
 // which HMAC-SHA256 session keys are derived; it may be "" when no response
-// is HMAC-signed.
+// is HMAC-signed. keys must not change while the HeadChecker is in use.
 func NewHeadChecker(keys *sig.KeySet, sessionID string) *HeadChecker {
 	if keys == nil {
 		keys = new(sig.KeySet)
 	}
-	return &HeadChecker{keys: keys, sessionID: sessionID, published: make(map[string]*publishedHead)}
+	h := &HeadChecker{keys: keys, sessionID: sessionID, published: make(map[string]*publishedHead)}
+	for _, id := range keys.KeyIDs() {
+		if k, _ := keys.Get(id); k.Algorithm().Symmetric() {
+			h.hmacGiven = true
+		}
+	}
+	return h
 }
 
 // responseFields are the members of a response the head check reads.
@@ -92,7 +102,7 @@ func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding,
 	if verr != nil {
 		var se *sig.Error
 		switch {
-		case errors.As(verr, &se) && errors.Is(verr, sig.ErrUnknownKey) && se.Algorithm == sig.HMACSHA256:
+		case errors.As(verr, &se) && errors.Is(verr, sig.ErrUnknownKey) && se.Algorithm == sig.HMACSHA256 && !h.hmacGiven:
 			notices = append(notices, mk(CodeUnverifiableHMAC, "", se.KeyID,
 				fmt.Sprintf("The response is signed with HMAC-SHA256 key %q, whose secret was not given, so its signature was not checked.", se.KeyID)))
 			trusted = true // its chain_hash is still compared, unauthenticated
