@@ -42,8 +42,8 @@ type Config struct {
 
 	// Keys verifies request signatures; a session is bound to the key_id
 	// that signed its handshake/hello. HMAC-SHA256 keys in it are the input
-	// keying material of §10's per-session keys. Nil means the public halves
-	// of HMACKeys and ResponseKey.
+	// keying material of §10's per-session keys. Nil means HMACKeys (agents
+	// with asymmetric keys need their public keys here).
 	Keys *sig.KeySet
 	// HMACKeys sign the responses of sessions whose requests are signed
 	// with HMAC-SHA256: the response uses the same key_id and the same
@@ -171,9 +171,6 @@ func New(cfg Config) (*Guardian, error) {
 		for _, k := range cfg.HMACKeys {
 			pubs = append(pubs, k.Public())
 		}
-		if cfg.ResponseKey != nil {
-			pubs = append(pubs, cfg.ResponseKey.Public())
-		}
 		ks, err := sig.NewKeySet(pubs...)
 		if err != nil {
 			return nil, fmt.Errorf("guardian: %w", err)
@@ -181,7 +178,7 @@ func New(cfg Config) (*Guardian, error) {
 		g.keys = ks
 	}
 	if g.keys.Len() == 0 {
-		return nil, errors.New("guardian: no request verification keys")
+		return nil, errors.New("guardian: no request verification keys: set Config.Keys or HMACKeys")
 	}
 	seen := map[sig.Algorithm]bool{}
 	for _, id := range g.keys.KeyIDs() {

@@ -1,9 +1,13 @@
 package guardian_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/acsledger/acsledger/acs/sig"
@@ -133,9 +137,29 @@ func TestIntentExtension(t *testing.T) {
 		t.Errorf("tampered approval accepted")
 	}
 
-	res, err := e.s.g.ResolveAsk(t.Context(), good)
-	if err != nil || res.Decision != guardian.Allow || !hexHash.MatchString(res.ChainHash) {
-		t.Fatalf("ResolveAsk = %+v, %v", res, err)
+	// The approver submits over HTTP.
+	approvals := httptest.NewServer(e.s.g.ApprovalHandler())
+	defer approvals.Close()
+	submit := func(doc []byte) (int, map[string]string) {
+		resp, err := http.Post(approvals.URL, "application/json", bytes.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]string
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	if code, m := submit(approval(mallory, nil)); code != http.StatusUnauthorized || !strings.Contains(m["error"], "approval signature") {
+		t.Errorf("forged approval over HTTP: %d %v", code, m)
+	}
+	code, m := submit(good)
+	res := guardian.Resolution{Decision: guardian.Disposition(m["decision"]), ChainHash: m["chain_hash"]}
+	if code != http.StatusOK || res.Decision != guardian.Allow || !hexHash.MatchString(res.ChainHash) {
+		t.Fatalf("approval over HTTP: %d %v", code, m)
+	}
+	if code, _ := submit(good); code != http.StatusNotFound {
+		t.Errorf("a second use of the approval: status %d, want 404", code)
 	}
 	if _, err := e.s.g.ResolveAsk(t.Context(), good); !errors.Is(err, guardian.ErrNoPendingAsk) {
 		t.Errorf("a second use of the approval: %v, want ErrNoPendingAsk", err)
