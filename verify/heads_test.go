@@ -1,0 +1,142 @@
+package verify
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/sig"
+)
+
+const corpusSession = "sess-7f3c9a52-1e4b-4d8a-9c61-0b2e5d7a8f14"
+
+func openCorpus(t *testing.T, name string) *os.File {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "corpus", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// TestHeadsOtherIKM: once an auditor gives an HMAC secret, a response
+// signed under another HMAC key_id fails instead of being a notice.
+func TestHeadsOtherIKM(t *testing.T) {
+	t.Parallel()
+	k, err := sig.NewHMACKey("another-ikm", []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := sig.NewKeySet(k.Public())
+	r, err := VerifyChainHeads(openCorpus(t, "valid.jsonl"), openCorpus(t, "valid.responses.jsonl"), keys, corpusSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Notices) != 0 || len(r.Findings) != 10 {
+		t.Fatalf("findings %v, notices %v; want 10 response_signature_invalid", codes(r.Findings), codes(r.Notices))
+	}
+	for _, f := range r.Findings {
+		if f.Code != CodeResponseSignatureInvalid || f.Actual != "HMAC-SHA256/guardian-ikm-1" || !strings.Contains(f.Message, "unknown key_id") {
+			t.Errorf("finding %+v", f)
+		}
+	}
+}
+
+// TestHeadsNoSession: HMAC responses without a session id to derive the
+// key from cannot be checked: notices, and the heads still compared.
+func TestHeadsNoSession(t *testing.T) {
+	t.Parallel()
+	k, _ := sig.ParseHMACKeyFlag("guardian-ikm-1=6163736c65646765722074616d70657220636f7270757320494b4d2c20333242")
+	keys, _ := sig.NewKeySet(k.Public())
+	r, err := VerifyChainHeads(openCorpus(t, "rewritten.jsonl"), openCorpus(t, "valid.responses.jsonl"), keys, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(codes(r.Findings), " "); got != "chain_mismatch@6" {
+		t.Errorf("findings %s, want chain_mismatch@6", got)
+	}
+	if len(r.Notices) != 10 || r.Notices[0].Code != CodeUnverifiableHMAC || !strings.Contains(r.Notices[0].Message, "no session id") {
+		t.Errorf("notices %v", r.Notices)
+	}
+}
+
+// TestHeadChecker drives a HeadChecker by hand, each response just before
+// its entry: an error response and a response without chain_hash publish
+// nothing, two responses for one step are both compared, and a matched
+// response is forgotten.
+func TestHeadChecker(t *testing.T) {
+	t.Parallel()
+	k, err := sig.GenerateKey(sig.ECDSAP256, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := sig.NewKeySet(k.Public())
+	hc := NewHeadChecker(keys, "s")
+	var v ChainVerifier
+	add := func(env []byte) {
+		t.Helper()
+		fs, ns, err := hc.AddResponse(env)
+		if err != nil || len(fs) != 0 || len(ns) != 0 {
+			t.Fatalf("AddResponse: %v %v %v", fs, ns, err)
+		}
+	}
+	signer, _ := k.Signer("s")
+	sign := func(env string) []byte {
+		m, err := sig.MemberOf([]byte(env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := sig.SignEnvelope([]byte(env), m, signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	entry := func(i int) *acs.Entry {
+		var prev *acs.Hash
+		if v.Entries() > 0 {
+			h := v.Head()
+			prev = &h
+		}
+		e, err := acs.ParseEntry([]byte(`{"entry_id":"e` + string(rune('0'+i)) + `","step_id":"r` + string(rune('0'+i)) + `","step_type":"steps/toolCallRequest"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := acs.EntryHash(e.Content, prev)
+		e.PreviousHash, e.EntryHash = prev, &h
+		return e
+	}
+
+	e0 := entry(0)
+	add(sign(`{"jsonrpc":"2.0","id":1,"result":{"type":"final","acs_version":"0.1.0","request_id":"r0","decision":"allow","chain_hash":"` + e0.EntryHash.String() + `"}}`))
+	add(sign(`{"jsonrpc":"2.0","id":1,"error":{"code":-32004,"message":"signature invalid"}}`))
+	add(sign(`{"jsonrpc":"2.0","id":2,"result":{"type":"final","acs_version":"0.1.0","request_id":"ping","decision":"allow"}}`))
+	if fs := append(v.Add(e0), hc.CheckEntry(0, e0, v.Head(), false)...); len(fs) != 0 {
+		t.Fatalf("entry 0: %v", fs)
+	}
+	if len(hc.published) != 0 {
+		t.Errorf("%d responses still held after their entries were checked", len(hc.published))
+	}
+
+	e1 := entry(1)
+	add(sign(`{"jsonrpc":"2.0","id":3,"result":{"type":"final","acs_version":"0.1.0","request_id":"r1","decision":"allow","chain_hash":"` + e1.EntryHash.String() + `"}}`))
+	add(sign(`{"jsonrpc":"2.0","id":3,"result":{"type":"final","acs_version":"0.1.0","request_id":"r1","decision":"deny","reasoning":"x","chain_hash":"` + strings.Repeat("ab", 32) + `"}}`))
+	fs := append(v.Add(e1), hc.CheckEntry(1, e1, v.Head(), false)...)
+	if len(fs) != 1 || fs[0].Code != CodeChainMismatch || fs[0].Expected != strings.Repeat("ab", 32) || fs[0].Actual != e1.EntryHash.String() {
+		t.Fatalf("two heads for one step: %v", fs)
+	}
+	// A second entry with the same step_id has no response left.
+	if fs := hc.CheckEntry(2, e1, v.Head(), false); len(fs) != 1 || fs[0].Code != CodeEntryWithoutResponse {
+		t.Errorf("repeated step: %v", fs)
+	}
+	if fs := hc.Finish(); len(fs) != 0 {
+		t.Errorf("Finish: %v", fs)
+	}
+	// Not JSON-RPC at all: an error, not a finding.
+	if _, _, err := hc.AddResponse([]byte(`{"jsonrpc":"2.0","id":1}`)); err == nil {
+		t.Error("an envelope with neither result nor error was accepted")
+	}
+}
