@@ -240,6 +240,10 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitInput
 	}
+	if *responses == "-" && fs.Arg(0) == "-" {
+		fmt.Fprintln(stderr, "acsverify chain: the entries and --responses cannot both be stdin")
+		return exitInput
+	}
 	if *responses == "" && (*session != "" || *keyDir != "" || len(ikms) > 0) {
 		fmt.Fprintln(stderr, "acsverify chain: --session, --keys and --hmac-ikm need --responses")
 		return exitInput
