@@ -109,15 +109,18 @@ type bundleState struct {
 // VerifyBundle checks an evidence bundle (docs/evidence-bundle.md) in one
 // pass: the chain, the published heads, the checkpoints' signatures and
 // cosignatures, the consistency of the checkpoints, the anchoring of the
-// chain in the log, and the policy references of every decision. It holds
-// one entry or response at a time, plus a few dozen bytes per response and
-// per entry for the head and fork indexes.
+// chain in the log, and the policy references of every decision.
 //
 // Members must appear in the order of the schema (format, version,
 // session_id, keys, policy_bundles, checkpoints, consistency_proofs,
-// anchors, responses, and entries or steps); with "steps", each entry comes
-// with its response and memory stays flat whatever the session's length; a bundle that cannot be read, parsed or is
-// out of order is an *InputError naming the member and the byte offset.
+// anchors, responses, and entries or steps). It holds one entry or response
+// at a time, and beside it the fork index (bounded by ForkWindow) and, for
+// each response read before its entry, its request_id and head: with
+// "steps", where each entry comes with its response, memory stays flat
+// whatever the session's length.
+//
+// A bundle that cannot be read or parsed, or whose members are out of
+// order, is an *InputError naming the member and the byte offset.
 func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
 	s := &bundleState{policies: map[[2]string]PolicyBundleRecord{}, bySize: map[uint64]int{}, anchors: map[uint64][]int{}}
 	if trust != nil {

@@ -178,3 +178,29 @@ func TestMangleCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointNoLogKey: with no log key at all, nothing shows who signed
+// a checkpoint, and that is a finding.
+func TestCheckpointNoLogKey(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("testdata", "bundles", "valid.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bundle struct {
+		Checkpoints []string `json:"checkpoints"`
+	}
+	if err := json.Unmarshal(b, &bundle); err != nil {
+		t.Fatal(err)
+	}
+	cp, fs, err := VerifyCheckpoint([]byte(bundle.Checkpoints[0]), nil, "checkpoints[0]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 || fs[0].Code != CodeCheckpointSignatureInvalid || fs[0].Expected != "a trusted log key" {
+		t.Errorf("findings %v", fs)
+	}
+	if cp.Origin != "log.acsledger.example/audit" || cp.Size == 0 {
+		t.Errorf("checkpoint %+v", cp)
+	}
+}

@@ -33,7 +33,7 @@ type Checkpoint struct {
 }
 
 // A CheckpointPolicy says which signatures a checkpoint needs: one valid
-// signature by every key of LogKeys, and valid cosignatures by at least
+// signature by every key of LogKeys (so at least one key is needed), and valid cosignatures by at least
 // WitnessQuorum distinct keys of Witnesses (k of n). Keys are signed-note
 // verifier keys, "<name>+<key ID hex>+<base64(type || public key)>", of
 // type Ed25519 (0x01) or tlog-cosignature Ed25519 (0x04) or ML-DSA-44
@@ -256,6 +256,10 @@ func VerifyCheckpoint(signed []byte, policy *CheckpointPolicy, where string) (Ch
 			}
 		}
 		return ok, bad
+	}
+	if len(policy.LogKeys) == 0 {
+		mk(CodeCheckpointSignatureInvalid, "a trusted log key", "",
+			"No log key was given or carried, so nothing shows who signed the checkpoint.")
 	}
 	for _, k := range policy.LogKeys {
 		v, err := NoteVerifier(k)
