@@ -2,6 +2,8 @@
 //
 //	acsledger serve   [--addr 127.0.0.1:8080] [--db URL]   run the service
 //	acsledger migrate --db URL                             apply SQL migrations
+//	acsledger guardian --stdio [--db URL] [--keys DIR]     the Guardian over stdio
+//	acsledger keygen --dir DIR [--alg ALG,...]             write signing keys
 //
 // With no --db the service keeps its evidence in an embedded SQLite store
 // under ./acsledger-data; --db postgres://... uses PostgreSQL.
@@ -28,6 +30,8 @@ func commands() []command {
 	return []command{
 		{"serve", "run the service (embedded store by default)", runServe},
 		{"migrate", "apply SQL migrations to a store", runMigrate},
+		{"guardian", "serve the ACS Guardian over stdio (--stdio)", runGuardian},
+		{"keygen", "write new signing keys into a directory", runKeygen},
 	}
 }
 

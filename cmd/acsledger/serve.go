@@ -28,6 +28,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	db := fs.String("db", "", "store URL: postgres://... for PostgreSQL; empty or a directory path for the embedded store")
 	maxEntry := fs.Int("max-entry-bytes", ledger.DefaultMaxEntryBytes, "largest accepted ContextEntry, in bytes")
+	var gf guardianFlags
+	gf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -46,7 +48,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer store.Close()
 
+	gd, err := gf.newGuardian(ctx, store, url, log)
+	if err != nil {
+		return err
+	}
 	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry)})
+	handler.Router().Method(http.MethodPost, "/acs", gd)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/acsledger/acsledger/acs/sig"
+	"github.com/acsledger/acsledger/guardian"
+	"github.com/acsledger/acsledger/guardian/opapolicy"
+	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/storeopen"
+)
+
+// guardianFlags are the Guardian's settings, shared by serve and guardian.
+type guardianFlags struct {
+	keysDir       string
+	hmacKeys      []string
+	responseKeyID string
+	policyDir     string
+	policyID      string
+	policyVersion string
+}
+
+func (f *guardianFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.keysDir, "keys", "", "key directory (acsledger keygen); default: keys/ beside the embedded store, or ./acsledger-keys, created with fresh keys if missing")
+	fs.Func("hmac-key", "add an HMAC-SHA256 input key `KEY_ID=HEX_IKM` (repeatable)", func(v string) error {
+		f.hmacKeys = append(f.hmacKeys, v)
+		return nil
+	})
+	fs.StringVar(&f.responseKeyID, "response-key", "", "key_id of the asymmetric key that signs non-HMAC responses (default: the only one in --keys)")
+	fs.StringVar(&f.policyDir, "policy", "", "directory of a Rego policy bundle (default: the shipped baseline); SIGHUP reloads it")
+	fs.StringVar(&f.policyID, "policy-id", "local", "policy_id of the --policy bundle")
+	fs.StringVar(&f.policyVersion, "policy-version", "", "policy_version of the --policy bundle (required with --policy)")
+}
+
+// defaultKeysDir is where keys live when --keys is not given.
+func defaultKeysDir(storeURL string) string {
+	t, err := storeopen.Parse(storeURL)
+	if err == nil && t.Dir != "" {
+		return filepath.Join(t.Dir, "keys")
+	}
+	return "acsledger-keys"
+}
+
+// defaultKeys are what a first start generates: an asymmetric response key
+// and an HMAC input key for clients that use the §10 baseline.
+var defaultKeys = []struct {
+	alg sig.Algorithm
+	id  string
+}{
+	{sig.ECDSAP256, "acsledger-ecdsa-p256"},
+	{sig.HMACSHA256, "acsledger-hmac"},
+}
+
+// loadKeys reads the key directory, creating it with default keys when it
+// does not exist, and adds the --hmac-key keys.
+func (f *guardianFlags) loadKeys(storeURL string, log *slog.Logger) ([]*sig.PrivateKey, *sig.KeySet, error) {
+	dir := f.keysDir
+	if dir == "" {
+		dir = defaultKeysDir(storeURL)
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			var keys []*sig.PrivateKey
+			for _, k := range defaultKeys {
+				pk, err := sig.GenerateKey(k.alg, k.id)
+				if err != nil {
+					return nil, nil, err
+				}
+				keys = append(keys, pk)
+			}
+			if err := sig.WriteKeyDir(dir, keys...); err != nil {
+				return nil, nil, fmt.Errorf("couldn't create keys in %s: %w", dir, err)
+			}
+			log.Info("generated Guardian keys", "dir", dir)
+		}
+	}
+	kd, err := sig.LoadKeyDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("couldn't load keys from %s: %w", dir, err)
+	}
+	keys := kd.Private
+	for _, v := range f.hmacKeys {
+		k, err := sig.ParseHMACKeyFlag(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --hmac-key: %v", errUsage, err)
+		}
+		if err := kd.KeySet.Add(k.Public()); err != nil {
+			return nil, nil, fmt.Errorf("%w: --hmac-key %s: %v", errUsage, k.KeyID(), err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, kd.KeySet, nil
+}
+
+// bundle returns the policy bundle to decide with.
+func (f *guardianFlags) bundle() (*policy.Bundle, error) {
+	if f.policyDir == "" {
+		return policy.Baseline(), nil
+	}
+	if f.policyVersion == "" {
+		return nil, fmt.Errorf("%w: --policy needs --policy-version", errUsage)
+	}
+	b, err := policy.BundleFromFS(os.DirFS(f.policyDir), f.policyID, f.policyVersion)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read policy bundle %s: %w", f.policyDir, err)
+	}
+	return b, nil
+}
+
+// newGuardian builds the Guardian over store. With --policy, SIGHUP
+// re-reads the bundle directory and loads it as a new version (the
+// directory's policy_version must change with its content: the ledger
+// refuses a second content under a recorded version).
+func (f *guardianFlags) newGuardian(ctx context.Context, store ledger.Store, storeURL string, log *slog.Logger) (*guardian.Guardian, error) {
+	gs, ok := store.(ledger.GuardianStore)
+	if !ok {
+		return nil, fmt.Errorf("store %T cannot hold Guardian evidence", store)
+	}
+	keys, keySet, err := f.loadKeys(storeURL, log)
+	if err != nil {
+		return nil, err
+	}
+	b, err := f.bundle()
+	if err != nil {
+		return nil, err
+	}
+	engine, err := policy.New(ctx, b, gs, nil)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't load policy %s %s: %w", b.ID, b.Version, err)
+	}
+	cfg := guardian.Config{Store: gs, Policy: opapolicy.New(engine), Keys: keySet, Logger: log}
+	if err := cfg.SetSigningKeys(keys, f.responseKeyID); err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	g, err := guardian.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ref := engine.Current()
+	log.Info("guardian ready", "policy_id", ref.ID, "policy_version", ref.Version, "policy_digest", ref.Digest, "keys", strings.Join(keySet.KeyIDs(), ","))
+	if f.policyDir != "" {
+		go f.reloadOnHangup(ctx, engine, log)
+	}
+	return g, nil
+}
+
+func (f *guardianFlags) reloadOnHangup(ctx context.Context, engine *policy.Engine, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		b, err := f.bundle()
+		if err == nil {
+			err = engine.Load(ctx, b)
+		}
+		if err != nil {
+			log.Error("policy reload refused; keeping the current version", "err", err)
+			continue
+		}
+		ref := engine.Current()
+		log.Info("policy reloaded", "policy_id", ref.ID, "policy_version", ref.Version, "policy_digest", ref.Digest)
+	}
+}
+
+// runGuardian serves the Guardian over stdio (Content-Length framing).
+func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("guardian", stderr)
+	stdio := fs.Bool("stdio", false, "serve JSON-RPC on stdin/stdout with Content-Length framing (required)")
+	db := fs.String("db", "", "store URL, as for serve")
+	var gf guardianFlags
+	gf.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if !*stdio {
+		return fmt.Errorf("%w: only --stdio is supported; HTTP is served by 'acsledger serve' at POST /acs", errUsage)
+	}
+	log := newLogger(stderr)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	url := storeURL(*db)
+	if err := storeopen.Migrate(ctx, url); err != nil {
+		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
+	}
+	store, err := storeopen.Open(ctx, url, ledger.Options{})
+	if err != nil {
+		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
+	}
+	defer store.Close()
+	g, err := gf.newGuardian(ctx, store, url, log)
+	if err != nil {
+		return err
+	}
+	if err := g.ServeStdio(ctx, os.Stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// runKeygen writes new keys into a directory.
+func runKeygen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("keygen", stderr)
+	dir := fs.String("dir", "", "directory to write the keys into (required; existing files are never overwritten)")
+	algs := fs.String("alg", string(sig.ECDSAP256)+","+string(sig.HMACSHA256), "comma-separated ACS algorithms, e.g. ML-DSA-65,ECDSA-P256,HMAC-SHA256")
+	prefix := fs.String("key-id-prefix", "acsledger", "key_ids are PREFIX-<algorithm in lower case>")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return fmt.Errorf("%w: --dir is required", errUsage)
+	}
+	var keys []*sig.PrivateKey
+	for _, name := range strings.Split(*algs, ",") {
+		alg, err := sig.ParseAlgorithm(strings.TrimSpace(name))
+		if err != nil {
+			return fmt.Errorf("%w: --alg: %v", errUsage, err)
+		}
+		k, err := sig.GenerateKey(alg, *prefix+"-"+strings.ToLower(string(alg)))
+		if err != nil {
+			return err
+		}
+		keys = append(keys, k)
+	}
+	if err := sig.WriteKeyDir(*dir, keys...); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		fmt.Fprintf(stdout, "%s\t%s\n", k.KeyID(), k.Algorithm())
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acsledger/acsledger/acs/sig"
+)
+
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// acsClient builds HMAC-signed ACS requests for one session.
+type acsClient struct {
+	session string
+	signer  sig.Signer
+	id      int
+}
+
+func (c *acsClient) request(t *testing.T, method string, payload any) []byte {
+	t.Helper()
+	c.id++
+	env, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": map[string]any{
+		"acs_version": "0.1.0",
+		"request_id":  newUUID(),
+		"timestamp":   time.Now().UTC().Format(time.RFC3339Nano),
+		"metadata":    map[string]any{"agent_id": "agent-cli", "session_id": c.session},
+		"payload":     payload,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.signer == nil {
+		return env
+	}
+	out, err := sig.SignEnvelope(env, sig.Params, c.signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var helloPayload = map[string]any{
+	"acs_versions_supported": []string{"0.1.0"},
+	"methods_implemented":    []string{"steps/sessionStart", "steps/toolCallRequest", "steps/sessionEnd", "system/ping"},
+	"transports_supported":   []string{"http", "stdio"},
+	"provenance_producer":    "deterministic",
+	"profiles_supported":     []string{"acs-core", "acs-audit"},
+}
+
+type acsReply struct {
+	Result map[string]any  `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+func decodeReply(t *testing.T, b []byte) acsReply {
+	t.Helper()
+	var r acsReply
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("reply is not JSON: %v: %s", err, b)
+	}
+	return r
+}
+
+// TestServeGuardian drives `acsledger serve` as an agent would: keys made by
+// `acsledger keygen`, a signed handshake and steps over HTTP with the
+// shipped baseline policy, then the chain through the evidence API.
+func TestServeGuardian(t *testing.T) {
+	keys := filepath.Join(t.TempDir(), "keys")
+	out, err := exec.Command(binary, "keygen", "--dir", keys, "--alg", "ECDSA-P256,HMAC-SHA256").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "acsledger-hmac-sha256\tHMAC-SHA256") {
+		t.Fatalf("keygen: %v\n%s", err, out)
+	}
+	kd, err := sig.LoadKeyDir(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hmacKey *sig.PrivateKey
+	for _, k := range kd.Private {
+		if k.Algorithm() == sig.HMACSHA256 {
+			hmacKey = k
+		}
+	}
+	c := &acsClient{session: newUUID()}
+	if c.signer, err = hmacKey.Signer(c.session); err != nil {
+		t.Fatal(err)
+	}
+
+	s := startServer(t, "--db", t.TempDir(), "--keys", keys)
+	send := func(body []byte) acsReply {
+		t.Helper()
+		resp, err := http.Post(s.url+"/acs", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return decodeReply(t, b)
+	}
+	if r := send(c.request(t, "handshake/hello", helloPayload)); r.Error != nil || r.Result == nil {
+		t.Fatalf("handshake failed: %+v", r)
+	}
+	if r := send(c.request(t, "steps/sessionStart", map[string]any{})); r.Result["decision"] != "allow" {
+		t.Fatalf("sessionStart: %+v", r)
+	}
+	r := send(c.request(t, "steps/toolCallRequest", map[string]any{
+		"tool":      map[string]any{"name": "bash"},
+		"arguments": map[string]any{"command": map[string]any{
+			"value":      "rm -rf / --no-preserve-root",
+			"provenance": map[string]any{"provenance_id": "p-1", "origin": "agent_generated"},
+		}},
+	}))
+	if r.Result["decision"] != "deny" {
+		t.Fatalf("the baseline policy let a destructive command through: %+v", r)
+	}
+	head, _ := r.Result["chain_hash"].(string)
+
+	code, body := get(t, s.url+"/api/v1/sessions/"+c.session+"/entries?format=jsonl")
+	if code != 200 {
+		t.Fatalf("chain: %d %s", code, body)
+	}
+	if n, h := replay(t, body); n != 2 || h.String() != head {
+		t.Fatalf("stored chain: %d entries to %s, want 2 to the published head %s", n, h, head)
+	}
+	if !bytes.Contains(body, []byte(`"policy_version"`)) {
+		t.Fatalf("decision entries carry no policy reference:\n%s", body)
+	}
+	s.stop(t, syscall.SIGTERM)
+}
+
+// TestGuardianStdio runs `acsledger guardian --stdio` and pings it through
+// Content-Length framing.
+func TestGuardianStdio(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	cmd := exec.CommandContext(ctx, binary, "guardian", "--stdio", "--db", dir)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ping := (&acsClient{session: newUUID()}).request(t, "system/ping", map[string]any{"echo": "hello"})
+	fmt.Fprintf(stdin, "Content-Length: %d\r\n\r\n%s", len(ping), ping)
+	br := bufio.NewReader(stdout)
+	hdr, err := textproto.NewReader(br).ReadMIMEHeader()
+	if err != nil {
+		t.Fatalf("reading frame header: %v\nstderr: %s", err, stderr.String())
+	}
+	n, _ := strconv.Atoi(hdr.Get("Content-Length"))
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(br, frame); err != nil {
+		t.Fatal(err)
+	}
+	r := decodeReply(t, frame)
+	payload, _ := r.Result["payload"].(map[string]any)
+	if r.Result["decision"] != "allow" || payload["echo"] != "hello" || payload["status"] == nil {
+		t.Fatalf("ping reply: %s", frame)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("guardian --stdio after stdin closed: %v\n%s", err, stderr.String())
+	}
+	// With no --keys, a first start writes fresh keys beside the store.
+	if m, _ := filepath.Glob(filepath.Join(dir, "keys", "*.key.json")); len(m) != 2 {
+		t.Fatalf("default key directory holds %v, want an ECDSA-P256 and an HMAC key", m)
+	}
+}
