@@ -123,7 +123,7 @@ func TestServeGuardian(t *testing.T) {
 		t.Fatalf("sessionStart: %+v", r)
 	}
 	r := send(c.request(t, "steps/toolCallRequest", map[string]any{
-		"tool":      map[string]any{"name": "bash"},
+		"tool": map[string]any{"name": "bash"},
 		"arguments": map[string]any{"command": map[string]any{
 			"value":      "rm -rf / --no-preserve-root",
 			"provenance": map[string]any{"provenance_id": "p-1", "origin": "agent_generated"},
