@@ -30,6 +30,7 @@ type guardianFlags struct {
 	policyDir     string
 	policyID      string
 	policyVersion string
+	approverKeys  string
 }
 
 func (f *guardianFlags) register(fs *flag.FlagSet) {
@@ -40,6 +41,7 @@ func (f *guardianFlags) register(fs *flag.FlagSet) {
 	})
 	fs.StringVar(&f.responseKeyID, "response-key", "", "key_id of the asymmetric key that signs non-HMAC responses (default: the only one in --keys)")
 	fs.StringVar(&f.policyDir, "policy", "", "directory of a Rego policy bundle (default: the shipped baseline); SIGHUP reloads it")
+	fs.StringVar(&f.approverKeys, "approver-keys", "", "directory of approvers' public keys (key_id = approver id); enables POST /acs/approvals for ASK grants")
 	fs.StringVar(&f.policyID, "policy-id", "local", "policy_id of the --policy bundle")
 	fs.StringVar(&f.policyVersion, "policy-version", "", "policy_version of the --policy bundle (required with --policy)")
 }
@@ -139,6 +141,14 @@ func (f *guardianFlags) newGuardian(ctx context.Context, store ledger.Store, sto
 		return nil, fmt.Errorf("couldn't load policy %s %s: %w", b.ID, b.Version, err)
 	}
 	cfg := guardian.Config{Store: gs, Policy: opapolicy.New(engine), Keys: keySet, Logger: log}
+	if f.approverKeys != "" {
+		ak, err := sig.LoadKeyDir(f.approverKeys)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't load approver keys from %s: %w", f.approverKeys, err)
+		}
+		cfg.ApproverKeys = ak.KeySet
+		cfg.ApproverTypes = []string{"human", "agent", "service"}
+	}
 	if err := cfg.SetSigningKeys(keys, f.responseKeyID); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}

@@ -54,6 +54,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry)})
 	handler.Router().Method(http.MethodPost, "/acs", gd)
+	handler.Router().Method(http.MethodPost, "/acs/approvals", gd.ApprovalHandler())
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
