@@ -32,6 +32,7 @@ func commands() []command {
 		{"migrate", "apply SQL migrations to a store", runMigrate},
 		{"guardian", "serve the ACS Guardian over stdio (--stdio)", runGuardian},
 		{"keygen", "write new signing keys into a directory", runKeygen},
+		{"bench", "measure the Guardian under load beside bare OPA (bench guardian)", runBench},
 	}
 }
 
