@@ -90,7 +90,7 @@ func checkReport(t *testing.T, r *Report) {
 // corpus's trust: it must never panic, refuse input only with an
 // *InputError, and otherwise return a consistent report.
 func FuzzVerifyBundle(f *testing.F) {
-	for _, name := range []string{"valid.json", "valid_hmac.json", "not_anchored.json", "policy_unresolved.json"} {
+	for _, name := range []string{"valid.json", "valid_hmac.json", "valid_steps.json", "not_anchored.json", "policy_unresolved.json"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "bundles", name))
 		if err != nil {
 			f.Fatal(err)
