@@ -23,7 +23,7 @@ import (
 // before its entry), CheckEntry for every entry in chain order with the head
 // the chain check recomputed there, then Finish. Until its entry is
 // checked, it keeps per response carrying a chain_hash its request_id and
-// 32-byte head (about 150 bytes); no envelope is kept after AddResponse
+// 32-byte head (about 300 bytes at peak heap); no envelope is kept after AddResponse
 // returns, and nothing of a response once its entry is checked.
 //
 // A HeadChecker is not safe for concurrent use.
