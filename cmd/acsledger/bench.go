@@ -104,7 +104,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	fmt.Fprintf(stdout, "guardian: %d sessions against %s/acs for %v, baseline policy\n", *sessions, base, *duration)
-	gr, err := driveGuardian(ctx, base, key, *sessions, *duration, int64(*requests))
+	gr, err := driveGuardian(ctx, base, key, *sessions, *duration, int64(*requests), nil)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "bare OPA: policy.Engine.Decide on %d goroutines for %v, same policy and inputs\n", *sessions, *duration)
-	br, err := driveBare(ctx, engine, key, *sessions, *duration, int64(*requests))
+	br, err := driveBare(ctx, engine, key, *sessions, *duration, int64(*requests), nil)
 	if err != nil {
 		return err
 	}
@@ -472,8 +472,9 @@ type stepFunc func(ctx context.Context, i int) (string, error)
 
 // drive runs workers goroutines, each set up first and then making
 // decisions until d has passed or budget decisions (shared) were started.
-// Only the decisions are timed, not the set-up.
-func drive(ctx context.Context, workers int, d time.Duration, budget int64, setup func(ctx context.Context, w int) (stepFunc, error)) (*loadResult, error) {
+// Only the decisions are timed, not the set-up; started, if not nil, is
+// called when the timing starts.
+func drive(ctx context.Context, workers int, d time.Duration, budget int64, setup func(ctx context.Context, w int) (stepFunc, error), started func()) (*loadResult, error) {
 	steps := make([]stepFunc, workers)
 	for w := range workers {
 		f, err := setup(ctx, w)
@@ -525,6 +526,9 @@ func drive(ctx context.Context, workers int, d time.Duration, budget int64, setu
 			}
 		})
 	}
+	if started != nil {
+		started()
+	}
 	t0 := time.Now()
 	deadline = t0.Add(d)
 	close(start)
@@ -572,7 +576,7 @@ func benchClient(sessions int) *http.Client {
 
 // driveGuardian measures the Guardian: each worker is a session that says
 // hello, starts, and then sends the benchCalls mix as toolCallRequests.
-func driveGuardian(ctx context.Context, base string, key *sig.PrivateKey, sessions int, d time.Duration, budget int64) (*loadResult, error) {
+func driveGuardian(ctx context.Context, base string, key *sig.PrivateKey, sessions int, d time.Duration, budget int64, started func()) (*loadResult, error) {
 	client := benchClient(sessions)
 	defer client.CloseIdleConnections()
 	return drive(ctx, sessions, d, budget, func(ctx context.Context, w int) (stepFunc, error) {
@@ -591,7 +595,7 @@ func driveGuardian(ctx context.Context, base string, key *sig.PrivateKey, sessio
 			}
 			return r.Decision, checkDecision(c.tool, r.Decision, c.want)
 		}, nil
-	})
+	}, started)
 }
 
 // bareInputs are the policy inputs of the benchCalls, as the engine gets
@@ -624,7 +628,7 @@ func bareInputs(key *sig.PrivateKey, w int) ([]*policy.Input, error) {
 
 // driveBare measures bare in-process evaluation of the same policy on the
 // same inputs: Engine.Decide, with no HTTP, signatures, chain or store.
-func driveBare(ctx context.Context, e *policy.Engine, key *sig.PrivateKey, workers int, d time.Duration, budget int64) (*loadResult, error) {
+func driveBare(ctx context.Context, e *policy.Engine, key *sig.PrivateKey, workers int, d time.Duration, budget int64, started func()) (*loadResult, error) {
 	return drive(ctx, workers, d, budget, func(ctx context.Context, w int) (stepFunc, error) {
 		ins, err := bareInputs(key, w)
 		if err != nil {
@@ -638,5 +642,5 @@ func driveBare(ctx context.Context, e *policy.Engine, key *sig.PrivateKey, worke
 			}
 			return string(dec.Disposition), checkDecision(benchCalls[k].tool, string(dec.Disposition), benchCalls[k].want)
 		}, nil
-	})
+	}, started)
 }
