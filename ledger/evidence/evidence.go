@@ -1,0 +1,352 @@
+// Package evidence builds evidence bundles (docs/evidence-bundle.md, format
+// version 1) from the ledger: everything an auditor needs to check one
+// session offline with verify.VerifyBundle or `acsverify bundle`. It also
+// verifies sessions straight from the store, one or all of them (Reverifier),
+// by building the bundle and verifying it in the same pass, so that the
+// online report and the offline one are the same report.
+package evidence
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/sig"
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/tlog"
+	"github.com/acsledger/acsledger/verify"
+)
+
+// Log is what Build needs of the Merkle log; *tlog.Log implements it.
+//
+// Checkpoint returns the latest signed checkpoint with its cosignatures.
+// EntryProof returns, beside a proof document Build does not use, the leaf
+// index of a session's entry, or an error wrapping tlog.ErrNotFound when the
+// entry has no leaf yet or the latest checkpoint does not cover it.
+// InclusionProof returns the audit path of a leaf in the tree of a size.
+type Log interface {
+	Checkpoint(ctx context.Context) ([]byte, error)
+	EntryProof(ctx context.Context, sessionID string, position int64) ([]byte, uint64, error)
+	InclusionProof(ctx context.Context, index, size uint64) ([][]byte, error)
+	VerifierKeys() []string
+}
+
+var _ Log = (*tlog.Log)(nil)
+
+// Options say what a bundle carries beside the session's evidence.
+type Options struct {
+	// ResponseKeys are the public keys that verify the Guardian's response
+	// signatures. HMAC-SHA256 keys are secret and are left out.
+	ResponseKeys []*sig.PublicKey
+	// Witnesses and WitnessQuorum are the log's witness policy
+	// (signed-note verifier keys, k of n).
+	Witnesses     []string
+	WitnessQuorum int
+	// IncludePolicies puts each policy bundle's content in the bundle, not
+	// only its digest.
+	IncludePolicies bool
+}
+
+// Summary says what Build wrote.
+type Summary struct {
+	Entries   int64
+	Responses int64
+	// Anchored is false when the bundle has no anchor: no log was given,
+	// the log has no checkpoint yet, or no entry of the session is covered
+	// by the latest checkpoint. A verifier then reports not_anchored.
+	Anchored bool
+	// AnchoredThrough is the number of leading entries the anchor covers
+	// (the anchored position + 1); entries after it are not yet in a
+	// checkpoint.
+	AnchoredThrough int64
+	// TreeSize is the size of the checkpoint the bundle carries, 0 if none.
+	TreeSize uint64
+}
+
+// Build writes the evidence bundle of a session to w, in the "steps" layout
+// (each entry with the signed response beside it) so that a verifier's
+// memory stays flat whatever the session's length. Build itself reads the
+// chain a page at a time and holds one entry and its response.
+//
+// The bundle carries the policy bundle records (IncludePolicies adds their
+// content), the latest checkpoint of log with its cosignatures, and one
+// anchor: the inclusion proof of the last entry the checkpoint covers, which
+// anchors every entry before it through the chain links. log may be nil:
+// the bundle then has no checkpoint and no anchor, and verifying it reports
+// not_anchored (the format has no other way to say it), as Summary does.
+//
+// An unknown session is ledger.ErrNotFound, returned before anything is
+// written. An error after writing began leaves w holding a truncated bundle
+// that no verifier accepts; callers writing to a file should write to a
+// temporary one and rename it on success.
+func Build(ctx context.Context, store ledger.GuardianStore, log Log, sessionID string, w io.Writer, opts Options) (Summary, error) {
+	var sum Summary
+	sess, err := store.Session(ctx, sessionID)
+	if err != nil {
+		return sum, fmt.Errorf("couldn't load session %s: %w", sessionID, err)
+	}
+	keys, err := bundleKeys(log, opts)
+	if err != nil {
+		return sum, err
+	}
+	policies, err := policyRecords(ctx, store, opts.IncludePolicies)
+	if err != nil {
+		return sum, err
+	}
+	var anchor *verify.Anchor
+	var checkpoint []byte
+	if log != nil && sess.Length > 0 {
+		checkpoint, anchor, err = anchorSession(ctx, log, sessionID, sess.Length)
+		if err != nil {
+			return sum, err
+		}
+	}
+
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(`{"format":"` + verify.BundleFormat + `","version":1,"session_id":`)
+	writeJSON(bw, sessionID)
+	bw.WriteString(`,"keys":`)
+	writeJSON(bw, keys)
+	bw.WriteString(`,"policy_bundles":`)
+	writeJSON(bw, policies)
+	if checkpoint != nil {
+		bw.WriteString(`,"checkpoints":`)
+		writeJSON(bw, []string{string(checkpoint)})
+		sum.TreeSize = anchor.TreeSize
+	}
+	if anchor != nil {
+		bw.WriteString(`,"anchors":`)
+		writeJSON(bw, []*verify.Anchor{anchor})
+		sum.Anchored = true
+		sum.AnchoredThrough = int64(anchor.Position) + 1
+	}
+	bw.WriteString(`,"steps":[`)
+	for e, err := range ledger.AllEntries(ctx, store, sessionID) {
+		if err != nil {
+			return sum, fmt.Errorf("couldn't read session %s at position %d: %w", sessionID, sum.Entries, err)
+		}
+		if e.Position >= sess.Length {
+			// Appended after Session was read: the anchor and the
+			// length describe the chain as it stood then.
+			break
+		}
+		resp, err := store.Response(ctx, sessionID, e.Position)
+		switch {
+		case errors.Is(err, ledger.ErrNotFound):
+			resp = nil
+		case err != nil:
+			return sum, fmt.Errorf("couldn't read the response of session %s at position %d: %w", sessionID, e.Position, err)
+		default:
+			sum.Responses++
+		}
+		if sum.Entries > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString(`{"entry":`)
+		bw.Write(FullEntry(e.Content, e.EntryHash, e.PreviousHash))
+		if resp != nil {
+			bw.WriteString(`,"response":`)
+			bw.Write(bytes.TrimSpace(resp))
+		}
+		bw.WriteByte('}')
+		sum.Entries++
+	}
+	bw.WriteString("]}\n")
+	if err := bw.Flush(); err != nil {
+		return sum, fmt.Errorf("couldn't write the bundle of session %s: %w", sessionID, err)
+	}
+	return sum, nil
+}
+
+// writeJSON encodes v compactly. Values are the package's own types, so an
+// encoding error is a bug; it surfaces as invalid output and in tests.
+func writeJSON(w *bufio.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("evidence: couldn't encode %T: %v", v, err))
+	}
+	w.Write(b)
+}
+
+// FullEntry returns the complete ContextEntry as a bundle carries it: the
+// stored canonical content with entry_hash and previous_hash added. Hashing
+// it by ACS §8.2 gives back entryHash, since both members are left out of
+// the hash.
+func FullEntry(content []byte, entryHash acs.Hash, prev *acs.Hash) []byte {
+	out := make([]byte, 0, len(content)+160)
+	out = append(out, content[:len(content)-1]...)
+	if len(content) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"entry_hash":"`...)
+	out = append(out, entryHash.String()...)
+	out = append(out, `","previous_hash":`...)
+	if prev == nil {
+		out = append(out, "null"...)
+	} else {
+		out = append(out, '"')
+		out = append(out, prev.String()...)
+		out = append(out, '"')
+	}
+	return append(out, '}')
+}
+
+func bundleKeys(log Log, opts Options) (*verify.BundleKeys, error) {
+	k := &verify.BundleKeys{Witnesses: opts.Witnesses, WitnessQuorum: opts.WitnessQuorum}
+	for _, pk := range opts.ResponseKeys {
+		if pk.Algorithm() == sig.HMACSHA256 {
+			continue // secret: a bundle never carries it
+		}
+		b, err := pk.MarshalPublic()
+		if err != nil {
+			return nil, fmt.Errorf("couldn't encode response key %s: %w", pk.KeyID(), err)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, b); err != nil {
+			return nil, fmt.Errorf("couldn't encode response key %s: %w", pk.KeyID(), err)
+		}
+		k.ResponseKeys = append(k.ResponseKeys, compact.Bytes())
+	}
+	if log != nil {
+		k.LogKeys = log.VerifierKeys()
+	}
+	return k, nil
+}
+
+func policyRecords(ctx context.Context, store ledger.GuardianStore, content bool) ([]verify.PolicyBundleRecord, error) {
+	list, err := store.PolicyBundles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
+	}
+	out := make([]verify.PolicyBundleRecord, 0, len(list))
+	for _, p := range list {
+		r := verify.PolicyBundleRecord{PolicyID: p.ID, PolicyVersion: p.Version, Digest: p.Digest, RecordedAt: p.RecordedAt.UTC()}
+		if content {
+			full, err := store.PolicyBundle(ctx, p.ID, p.Version)
+			if err != nil {
+				return nil, fmt.Errorf("couldn't load policy bundle %s %s: %w", p.ID, p.Version, err)
+			}
+			r.Content = full.Content
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// anchorSession returns the latest checkpoint and the inclusion proof in it
+// of the last of the session's first length entries that it covers, or a nil
+// anchor when it covers none (or there is no checkpoint yet).
+//
+// A session's entries enter the log in chain order (each append waits for
+// the one before it to commit, and leaves follow commit order), so the
+// covered positions are a prefix of the chain: try the head, then search.
+func anchorSession(ctx context.Context, log Log, sessionID string, length int64) ([]byte, *verify.Anchor, error) {
+	signed, err := log.Checkpoint(ctx)
+	if errors.Is(err, tlog.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("couldn't read the latest checkpoint: %w", err)
+	}
+	text, _, ok := bytes.Cut(signed, []byte("\n\n"))
+	if !ok {
+		return nil, nil, fmt.Errorf("the log's latest checkpoint is not a signed note")
+	}
+	cp, err := tlog.ParseCheckpoint(append(text, '\n'))
+	if err != nil {
+		return nil, nil, fmt.Errorf("couldn't parse the log's latest checkpoint: %w", err)
+	}
+	covered := func(pos int64) (uint64, bool, error) {
+		_, idx, err := log.EntryProof(ctx, sessionID, pos)
+		if errors.Is(err, tlog.ErrNotFound) {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("couldn't find the leaf of session %s position %d: %w", sessionID, pos, err)
+		}
+		return idx, idx < cp.Size, nil
+	}
+	pos := length - 1
+	idx, ok, err := covered(pos)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		// Largest covered position in [0, length-1), if any.
+		lo, hi := int64(0), length-1 // invariant: positions >= hi are not covered
+		found := false
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			i, c, err := covered(mid)
+			if err != nil {
+				return nil, nil, err
+			}
+			if c {
+				pos, idx, found = mid, i, true
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		if !found {
+			return signed, nil, nil
+		}
+	}
+	proof, err := log.InclusionProof(ctx, idx, cp.Size)
+	if err != nil {
+		return nil, nil, fmt.Errorf("couldn't prove leaf %d in the tree of size %d: %w", idx, cp.Size, err)
+	}
+	return signed, &verify.Anchor{Position: uint64(pos), LeafIndex: idx, TreeSize: cp.Size, Proof: proof}, nil
+}
+
+// Report is the JSON report of a verification, the same shape as
+// `acsverify bundle --json` prints (docs/acsverify.md): verified, entries,
+// head, findings (never null) and notices.
+type Report struct {
+	Verified bool             `json:"verified"`
+	Entries  int              `json:"entries"`
+	Head     string           `json:"head"`
+	Findings []verify.Finding `json:"findings"`
+	Notices  []verify.Finding `json:"notices,omitempty"`
+}
+
+// NewReport converts a verify.Report to its JSON shape.
+func NewReport(r *verify.Report) Report {
+	out := Report{Verified: r.Verified(), Entries: r.Entries, Head: r.Head.String(), Findings: r.Findings, Notices: r.Notices}
+	if out.Findings == nil {
+		out.Findings = []verify.Finding{}
+	}
+	return out
+}
+
+// Verify checks a session straight from the store: it builds the session's
+// bundle and verifies it with verify.VerifyBundle in the same pass (through
+// a pipe, holding one step at a time), so the report is the one an auditor
+// gets from the exported bundle with the same trust.
+func Verify(ctx context.Context, store ledger.GuardianStore, log Log, sessionID string, opts Options, trust *verify.Trust) (*verify.Report, error) {
+	if _, err := store.Session(ctx, sessionID); err != nil {
+		return nil, fmt.Errorf("couldn't load session %s: %w", sessionID, err)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Build(ctx, store, log, sessionID, pw, opts)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	rep, verr := verify.VerifyBundle(pr, trust)
+	pr.CloseWithError(errors.New("verifier stopped reading"))
+	berr := <-done
+	if berr != nil {
+		return nil, berr
+	}
+	if verr != nil {
+		return nil, fmt.Errorf("couldn't verify the bundle of session %s: %w", sessionID, verr)
+	}
+	return rep, nil
+}

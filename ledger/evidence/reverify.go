@@ -1,0 +1,210 @@
+package evidence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/verify"
+)
+
+// ErrRunning is returned by Reverifier.Start while a run is in progress.
+var ErrRunning = errors.New("a re-verification run is already in progress")
+
+// MaxFailedListed bounds the failing sessions a run's result names.
+const MaxFailedListed = 100
+
+// A Reverifier re-verifies the whole ledger, session by session, as
+// Verify does for one: for an operator who wants to know that nothing was
+// rewritten behind the database's back since the evidence was written. One
+// run at a time; Status reports the progress of the current run and the
+// result of the last finished one.
+type Reverifier struct {
+	store ledger.GuardianStore
+	log   Log
+	opts  Options
+	trust *verify.Trust
+	now   func() time.Time
+	slog  *slog.Logger
+
+	mu      sync.Mutex
+	current *RunStatus
+	last    *RunStatus
+}
+
+// RunStatus is one run's progress or result.
+type RunStatus struct {
+	Running  bool      `json:"running"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
+	// Sessions checked so far; Failed of them had findings.
+	Sessions int64 `json:"sessions"`
+	Entries  int64 `json:"entries"`
+	Failed   int64 `json:"failed"`
+	// FailedSessions names up to MaxFailedListed failing sessions with the
+	// codes of their findings.
+	FailedSessions []FailedSession `json:"failed_sessions"`
+	// Error is set when the run stopped before checking every session.
+	Error string `json:"error,omitempty"`
+}
+
+// FailedSession is a session that did not verify.
+type FailedSession struct {
+	SessionID string   `json:"session_id"`
+	Codes     []string `json:"codes"`
+}
+
+// NewReverifier returns a Reverifier over store and log (nil: no
+// anchoring is checked, and every session reports not_anchored), verifying
+// with trust. now and logger may be nil.
+func NewReverifier(store ledger.GuardianStore, log Log, opts Options, trust *verify.Trust, now func() time.Time, logger *slog.Logger) *Reverifier {
+	if now == nil {
+		now = time.Now
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Reverifier{store: store, log: log, opts: opts, trust: trust, now: now, slog: logger}
+}
+
+// Start begins a run in the background and returns at once; ErrRunning if
+// one is in progress. The run stops early when ctx ends.
+func (r *Reverifier) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current != nil {
+		return ErrRunning
+	}
+	r.current = &RunStatus{Running: true, Started: r.now().UTC(), FailedSessions: []FailedSession{}}
+	go r.run(ctx)
+	return nil
+}
+
+// RunNow runs once and returns the result, or ErrRunning.
+func (r *Reverifier) RunNow(ctx context.Context) (RunStatus, error) {
+	r.mu.Lock()
+	if r.current != nil {
+		r.mu.Unlock()
+		return RunStatus{}, ErrRunning
+	}
+	r.current = &RunStatus{Running: true, Started: r.now().UTC(), FailedSessions: []FailedSession{}}
+	r.mu.Unlock()
+	r.run(ctx)
+	_, last := r.Status()
+	return *last, nil
+}
+
+// Status returns the current run (nil when idle) and the last finished one
+// (nil before the first).
+func (r *Reverifier) Status() (current, last *RunStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current != nil {
+		c := *r.current
+		c.FailedSessions = append([]FailedSession{}, c.FailedSessions...)
+		current = &c
+	}
+	if r.last != nil {
+		l := *r.last
+		last = &l
+	}
+	return current, last
+}
+
+// Schedule runs every interval until ctx ends, skipping a tick while a
+// run started by Start is still going.
+func (r *Reverifier) Schedule(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := r.RunNow(ctx); err != nil && !errors.Is(err, ErrRunning) {
+				r.slog.Error("scheduled re-verification failed", "err", err)
+			}
+		}
+	}
+}
+
+func (r *Reverifier) run(ctx context.Context) {
+	err := r.each(ctx)
+	r.mu.Lock()
+	st := r.current
+	st.Running = false
+	st.Finished = r.now().UTC()
+	if err != nil {
+		st.Error = err.Error()
+	}
+	r.last, r.current = st, nil
+	r.mu.Unlock()
+
+	outcome := outcomeVerified
+	switch {
+	case err != nil:
+		outcome = outcomeError
+		r.slog.Error("re-verification stopped", "err", err, "sessions", st.Sessions)
+	case st.Failed > 0:
+		outcome = outcomeFindings
+		r.slog.Warn("re-verification found sessions that do not verify", "failed", st.Failed, "sessions", st.Sessions)
+	}
+	bg := context.WithoutCancel(ctx)
+	reverifyRuns.Add(bg, 1, metric.WithAttributes(attrOutcome.String(outcome)))
+	reverifyDuration.Record(bg, st.Finished.Sub(st.Started).Seconds(), metric.WithAttributes(attrOutcome.String(outcome)))
+	if err == nil {
+		reverifyFailed.Record(bg, st.Failed)
+		reverifySessions.Record(bg, st.Sessions)
+	}
+}
+
+// each verifies every session, a page of sessions at a time.
+func (r *Reverifier) each(ctx context.Context) error {
+	f := ledger.SessionFilter{Limit: ledger.MaxPageSize}
+	for {
+		page, err := r.store.Sessions(ctx, f)
+		if err != nil {
+			return fmt.Errorf("couldn't list sessions: %w", err)
+		}
+		for _, s := range page.Sessions {
+			rep, err := Verify(ctx, r.store, r.log, s.SessionID, r.opts, r.trust)
+			if err != nil {
+				return err
+			}
+			r.mu.Lock()
+			st := r.current
+			st.Sessions++
+			st.Entries += int64(rep.Entries)
+			if !rep.Verified() {
+				st.Failed++
+				if len(st.FailedSessions) < MaxFailedListed {
+					st.FailedSessions = append(st.FailedSessions, FailedSession{SessionID: s.SessionID, Codes: codes(rep.Findings)})
+				}
+			}
+			r.mu.Unlock()
+		}
+		if page.Next == "" {
+			return nil
+		}
+		f.Cursor = page.Next
+	}
+}
+
+// codes lists the distinct finding codes, first seen first.
+func codes(fs []verify.Finding) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range fs {
+		if !seen[f.Code] {
+			seen[f.Code] = true
+			out = append(out, f.Code)
+		}
+	}
+	return out
+}
