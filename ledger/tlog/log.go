@@ -72,8 +72,9 @@ type Log struct {
 	lastCP     Checkpoint
 
 	mu    sync.Mutex // guards the integrator state below
-	rng   *compact.Range
-	tails [][]byte // tails[L]: the hashes of the incomplete tile at level L
+	rng        *compact.Range
+	tails      [][]byte // tails[L]: the hashes of the incomplete tile at level L
+	signedSize uint64   // size of the latest checkpoint known to be stored
 }
 
 // New opens the log, checks that the stored tree extends the latest stored
@@ -294,10 +295,19 @@ func (l *Log) Integrate(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if n == 0 {
+	if n == 0 && !l.unsigned() {
 		return 0, nil
 	}
+	// Also when nothing was added: a previous signing may have failed.
 	return n, l.signIfBehind(ctx)
+}
+
+// unsigned reports whether the integrated tree is larger than the last
+// checkpoint this Log stored or found.
+func (l *Log) unsigned() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rng == nil || l.rng.End() != l.signedSize
 }
 
 func (l *Log) integrateBatch(ctx context.Context) (int, error) {
@@ -461,6 +471,7 @@ func (l *Log) signIfBehind(ctx context.Context) error {
 			if old.Root != root {
 				return fmt.Errorf("%w: stored tree at size %d has a different root than its checkpoint", ErrInconsistent, size)
 			}
+			l.signedSize = size
 			return nil
 		}
 		p, err := r.consistency(ctx, old.Size)
@@ -481,6 +492,7 @@ func (l *Log) signIfBehind(ctx context.Context) error {
 	if err := l.s.SwapCheckpoint(ctx, hasOld, old.Size, size, signed); err != nil {
 		return fmt.Errorf("couldn't store checkpoint %d: %w", size, err)
 	}
+	l.signedSize = size
 	if l.publish != "" {
 		if err := publishCheckpoint(l.publish, size, signed); err != nil {
 			l.log.Error("couldn't publish checkpoint", "size", size, "err", err)

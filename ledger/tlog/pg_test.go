@@ -113,9 +113,12 @@ func TestPGCrashRecovery(t *testing.T) {
 				t.Fatalf("Integrate = %v", err)
 			}
 			*f = faultyStorage{Storage: f.Storage}
+			integrateAll(t, l)
+			if cp, err := l.LatestCheckpoint(ctx); err != nil || cp.Size != 400 {
+				t.Fatalf("after recovery in process: checkpoint %+v, %v", cp, err)
+			}
 			restarted := newTestLog(t, f, Config{BatchSize: 64})
 			integrateAll(t, restarted)
-			integrateAll(t, l)
 			pgAssertEveryEntryOnce(t, writer)
 			cp, _, ok, err := restarted.latest(ctx)
 			if err != nil || !ok || cp.Size != 400 {
