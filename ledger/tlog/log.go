@@ -71,7 +71,7 @@ type Log struct {
 	lastSigned []byte
 	lastCP     Checkpoint
 
-	mu    sync.Mutex // guards the integrator state below
+	mu         sync.Mutex // guards the integrator state below
 	rng        *compact.Range
 	tails      [][]byte // tails[L]: the hashes of the incomplete tile at level L
 	signedSize uint64   // size of the latest checkpoint known to be stored
