@@ -255,11 +255,13 @@ func decodeStrict(dec *json.Decoder, v any) error {
 	return d.Decode(v)
 }
 
+// readKeys reads the keys the bundle carries; each must parse.
 func (s *bundleState) readKeys(dec *json.Decoder) error {
 	if err := decodeStrict(dec, &s.bundle); err != nil {
 		return err
 	}
-	return nil
+	var carried Trust
+	return carried.Merge(&s.bundle)
 }
 
 // startHeads fixes the keys the responses are checked with, once.
@@ -278,13 +280,11 @@ func (s *bundleState) startHeads() {
 	}
 	if !asymmetric && len(s.bundle.ResponseKeys) > 0 {
 		for _, raw := range s.bundle.ResponseKeys {
-			k, err := sig.ParsePublicKey(raw)
-			if err != nil {
-				// A key the bundle carries that cannot be read verifies
-				// nothing; the responses it signed fail.
-				continue
+			// readKeys parsed each one; a key_id the trusted keys
+			// already name keeps the trusted key.
+			if k, err := sig.ParsePublicKey(raw); err == nil {
+				_ = keys.Add(k)
 			}
-			_ = keys.Add(k)
 		}
 		s.notices = append(s.notices, Finding{Code: CodeKeysFromBundle, EntryIndex: -1, Where: "keys.response_keys",
 			Message: "No trusted response key was given, so the response signatures were checked with the keys the bundle carries: this shows consistency, not authorship."})

@@ -2,9 +2,11 @@ package verify
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/acsledger/acsledger/acs/sig"
@@ -104,6 +106,37 @@ func TestBundleCorpus(t *testing.T) {
 	} {
 		if !seen[code] {
 			t.Errorf("no bundle case produces %s", code)
+		}
+	}
+}
+
+// TestBundleInputErrors: bundles that cannot be read name the member and
+// the problem, and give no report.
+func TestBundleInputErrors(t *testing.T) {
+	t.Parallel()
+	head := `{"format":"acsledger-evidence-bundle","version":1,"session_id":"s",`
+	entry := `{"entry_id":"a","step_id":"b","step_type":"steps/x","previous_hash":null}`
+	for _, c := range []struct{ in, member, want string }{
+		{`[]`, "", "a bundle is a JSON object"},
+		{head + `"keys":{"log_keys":["nope"]},"entries":[` + entry + `]}`, "keys", "log_keys[0]"},
+		{head + `"keys":{"response_keys":[{"key_id":"k","algorithm":"ECDSA-P256","public":"AAAA"}]},"entries":[` + entry + `]}`, "keys", "response_keys[0]"},
+		{head + `"keys":{"extra":1},"entries":[` + entry + `]}`, "keys", "unknown field"},
+		{head + `"anchors":[{"position":0,"leaf_index":0,"tree_size":5,"proof":[]}],"entries":[` + entry + `]}`, "anchors", "tree_size 5"},
+		{head + `"policy_bundles":[{"policy_id":"p","policy_version":"1","digest":"00","recorded_at":"2026-01-01T00:00:00Z"}],"entries":[` + entry + `]}`, "policy_bundles", "digest"},
+		{head + `"entries":[]}`, "entries", "no context entries"},
+		{head + `"entries":[` + entry + `]} {}`, "", "data after"},
+		{head + `"entries":[` + entry + `],"steps":[]}`, "steps", "not both"},
+		{head + `"entries":[{"entry_id":1}]}`, "entries", "[0]"},
+		{head + `"steps":[{"entry":` + entry + `,"extra":1}]}`, "steps", "unknown field"},
+	} {
+		_, err := VerifyBundle(strings.NewReader(c.in), nil)
+		var ie *InputError
+		if !errors.As(err, &ie) {
+			t.Errorf("%s: error %v, want an *InputError", c.in, err)
+			continue
+		}
+		if ie.Member != c.member || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %q (member %q), want member %q and %q", c.in, err, ie.Member, c.member, c.want)
 		}
 	}
 }
