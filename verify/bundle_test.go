@@ -140,3 +140,35 @@ func TestBundleInputErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestCodesDocumented: every code constant of finding.go is one the fuzz
+// targets accept and has a row in docs/findings.md.
+func TestCodesDocumented(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("finding.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "findings.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(src), "\n") {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), " = ")
+		if !ok || !strings.HasPrefix(name, "Code") {
+			continue
+		}
+		code := strings.Trim(value, `"`)
+		n++
+		if !knownCode(code) {
+			t.Errorf("%s = %q is not in knownCode", name, code)
+		}
+		if !strings.Contains(string(doc), "| `"+code+"` |") {
+			t.Errorf("docs/findings.md has no row for %s", code)
+		}
+	}
+	if n < 20 {
+		t.Fatalf("found only %d codes in finding.go", n)
+	}
+}
