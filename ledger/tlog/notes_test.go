@@ -2,6 +2,7 @@ package tlog
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
@@ -163,5 +164,45 @@ func TestKeyParsingRefusesBadKeys(t *testing.T) {
 	parts[3] = "00000000"
 	if _, err := NewSigner(strings.Join(parts, "+"), nil); err == nil {
 		t.Error("NewSigner accepted a wrong key ID")
+	}
+}
+
+// Mangling: a stored checkpoint whose text or log signature bytes change in
+// any single byte is refused by the log's own checkpoint verification.
+func TestCheckpointMangling(t *testing.T) {
+	t.Parallel()
+	db := openSQLite(t)
+	l := newTestLog(t, NewSQLiteStorage(db, db), Config{})
+	appendEntries(t, db, "s", 0, 3)
+	integrateAll(t, l)
+	signed, err := l.s.LatestCheckpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.verifyCheckpoint(signed); err != nil {
+		t.Fatal(err)
+	}
+	text, sigs, _ := bytes.Cut(signed, []byte("\n\n"))
+	for i := range text {
+		m := bytes.Clone(signed)
+		m[i] ^= 1
+		if _, err := l.verifyCheckpoint(m); err == nil {
+			t.Fatalf("accepted with text byte %d changed", i)
+		}
+	}
+	// The Ed25519 line: change each byte of the decoded key ID and signature.
+	line, _, _ := bytes.Cut(sigs, []byte("\n"))
+	prefix := "\u2014 " + testOrigin + " "
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(string(line), prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range raw {
+		m := bytes.Clone(raw)
+		m[i] ^= 0x10
+		mangled := bytes.Replace(signed, line, []byte(prefix+base64.StdEncoding.EncodeToString(m)), 1)
+		if _, err := l.verifyCheckpoint(mangled); err == nil {
+			t.Fatalf("accepted with signature byte %d changed", i)
+		}
 	}
 }
