@@ -194,12 +194,11 @@ func (s *SQLiteStorage) LeafIndexByPosition(ctx context.Context, sessionID strin
 
 func (s *SQLiteStorage) LeafIndexByEntryHash(ctx context.Context, h [HashSize]byte) (uint64, error) {
 	var idx uint64
-	err := s.read.QueryRowContext(ctx, `SELECT min(idx) FROM tlog_leaves WHERE entry_hash = ?`, h[:]).Scan(&idx)
-	if err != nil {
-		// min() over no rows is NULL, which does not scan into a uint64.
+	err := s.read.QueryRowContext(ctx, `SELECT idx FROM tlog_leaves WHERE entry_hash = ? ORDER BY idx LIMIT 1`, h[:]).Scan(&idx)
+	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("%w: no leaf for entry_hash %x", ErrNotFound, h)
 	}
-	return idx, nil
+	return idx, err
 }
 
 func (s *SQLiteStorage) LatestCheckpoint(ctx context.Context) ([]byte, error) {
