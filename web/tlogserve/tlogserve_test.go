@@ -177,6 +177,8 @@ func TestCacheHeadersAndErrors(t *testing.T) {
 		{"/api/v1/proofs/consistency?old=10&new=500", 400, "no-store", "checkpoint size 300"},
 		{"/api/v1/proofs/consistency?old=abc", 400, "no-store", "not a decimal"},
 		{"/api/v1/proofs/inclusion?entry_hash=zz", 400, "no-store", "64 lowercase hex"},
+		{"/api/v1/proofs/inclusion?entry_hash=" + strings.Repeat("0", 64), 404, "no-store", "no leaf"},
+		{"/api/v1/proofs/inclusion?entry_hash=" + strings.Repeat("A", 64), 400, "no-store", "lowercase"},
 		{"/api/v1/proofs/entry/s/-1", 400, "no-store", "non-negative"},
 		{"/api/v1/proofs/entry/s/300", 404, "no-store", "no leaf"},
 		{"/api/v1/proofs/entry/nobody/0", 404, "no-store", "no leaf"},
