@@ -292,3 +292,36 @@ func TestLargeTreeTiles(t *testing.T) {
 		t.Fatalf("tile beyond the tree: %v", err)
 	}
 }
+
+// Adding a post-quantum key later must not strand checkpoints signed before.
+func TestAddingAKeyKeepsTheLogOpen(t *testing.T) {
+	t.Parallel()
+	db := openSQLite(t)
+	s := NewSQLiteStorage(db, db)
+	skeys, vkeys := testKeys(t)
+	ctx := context.Background()
+	l, err := New(ctx, s, Config{Origin: testOrigin, Keys: skeys[:1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEntries(t, db, "s", 0, 5)
+	integrateAll(t, l)
+	l2, err := New(ctx, s, Config{Origin: testOrigin, Keys: skeys})
+	if err != nil {
+		t.Fatalf("reopening with an added key: %v", err)
+	}
+	appendEntries(t, db, "s", 5, 5)
+	integrateAll(t, l2)
+	signed, err := l2.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pq, _ := NewVerifier(vkeys[1])
+	if _, err := note.Open(signed, note.VerifierList(pq)); err != nil {
+		t.Fatalf("new checkpoint lacks the added key's signature: %v", err)
+	}
+	// Dropping the Ed25519 key is refused.
+	if _, err := New(ctx, s, Config{Origin: testOrigin, Keys: skeys[1:]}); err == nil {
+		t.Fatal("a log without an Ed25519 first key was opened")
+	}
+}
