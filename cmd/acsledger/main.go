@@ -33,6 +33,7 @@ func commands() []command {
 		{"guardian", "serve the ACS Guardian over stdio (--stdio)", runGuardian},
 		{"keygen", "write new signing keys into a directory", runKeygen},
 		{"bench", "measure the Guardian under load beside bare OPA (bench guardian)", runBench},
+		{"demo", "send a short agent workload to a running server and verify its evidence", runDemo},
 	}
 }
 
