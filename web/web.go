@@ -22,6 +22,8 @@ type Options struct {
 	// MaxEntryBytes caps a request body carrying one entry; 0 means
 	// ledger.DefaultMaxEntryBytes.
 	MaxEntryBytes int64
+	// Evidence configures the evidence routes (web/evidence.go).
+	Evidence EvidenceOptions
 }
 
 // Server serves the HTTP API over one store.
@@ -48,6 +50,7 @@ func New(store ledger.Store, opts Options) *Server {
 		r.Get("/sessions/{session_id}", s.getSession)
 		r.Get("/sessions/{session_id}/entries", s.listEntries)
 		r.Post("/sessions/{session_id}/entries", s.appendEntry)
+		s.mountEvidence(r, opts.Evidence)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such resource: %s %s", r.Method, r.URL.Path))

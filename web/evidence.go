@@ -1,0 +1,334 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/evidence"
+	"github.com/acsledger/acsledger/ledger/evidence/replay"
+	"github.com/acsledger/acsledger/verify"
+)
+
+// DefaultMaxBundleBytes caps an uploaded evidence bundle.
+const DefaultMaxBundleBytes = 64 << 20
+
+// EvidenceOptions configure the evidence routes: bundle export, online
+// verification, whole-ledger re-verification and decision replay. The zero
+// value serves them without a Merkle log (bundles are not anchored and
+// verify with not_anchored), with the keys bundles carry, and with the
+// admin routes disabled.
+type EvidenceOptions struct {
+	// Log is the Merkle log bundles are anchored in; nil for none.
+	Log evidence.Log
+	// Bundle says which keys bundles carry (the Guardian's public response
+	// keys, the witness policy).
+	Bundle evidence.Options
+	// Trust is what online verification trusts: the response keys (HMAC
+	// IKMs included, which no bundle carries), the log keys and the witness
+	// policy. Nil means the keys of the bundle itself, with the notice
+	// keys_from_bundle.
+	Trust *verify.Trust
+	// Reverifier runs whole-ledger re-verification for the admin routes;
+	// the caller runs its Schedule. Nil makes one from the fields above
+	// (runs then only start through POST /api/v1/admin/reverify).
+	Reverifier *evidence.Reverifier
+	// AdminToken guards /api/v1/admin/: requests must carry
+	// "Authorization: Bearer <AdminToken>". Empty disables the admin routes
+	// (403).
+	AdminToken string
+	// MaxBundleBytes caps an uploaded bundle; 0 means DefaultMaxBundleBytes.
+	MaxBundleBytes int64
+}
+
+// evidenceAPI serves the evidence routes over the server's store.
+type evidenceAPI struct {
+	s    *Server
+	opts EvidenceOptions
+}
+
+// mountEvidence adds the evidence routes to r, the /api/v1 router.
+func (s *Server) mountEvidence(r chi.Router, opts EvidenceOptions) {
+	if opts.MaxBundleBytes <= 0 {
+		opts.MaxBundleBytes = DefaultMaxBundleBytes
+	}
+	a := &evidenceAPI{s: s, opts: opts}
+	if gs, ok := s.store.(ledger.GuardianStore); ok && opts.Reverifier == nil {
+		a.opts.Reverifier = evidence.NewReverifier(gs, opts.Log, opts.Bundle, a.trust(), nil, s.log)
+	}
+	r.Get("/sessions/{session_id}/bundle", a.bundle)
+	r.Get("/sessions/{session_id}/verify", a.verifySession)
+	r.Post("/verify/bundle", a.verifyBundle)
+	r.Post("/decisions/{request_id}/replay", a.replay)
+	r.Route("/admin", func(r chi.Router) {
+		r.Use(a.admin)
+		r.Post("/reverify", a.startReverify)
+		r.Get("/reverify", a.reverifyStatus)
+	})
+}
+
+// Errors of the evidence routes; evidenceStatus maps them.
+var (
+	errNoGuardianStore = errors.New("this store keeps no signed responses or policy bundles")
+	errAdminDisabled   = errors.New("the admin API is disabled: no admin token is configured")
+	errUnauthorized    = errors.New("admin routes need Authorization: Bearer <admin token>")
+	errMalformedBundle = errors.New("malformed evidence bundle")
+)
+
+// evidenceStatus maps the evidence routes' errors to HTTP statuses, and
+// defers to statusFor for the store's. It is the only place that does for
+// these routes.
+func evidenceStatus(err error) int {
+	switch {
+	case errors.Is(err, errUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, errAdminDisabled):
+		return http.StatusForbidden
+	case errors.Is(err, errNoGuardianStore):
+		return http.StatusNotImplemented
+	case errors.Is(err, evidence.ErrRunning), errors.Is(err, replay.ErrAmbiguous):
+		return http.StatusConflict
+	case errors.Is(err, errMalformedBundle), errors.Is(err, replay.ErrBadRequest), errors.Is(err, replay.ErrParamsRequired):
+		return http.StatusBadRequest
+	case errors.Is(err, replay.ErrParamsMismatch), errors.Is(err, replay.ErrNotPolicyDecision):
+		return http.StatusUnprocessableEntity
+	}
+	return statusFor(err)
+}
+
+func (a *evidenceAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := evidenceStatus(err)
+	msg := err.Error()
+	if code == http.StatusInternalServerError {
+		a.s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		msg = "internal error"
+	}
+	writeError(w, code, msg)
+}
+
+func (a *evidenceAPI) store() (ledger.GuardianStore, error) {
+	gs, ok := a.s.store.(ledger.GuardianStore)
+	if !ok {
+		return nil, errNoGuardianStore
+	}
+	return gs, nil
+}
+
+func (a *evidenceAPI) trust() *verify.Trust {
+	if a.opts.Trust != nil {
+		return a.opts.Trust
+	}
+	return &verify.Trust{}
+}
+
+// bundle streams a session's evidence bundle. include_policies=true adds
+// the policy bundles' content.
+func (a *evidenceAPI) bundle(w http.ResponseWriter, r *http.Request) {
+	gs, err := a.store()
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	id := chi.URLParam(r, "session_id")
+	opts := a.opts.Bundle
+	if v := r.URL.Query().Get("include_policies"); v != "" {
+		if opts.IncludePolicies, err = strconv.ParseBool(v); err != nil {
+			a.fail(w, r, fmt.Errorf("%w: query parameter include_policies=%q is not a boolean", errBadRequest, v))
+			return
+		}
+	}
+	if _, err := gs.Session(r.Context(), id); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	lw := &lazyWriter{w: w, start: func() {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", "evidence-"+safeName(id)+".json"))
+		w.WriteHeader(http.StatusOK)
+	}}
+	if _, err := evidence.Build(r.Context(), gs, a.opts.Log, id, lw, opts); err != nil {
+		if !lw.started {
+			a.fail(w, r, err)
+			return
+		}
+		// The status line is gone; the bundle is cut short, so no
+		// verifier accepts it.
+		a.s.log.Error("bundle stream failed", "session", id, "err", err)
+	}
+}
+
+// lazyWriter sends the response header on the first write, so that an
+// error before any byte of the bundle still gets its own status.
+type lazyWriter struct {
+	w       io.Writer
+	start   func()
+	started bool
+}
+
+func (l *lazyWriter) Write(p []byte) (int, error) {
+	if !l.started {
+		l.started = true
+		l.start()
+	}
+	return l.w.Write(p)
+}
+
+// safeName keeps a file name to characters every client accepts.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '-' || r == '_' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// verifySession replays a session from the store and answers the report
+// `acsverify bundle --json` gives for its exported bundle.
+func (a *evidenceAPI) verifySession(w http.ResponseWriter, r *http.Request) {
+	gs, err := a.store()
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	rep, err := evidence.Verify(r.Context(), gs, a.opts.Log, chi.URLParam(r, "session_id"), a.opts.Bundle, a.trust())
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, evidence.NewReport(rep))
+}
+
+// verifyBundle verifies an uploaded bundle against the server's trust.
+// The verdict is 200 either way; a bundle that cannot be read is 400.
+func (a *evidenceAPI) verifyBundle(w http.ResponseWriter, r *http.Request) {
+	body := http.MaxBytesReader(w, r.Body, a.opts.MaxBundleBytes)
+	rep, err := verify.VerifyBundle(body, a.trust())
+	if err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			a.fail(w, r, fmt.Errorf("the bundle is larger than %d bytes: %w", a.opts.MaxBundleBytes, err))
+			return
+		}
+		var in *verify.InputError
+		if errors.As(err, &in) {
+			a.fail(w, r, fmt.Errorf("%w: %v", errMalformedBundle, err))
+			return
+		}
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, evidence.NewReport(rep))
+}
+
+// admin guards the admin routes with the admin token.
+func (a *evidenceAPI) admin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.opts.AdminToken == "" {
+			a.fail(w, r, errAdminDisabled)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.opts.AdminToken)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="acsledger admin"`)
+			a.fail(w, r, errUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type reverifyJSON struct {
+	Current *evidence.RunStatus `json:"current"`
+	Last    *evidence.RunStatus `json:"last"`
+}
+
+func (a *evidenceAPI) startReverify(w http.ResponseWriter, r *http.Request) {
+	if a.opts.Reverifier == nil {
+		a.fail(w, r, errNoGuardianStore)
+		return
+	}
+	// The run outlives the request; it stops with the process.
+	if err := a.opts.Reverifier.Start(context.WithoutCancel(r.Context())); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	cur, last := a.opts.Reverifier.Status()
+	writeJSON(w, http.StatusAccepted, reverifyJSON{cur, last})
+}
+
+func (a *evidenceAPI) reverifyStatus(w http.ResponseWriter, r *http.Request) {
+	if a.opts.Reverifier == nil {
+		a.fail(w, r, errNoGuardianStore)
+		return
+	}
+	cur, last := a.opts.Reverifier.Status()
+	writeJSON(w, http.StatusOK, reverifyJSON{cur, last})
+}
+
+// replayRequest is the body of POST /decisions/{request_id}/replay.
+type replayRequest struct {
+	Params        json.RawMessage     `json:"params"`
+	SessionID     string              `json:"session_id"`
+	PolicyVersion string              `json:"policy_version"`
+	Provenance    []policy.Provenance `json:"provenance"`
+}
+
+func (a *evidenceAPI) replay(w http.ResponseWriter, r *http.Request) {
+	gs, err := a.store()
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	req, err := a.decodeReplay(w, r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	res, err := replay.Replay(r.Context(), gs, replay.Request{
+		RequestID: chi.URLParam(r, "request_id"), SessionID: req.SessionID,
+		Params: req.Params, Provenance: req.Provenance, PolicyVersion: req.PolicyVersion,
+	})
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// decodeReplay parses the body strictly: one JSON object (no duplicate
+// members, valid UTF-8, nothing after it) with known members only.
+func (a *evidenceAPI) decodeReplay(w http.ResponseWriter, r *http.Request) (*replayRequest, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.s.maxBody))
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the replay request: %w", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, replay.ErrParamsRequired
+	}
+	if _, err := acs.Canonicalize(body); err != nil {
+		return nil, fmt.Errorf("%w: the body is not one well-formed JSON object: %v", replay.ErrBadRequest, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req replayRequest
+	if err := dec.Decode(&req); err != nil {
+		return nil, fmt.Errorf("%w: %v", replay.ErrBadRequest, err)
+	}
+	if len(req.Params) > 0 && req.Params[0] != '{' {
+		return nil, fmt.Errorf("%w: params must be a JSON object", replay.ErrBadRequest)
+	}
+	return &req, nil
+}
