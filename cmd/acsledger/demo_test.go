@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +15,13 @@ import (
 	"testing"
 
 	"github.com/acsledger/acsledger/acs/sig"
+	"github.com/acsledger/acsledger/guardian"
+	"github.com/acsledger/acsledger/guardian/opapolicy"
+	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/verify"
+	"github.com/acsledger/acsledger/web"
 )
 
 // demoLine is one decided request as the demo printed it.
@@ -79,6 +88,15 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo exit %d\n%s\n%s\nserver:\n%s", code, out.String(), errs.String(), s.log())
 	}
+	checkDemo(t, out.String(), s.url, keys, respDir)
+	s.stop(t, syscall.SIGTERM)
+}
+
+// checkDemo checks the demo's output step by step and verifies the chains
+// of its sessions on the server at url. It returns the git_push decision.
+func checkDemo(t *testing.T, output, url, keys, respDir string) string {
+	t.Helper()
+	out := bytes.NewBufferString(output)
 	lines, sessions := parseDemo(t, out.String())
 	if len(sessions) != 3 {
 		t.Fatalf("want 3 sessions (coder, its subagent, support), got %v\n%s", sessions, out.String())
@@ -110,10 +128,11 @@ func TestDemo(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("no git_push step\n%s", out.String())
 	}
-	if lines[i].decision == "ASK" {
+	push := lines[i].decision
+	if push == "ASK" {
 		wants = append(wants,
 			want{coder, "steps/toolCallRequest", "git_push:", "ASK", "ibac_intent_mismatch"},
-			want{coder, "POST", "security-oncall grants code.publish", "ALLOW", "-"},
+			want{coder, "POST", "/acs/approvals", "ALLOW", "-"},
 			want{coder, "steps/toolCallRequest", "git_push:", "ALLOW", "-"})
 	} else {
 		wants = append(wants, want{coder, "steps/toolCallRequest", "git_push:", "DENY", "ibac_intent_mismatch,approver_unavailable"})
@@ -150,7 +169,7 @@ func TestDemo(t *testing.T) {
 				last = l.chain
 			}
 		}
-		code, entries := get(t, s.url+"/api/v1/sessions/"+id+"/entries?format=jsonl")
+		code, entries := get(t, url+"/api/v1/sessions/"+id+"/entries?format=jsonl")
 		if code != 200 {
 			t.Fatalf("session %s: GET entries: %d %s", id, code, entries)
 		}
@@ -173,12 +192,12 @@ func TestDemo(t *testing.T) {
 			t.Errorf("the demo did not report session %s as verified\n%s", id, out.String())
 		}
 	}
-	for _, hint := range []string{"curl -s '" + s.url + "/api/v1/sessions/" + coder + "/entries?format=jsonl'", "go run ./cmd/acsverify chain --session " + coder} {
+	for _, hint := range []string{"curl -s '" + url + "/api/v1/sessions/" + coder + "/entries?format=jsonl'", "go run ./cmd/acsverify chain --session " + coder} {
 		if !strings.Contains(out.String(), hint) {
 			t.Errorf("the demo does not say %q\n%s", hint, out.String())
 		}
 	}
-	s.stop(t, syscall.SIGTERM)
+	return push
 }
 
 // TestDemoNeedsKeys: without the server's key directory the demo says
@@ -191,5 +210,77 @@ func TestDemoNeedsKeys(t *testing.T) {
 	}
 	if !strings.Contains(errs.String(), missing) || !strings.Contains(errs.String(), "acsledger serve") || out.Len() != 0 {
 		t.Errorf("stderr %q, stdout %q", errs.String(), out.String())
+	}
+}
+
+// TestDemoAskGrant runs the demo against a Guardian that can route ASK
+// (Config.ApproverCapable, approver keys, POST /acs/approvals), served in
+// process the way serve mounts it, because serve does not yet set
+// ApproverCapable: the git_push ASK is granted by security-oncall for this
+// request and the retried push is allowed, and every chain still verifies.
+func TestDemoAskGrant(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys")
+	if out, err := exec.Command(binary, "keygen", "--dir", keys).CombinedOutput(); err != nil {
+		t.Fatalf("keygen: %v\n%s", err, out)
+	}
+	kd, err := sig.LoadKeyDir(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approverKey, err := sig.GenerateKey(sig.ECDSAP256, "security-oncall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	approvers := filepath.Join(dir, "approvers")
+	if err := sig.WriteKeyDir(approvers, approverKey); err != nil {
+		t.Fatal(err)
+	}
+	approverSet, err := sig.NewKeySet(approverKey.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	storeURL := filepath.Join(dir, "store")
+	if err := storeopen.Migrate(ctx, storeURL); err != nil {
+		t.Fatal(err)
+	}
+	store, err := storeopen.Open(ctx, storeURL, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	gs := store.(ledger.GuardianStore)
+	engine, err := policy.New(ctx, policy.Baseline(), gs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := guardian.Config{
+		Store: gs, Policy: opapolicy.New(engine), Keys: kd.KeySet,
+		ApproverKeys: approverSet, ApproverTypes: []string{"human", "agent", "service"},
+		ApproverCapable: func(string) bool { return true },
+		Logger:          newLogger(io.Discard),
+	}
+	if err := cfg.SetSigningKeys(kd.Private, ""); err != nil {
+		t.Fatal(err)
+	}
+	g, err := guardian.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := web.New(store, web.Options{})
+	h.Router().Method(http.MethodPost, "/acs", g)
+	h.Router().Method(http.MethodPost, "/acs/approvals", g.ApprovalHandler())
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	respDir := filepath.Join(dir, "responses")
+	var out, errs bytes.Buffer
+	if code := run(ctx, []string{"demo", "--url", srv.URL, "--keys", keys, "--approver-keys", approvers, "--out", respDir}, &out, &errs); code != 0 {
+		t.Fatalf("demo exit %d\n%s\n%s", code, out.String(), errs.String())
+	}
+	if push := checkDemo(t, out.String(), srv.URL, keys, respDir); push != "ASK" {
+		t.Fatalf("git_push was answered %s, want ASK from a Guardian that routes ASK\n%s", push, out.String())
 	}
 }
