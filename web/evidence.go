@@ -31,7 +31,8 @@ const DefaultMaxBundleBytes = 64 << 20
 // verify with not_anchored), with the keys bundles carry, and with the
 // admin routes disabled.
 type EvidenceOptions struct {
-	// Log is the Merkle log bundles are anchored in; nil for none.
+	// Log is the Merkle log bundles are anchored in; nil for none (leave
+	// it nil rather than storing a nil *tlog.Log in it).
 	Log evidence.Log
 	// Bundle says which keys bundles carry (the Guardian's public response
 	// keys, the witness policy).
