@@ -111,6 +111,20 @@ func TestBuildTampered(t *testing.T) {
 					}
 				})
 			}
+			t.Run("dropped step", func(t *testing.T) {
+				// Cut the second step (position 1) out of the steps array.
+				parts := bytes.SplitAfter(b, []byte(`{"entry":`))
+				if len(parts) != 5 {
+					t.Fatalf("%d steps", len(parts)-1)
+				}
+				// parts[i] ends with the opening of step i, so leaving
+				// out parts[2] (the body of step 1) drops exactly that step.
+				dropped := bytes.Join(append(parts[:2:2], parts[3:]...), nil)
+				rep := verifyBytes(t, dropped, f.Trust(t))
+				if len(rep.Findings) == 0 || rep.Findings[0].Code != verify.CodePreviousHashMismatch || rep.Findings[0].EntryIndex != 1 {
+					t.Errorf("findings %+v, want first %s at 1", rep.Findings, verify.CodePreviousHashMismatch)
+				}
+			})
 			t.Run("policy content", func(t *testing.T) {
 				var doc struct {
 					PolicyBundles []verify.PolicyBundleRecord `json:"policy_bundles"`
