@@ -32,6 +32,8 @@ func commands() []command {
 		{"migrate", "apply SQL migrations to a store", runMigrate},
 		{"guardian", "serve the ACS Guardian over stdio (--stdio)", runGuardian},
 		{"keygen", "write new signing keys into a directory", runKeygen},
+		{"log-key", "print the Merkle log's origin and note verifier keys", runLogKey},
+		{"witness", "run a minimal tlog-witness for one log", runWitness},
 		{"export", "write a session's evidence bundle (--session ID)", runExport},
 		{"replay", "re-evaluate a recorded decision (REQUEST_ID)", runReplay},
 		{"bench", "measure the Guardian under load beside bare OPA (bench guardian)", runBench},

@@ -16,6 +16,7 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/web"
+	"github.com/acsledger/acsledger/web/tlogserve"
 )
 
 // shutdownGrace bounds how long serve waits for in-flight requests after a
@@ -30,6 +31,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxEntry := fs.Int("max-entry-bytes", ledger.DefaultMaxEntryBytes, "largest accepted ContextEntry, in bytes")
 	var gf guardianFlags
 	gf.register(fs)
+	var lf logFlags
+	lf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -52,7 +55,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	keysDir := gf.keysDir
+	if keysDir == "" {
+		keysDir = defaultKeysDir(url)
+	}
+	mlog, err := lf.openLog(ctx, store, keysDir, log)
+	if err != nil {
+		return err
+	}
 	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry)})
+	tlogserve.Mount(handler.Router(), mlog, log)
 	handler.Router().Method(http.MethodPost, "/acs", gd)
 	handler.Router().Method(http.MethodPost, "/acs/approvals", gd.ApprovalHandler())
 	srv := &http.Server{
@@ -71,6 +83,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log.Info("acsledger serving", "url", "http://"+ln.Addr().String(), "store", redact(url))
 
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		// The log integrates appended entries and signs checkpoints until
+		// shutdown; entries appended but not yet integrated stay queued in
+		// the store and are integrated after a restart.
+		if err := mlog.Run(gctx); err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("merkle log: %w", err)
+		}
+		return nil
+	})
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err

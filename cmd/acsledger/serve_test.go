@@ -55,7 +55,14 @@ var servingLine = regexp.MustCompile(`url=(http://[0-9.:]+)`)
 // for it to report its address.
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	return startProcess(t, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+}
+
+// startProcess runs the binary with args and waits for it to log the URL
+// it serves at.
+func startProcess(t *testing.T, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -87,9 +94,9 @@ func startServer(t *testing.T, args ...string) *server {
 	select {
 	case s.url = <-urlc:
 	case err := <-s.done:
-		t.Fatalf("acsledger serve exited before serving: %v\n%s", err, s.log())
+		t.Fatalf("acsledger exited before serving: %v\n%s", err, s.log())
 	case <-time.After(60 * time.Second):
-		t.Fatalf("acsledger serve did not report its address\n%s", s.log())
+		t.Fatalf("acsledger did not report its address\n%s", s.log())
 	}
 	return s
 }

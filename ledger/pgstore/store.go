@@ -193,3 +193,7 @@ func retryable(err error) bool {
 	}
 	return false
 }
+
+// Pool returns the store's connection pool, whose connections act as the
+// writer role. The Merkle log's storage shares it.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }

@@ -426,3 +426,8 @@ func hashPtr(b []byte) *acs.Hash {
 	copy(h[:], b)
 	return &h
 }
+
+// DBs returns the store's writer (one connection) and reader handles. The
+// Merkle log's storage shares them, so its writes queue behind the store's
+// on the single writer connection, as SQLite requires.
+func (s *Store) DBs() (write, read *sql.DB) { return s.write, s.read }

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/pgstore"
+	"github.com/acsledger/acsledger/ledger/sqlitestore"
+	"github.com/acsledger/acsledger/ledger/tlog"
+	"github.com/acsledger/acsledger/ledger/tlog/witness"
+)
+
+// Log key files in the key directory: one signed-note signer key each.
+const (
+	logKeyFile      = "log-ed25519.note.key"
+	logMLDSAKeyFile = "log-mldsa44.note.key"
+)
+
+// logFlags configure the Merkle log that anchors every appended entry.
+type logFlags struct {
+	origin     string
+	mldsa      bool
+	witnesses  []tlog.WitnessConfig
+	publishDir string
+}
+
+func (f *logFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.origin, "log-origin", "", "checkpoint origin line used when the log key is first generated (default HOSTNAME/acsledger)")
+	fs.BoolVar(&f.mldsa, "log-mldsa44", false, "also sign checkpoints with an ML-DSA-44 key (generated if missing)")
+	fs.Func("witness", "ask a witness to cosign checkpoints: `URL=VERIFIER_KEY` (repeatable)", func(v string) error {
+		url, vkey, ok := strings.Cut(v, "=")
+		if !ok || url == "" || vkey == "" {
+			return fmt.Errorf("want URL=VERIFIER_KEY, got %q", v)
+		}
+		f.witnesses = append(f.witnesses, tlog.WitnessConfig{URL: url, VerifierKey: vkey})
+		return nil
+	})
+	fs.StringVar(&f.publishDir, "publish-dir", "", "write every checkpoint to this write-once directory (never overwriting a file)")
+}
+
+func defaultOrigin() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return host + "/acsledger"
+}
+
+// loadLogKeys reads the log's signer keys from the key directory, generating
+// the missing ones. The Ed25519 key's name is the log's origin, so the
+// origin stays what it was when the key was made.
+func (f *logFlags) loadLogKeys(dir string, log *slog.Logger) ([]string, error) {
+	origin := f.origin
+	if origin == "" {
+		origin = defaultOrigin()
+	}
+	files := []struct {
+		name string
+		alg  tlog.Algorithm
+	}{{logKeyFile, tlog.Ed25519}}
+	if f.mldsa {
+		files = append(files, struct {
+			name string
+			alg  tlog.Algorithm
+		}{logMLDSAKeyFile, tlog.CosignatureMLDSA44})
+	}
+	var keys []string
+	for _, kf := range files {
+		path := filepath.Join(dir, kf.name)
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			skey, _, gerr := tlog.GenerateKey(rand.Reader, origin, kf.alg)
+			if gerr != nil {
+				return nil, gerr
+			}
+			if err := writeNew(path, []byte(skey+"\n")); err != nil {
+				return nil, err
+			}
+			log.Info("generated Merkle log key", "file", path, "origin", origin)
+			b = []byte(skey)
+		} else if err != nil {
+			return nil, fmt.Errorf("couldn't read log key: %w", err)
+		}
+		keys = append(keys, strings.TrimSpace(string(b)))
+	}
+	return keys, nil
+}
+
+// keyName returns the name of a signed-note signer key,
+// "PRIVATE+KEY+<name>+<id>+<key>"; for the log's Ed25519 key it is the
+// origin.
+func keyName(skey string) string {
+	parts := strings.SplitN(skey, "+", 5)
+	if len(parts) != 5 {
+		return ""
+	}
+	return parts[2]
+}
+
+// writeNew creates path with mode 0600, refusing to overwrite.
+func writeNew(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	return f.Close()
+}
+
+// logStorage returns the Merkle log's storage over the store's own
+// connections.
+func logStorage(store ledger.Store) (tlog.Storage, error) {
+	switch s := store.(type) {
+	case *pgstore.Store:
+		return tlog.NewPGStorage(s.Pool()), nil
+	case *sqlitestore.Store:
+		return tlog.NewSQLiteStorage(s.DBs()), nil
+	}
+	return nil, fmt.Errorf("store %T has no Merkle log storage", store)
+}
+
+// openLog opens the Merkle log over store. It refuses to start from a stored
+// tree that does not match the last signed checkpoint (tlog.ErrInconsistent).
+func (f *logFlags) openLog(ctx context.Context, store ledger.Store, keysDir string, log *slog.Logger) (*tlog.Log, error) {
+	st, err := logStorage(store)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := f.loadLogKeys(keysDir, log)
+	if err != nil {
+		return nil, err
+	}
+	cfg := tlog.Config{Origin: keyName(keys[0]), Keys: keys, Witnesses: f.witnesses, PublishDir: f.publishDir, Logger: log}
+	l, err := tlog.New(ctx, st, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't open the Merkle log: %w", err)
+	}
+	return l, nil
+}
+
+// runLogKey prints the log's origin and note verifier keys.
+func runLogKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	flags := newFlagSet("log-key", stderr)
+	keys := flags.String("keys", "", "key directory, as for serve (default: keys/ beside the embedded store)")
+	db := flags.String("db", "", "store URL, to find the default key directory")
+	if err := parseFlags(flags, args); err != nil {
+		return err
+	}
+	dir := *keys
+	if dir == "" {
+		dir = defaultKeysDir(storeURL(*db))
+	}
+	var skeys []string
+	for _, name := range []string{logKeyFile, logMLDSAKeyFile} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) && name != logKeyFile {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("couldn't read the log key (does 'acsledger serve' with these keys exist yet?): %w", err)
+		}
+		skeys = append(skeys, strings.TrimSpace(string(b)))
+	}
+	origin, vkeys, err := tlog.VerifierKeysFor(tlog.Config{Origin: keyName(skeys[0]), Keys: skeys})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "origin: %s\n", origin)
+	for _, v := range vkeys {
+		fmt.Fprintln(stdout, v)
+	}
+	return nil
+}
+
+// runWitness runs a minimal c2sp.org/tlog-witness witness for one log.
+func runWitness(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	flags := newFlagSet("witness", stderr)
+	addr := flags.String("addr", "127.0.0.1:8081", "listen address")
+	keyFile := flags.String("key", "", "file holding the witness's cosignature signer key (generated if missing)")
+	name := flags.String("name", "acsledger-witness", "the witness's key name, used when generating its key")
+	state := flags.String("state", "", "JSON file keeping the latest cosigned size per log (required)")
+	origin := flags.String("log-origin", "", "origin of the log to witness (required)")
+	var logKeys []string
+	flags.Func("log-key", "a verifier key of the log (repeatable, at least one)", func(v string) error {
+		logKeys = append(logKeys, v)
+		return nil
+	})
+	if err := parseFlags(flags, args); err != nil {
+		return err
+	}
+	if *keyFile == "" || *state == "" || *origin == "" || len(logKeys) == 0 {
+		return fmt.Errorf("%w: --key, --state, --log-origin and --log-key are required", errUsage)
+	}
+	log := newLogger(stderr)
+	b, err := os.ReadFile(*keyFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		skey, _, gerr := tlog.GenerateKey(rand.Reader, *name, tlog.CosignatureEd25519)
+		if gerr != nil {
+			return gerr
+		}
+		if err := writeNew(*keyFile, []byte(skey+"\n")); err != nil {
+			return err
+		}
+		b = []byte(skey)
+	} else if err != nil {
+		return err
+	}
+	skey := strings.TrimSpace(string(b))
+	_, vkeys, err := tlog.VerifierKeysFor(tlog.Config{Origin: keyName(skey), Keys: []string{skey}})
+	if err != nil {
+		return fmt.Errorf("witness key: %w", err)
+	}
+	w, err := witness.New(witness.Config{Key: skey, StatePath: *state, Logs: []witness.Log{{Origin: *origin, VerifierKeys: logKeys}}})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	log.Info("witness serving", "url", "http://"+ln.Addr().String(), "verifier_key", vkeys[0])
+	srv := &http.Server{Handler: w, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
