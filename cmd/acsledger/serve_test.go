@@ -63,6 +63,7 @@ func startServer(t *testing.T, args ...string) *server {
 func startProcess(t *testing.T, args ...string) *server {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Dir = t.TempDir() // defaults such as ./acsledger-keys land here, not in the source tree
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
