@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/ledger"
@@ -27,8 +24,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	session := fs.String("session", "", "the session to export (required)")
 	out := fs.String("out", "", "write the bundle to FILE (written whole or not at all); default stdout")
 	db := fs.String("db", "", "store URL (default: embedded store in ./"+storeopen.DefaultDir+")")
-	keysDir := fs.String("keys", "", "key directory whose public response keys the bundle carries (default: keys/ beside the embedded store or ./acsledger-keys, if it exists)")
-	logKey := fs.String("log-key", "", "file of the Merkle log's signer keys, one per line (Ed25519 first); without it the bundle is not anchored")
+	keysDir := fs.String("keys", "", "key directory, as for serve: the bundle carries its public response keys and is anchored with its Merkle log keys ("+logKeyFile+"); default: keys/ beside the embedded store or ./acsledger-keys")
 	includePolicies := fs.Bool("include-policies", false, "put the policy bundles' content in the bundle, not only their digests")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -42,17 +38,20 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer store.Close()
 
+	dir := *keysDir
+	if dir == "" {
+		dir = defaultKeysDir(storeURL(*db))
+	}
 	opts := evidence.Options{IncludePolicies: *includePolicies}
-	if opts.ResponseKeys, err = publicKeys(*keysDir, *db); err != nil {
+	if opts.ResponseKeys, err = publicKeys(dir); err != nil {
 		return err
 	}
 	var log evidence.Log
-	if *logKey != "" {
-		l, closeLog, err := openLog(ctx, *db, *logKey)
-		if err != nil {
-			return err
-		}
-		defer closeLog()
+	l, err := openLogReadOnly(ctx, store, dir)
+	if err != nil {
+		return err
+	}
+	if l != nil {
 		log = l
 	}
 
@@ -73,7 +72,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case sum.Anchored:
 		fmt.Fprintf(stderr, ", anchored through entry %d in the checkpoint of size %d\n", sum.AnchoredThrough-1, sum.TreeSize)
 	case log == nil:
-		fmt.Fprintf(stderr, "; NOT anchored: no --log-key given, so verifiers report not_anchored\n")
+		fmt.Fprintf(stderr, "; NOT anchored: no Merkle log key in %s, so verifiers report not_anchored\n", dir)
 	default:
 		fmt.Fprintf(stderr, "; NOT anchored: no checkpoint covers the session yet, so verifiers report not_anchored\n")
 	}
@@ -119,15 +118,11 @@ func openGuardianStore(ctx context.Context, url string) (ledger.GuardianStore, e
 	return gs, nil
 }
 
-// publicKeys loads the public halves of the keys in dir (or in the default
-// key directory, if it exists). HMAC keys are left to the bundle builder,
-// which never carries them.
-func publicKeys(dir, storeURL string) ([]*sig.PublicKey, error) {
-	if dir == "" {
-		dir = defaultKeysDir(storeURL)
-		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
+// publicKeys loads the public halves of the keys in dir, if it exists.
+// HMAC keys are left to the bundle builder, which never carries them.
+func publicKeys(dir string) ([]*sig.PublicKey, error) {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
 	kd, err := sig.LoadKeyDir(dir)
 	if err != nil {
@@ -141,54 +136,32 @@ func publicKeys(dir, storeURL string) ([]*sig.PublicKey, error) {
 	return out, nil
 }
 
-// openLog opens the Merkle log over the store at url with the signer keys
-// in keyFile (one per line, the Ed25519 key named after the origin first).
-// Opening it may sign a checkpoint for leaves integrated after the last
-// one, as the log does after a crash; it integrates nothing.
-func openLog(ctx context.Context, url, keyFile string) (*tlog.Log, func(), error) {
-	b, err := os.ReadFile(keyFile)
-	if err != nil {
-		return nil, nil, fmt.Errorf("couldn't read --log-key: %w", err)
-	}
+// openLogReadOnly opens the Merkle log over store with the log keys serve
+// keeps in dir, or returns nil when dir holds none. Unlike serve it never
+// generates a key. Opening may sign a checkpoint for leaves integrated
+// after the last one, as the log does after a crash; it integrates nothing.
+func openLogReadOnly(ctx context.Context, store ledger.Store, dir string) (*tlog.Log, error) {
 	var keys []string
-	for line := range strings.Lines(string(b)) {
-		if line = strings.TrimSpace(line); line != "" {
-			keys = append(keys, line)
+	for _, name := range []string{logKeyFile, logMLDSAKeyFile} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			if name == logKeyFile {
+				return nil, nil
+			}
+			continue
 		}
-	}
-	if len(keys) == 0 {
-		return nil, nil, fmt.Errorf("%w: --log-key %s holds no key", errUsage, keyFile)
-	}
-	// PRIVATE+KEY+<name>+<id>+<key>: the first key's name is the origin.
-	parts := strings.Split(keys[0], "+")
-	if len(parts) != 5 || parts[0] != "PRIVATE" || parts[1] != "KEY" {
-		return nil, nil, fmt.Errorf("%w: --log-key %s line 1 is not a signer key (PRIVATE+KEY+<name>+<id>+<key>)", errUsage, keyFile)
-	}
-	t, err := storeopen.Parse(url)
-	if err != nil {
-		return nil, nil, err
-	}
-	var storage tlog.Storage
-	var closeFn func()
-	if t.Postgres != "" {
-		pool, err := pgxpool.New(ctx, t.Postgres)
 		if err != nil {
-			return nil, nil, fmt.Errorf("couldn't connect to %s: %w", redact(url), err)
+			return nil, fmt.Errorf("couldn't read the log key: %w", err)
 		}
-		storage, closeFn = tlog.NewPGStorage(pool), pool.Close
-	} else {
-		path := filepath.Join(t.Dir, storeopen.SQLiteFile)
-		db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
-		if err != nil {
-			return nil, nil, fmt.Errorf("couldn't open %s: %w", path, err)
-		}
-		db.SetMaxOpenConns(1)
-		storage, closeFn = tlog.NewSQLiteStorage(db, db), func() { db.Close() }
+		keys = append(keys, strings.TrimSpace(string(b)))
 	}
-	l, err := tlog.New(ctx, storage, tlog.Config{Origin: parts[2], Keys: keys})
+	st, err := logStorage(store)
 	if err != nil {
-		closeFn()
-		return nil, nil, fmt.Errorf("couldn't open the Merkle log: %w", err)
+		return nil, err
 	}
-	return l, closeFn, nil
+	l, err := tlog.New(ctx, st, tlog.Config{Origin: keyName(keys[0]), Keys: keys})
+	if err != nil {
+		return nil, fmt.Errorf("couldn't open the Merkle log with the keys in %s: %w", dir, err)
+	}
+	return l, nil
 }

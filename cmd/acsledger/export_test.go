@@ -13,30 +13,30 @@ import (
 	"github.com/acsledger/acsledger/verify"
 )
 
-// exportSetup writes the fixture's Guardian key and log key where export
-// reads them.
-func exportSetup(t *testing.T, f *evidencetest.Fixture) (keysDir, logKey string) {
+// keyDir writes the fixture's Guardian key, and logKey (if not "") as the
+// log key, into a key directory laid out as serve keeps it.
+func keyDir(t *testing.T, f *evidencetest.Fixture, logKey string) string {
 	t.Helper()
-	dir := t.TempDir()
-	keysDir = filepath.Join(dir, "keys")
-	if err := sig.WriteKeyDir(keysDir, f.ECDSA); err != nil {
+	dir := filepath.Join(t.TempDir(), "keys")
+	if err := sig.WriteKeyDir(dir, f.ECDSA); err != nil {
 		t.Fatal(err)
 	}
-	logKey = filepath.Join(dir, "log.key")
-	if err := os.WriteFile(logKey, []byte(f.LogKey+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+	if logKey != "" {
+		if err := os.WriteFile(filepath.Join(dir, logKeyFile), []byte(logKey+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return keysDir, logKey
+	return dir
 }
 
 func TestExport(t *testing.T) {
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
 			f := evidencetest.New(t, kind)
-			keysDir, logKey := exportSetup(t, f)
+			keysDir := keyDir(t, f, f.LogKey)
 			out := filepath.Join(t.TempDir(), "bundle.json")
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), []string{"export", "--session", f.ECDSASession, "--db", f.URL, "--keys", keysDir, "--log-key", logKey, "--include-policies", "--out", out}, &stdout, &stderr)
+			code := run(context.Background(), []string{"export", "--session", f.ECDSASession, "--db", f.URL, "--keys", keysDir, "--include-policies", "--out", out}, &stdout, &stderr)
 			if code != 0 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "2 entries, 2 signed responses, anchored through entry 1 in the checkpoint of size 6") {
 				t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 			}
@@ -60,10 +60,11 @@ func TestExport(t *testing.T) {
 
 func TestExportWithoutLogAndErrors(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
-	keysDir, _ := exportSetup(t, f)
+	keysDir := keyDir(t, f, "")
+	badLog := keyDir(t, f, "PRIVATE+KEY+not+a+key")
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"export", "--session", f.HMACSession, "--db", f.URL, "--keys", keysDir}, &stdout, &stderr)
-	if code != 0 || !strings.Contains(stderr.String(), "NOT anchored: no --log-key given") {
+	if code != 0 || !strings.Contains(stderr.String(), "NOT anchored: no Merkle log key in "+keysDir) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 	rep, err := verify.VerifyBundle(bytes.NewReader(stdout.Bytes()), f.Trust(t))
@@ -80,7 +81,7 @@ func TestExportWithoutLogAndErrors(t *testing.T) {
 	}{
 		{"no session", []string{"export", "--db", f.URL}, 2, "--session is required"},
 		{"unknown session", []string{"export", "--db", f.URL, "--session", "nope", "--out", out}, 1, "couldn't load session nope"},
-		{"bad log key", []string{"export", "--db", f.URL, "--session", f.HMACSession, "--log-key", keysDir + "/guardian-ecdsa.pub.json"}, 2, "is not a signer key"},
+		{"bad log key", []string{"export", "--db", f.URL, "--session", f.HMACSession, "--keys", badLog}, 1, "couldn't open the Merkle log with the keys in " + badLog},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
