@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -45,13 +46,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: the only benchmark is 'acsledger bench guardian'", errUsage)
 	}
 	fs := newFlagSet("bench guardian", stderr)
-	target := fs.String("url", "", "drive the running server at this loopback base URL (e.g. http://127.0.0.1:8080) instead of starting one")
+	target := fs.String("url", "", "drive the running server at this loopback base URL (e.g. http://127.0.0.1:8080) instead of starting one; its ledger keeps the sessions")
 	db := fs.String("db", "", "store for the in-process Guardian: postgres://... or a directory (default: a throwaway embedded store)")
 	keys := fs.String("keys", "", "with --url: the server's key directory, for its HMAC key (default ./acsledger-data/keys)")
 	sessions := fs.Int("sessions", 64, "concurrent sessions (and bare-OPA goroutines)")
 	duration := fs.Duration("duration", 10*time.Second, "how long each of the two measurements runs")
 	requests := fs.Int("requests", maxBenchRequests, "stop each measurement after this many decisions")
 	pol := fs.String("policy", "baseline", "policy bundle; only the shipped baseline is supported")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the Guardian measurement to `FILE` (go tool pprof); with --url it covers only the client")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -104,7 +106,23 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	fmt.Fprintf(stdout, "guardian: %d sessions against %s/acs for %v, baseline policy\n", *sessions, base, *duration)
-	gr, err := driveGuardian(ctx, base, key, *sessions, *duration, int64(*requests), nil)
+	var started func()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		started = func() {
+			if err := pprof.StartCPUProfile(f); err != nil {
+				fmt.Fprintf(stderr, "acsledger bench: no CPU profile: %v\n", err)
+			}
+		}
+	}
+	gr, err := driveGuardian(ctx, base, key, *sessions, *duration, int64(*requests), started)
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -90,11 +92,16 @@ func BenchmarkGuardianToolCall(b *testing.B) {
 func TestBenchCommand(t *testing.T) {
 	stores(t, func(t *testing.T, db string) {
 		var out, errs bytes.Buffer
-		code := run(t.Context(), []string{"bench", "guardian", "--db", db, "--sessions", "4", "--duration", "10s", "--requests", "200"}, &out, &errs)
+		prof := filepath.Join(t.TempDir(), "cpu.pprof")
+		code := run(t.Context(), []string{"bench", "guardian", "--db", db, "--sessions", "4", "--duration", "10s", "--requests", "200", "--cpuprofile", prof}, &out, &errs)
 		if code != 0 {
 			t.Fatalf("exit %d\n%s\n%s", code, out.String(), errs.String())
 		}
 		checkBenchOutput(t, out.String())
+		// A pprof profile is gzip-compressed protobuf.
+		if b, err := os.ReadFile(prof); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("--cpuprofile wrote no profile: %v, %d bytes", err, len(b))
+		}
 	})
 }
 
