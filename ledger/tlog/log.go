@@ -30,7 +30,13 @@ type Config struct {
 	// further keys (e.g. a [CosignatureMLDSA44] key) add signature lines.
 	Keys []string
 	// BatchSize caps the leaves integrated in one transaction (default 256).
+	// It bounds the latency of a batch when appends arrive at a steady pace.
 	BatchSize int
+	// BacklogBatchSize caps the leaves [Log.Run] integrates in one
+	// transaction while a backlog exists, i.e. after a batch came back full
+	// (default 16384, never below BatchSize). One transaction and one
+	// checkpoint per large batch is what makes catching up fast.
+	BacklogBatchSize int
 	// BatchDelay is the longest a pending entry waits for the next
 	// integration when nobody calls [Log.Notify] (default 250ms).
 	BatchDelay time.Duration
@@ -57,6 +63,7 @@ type Log struct {
 	verifiers note.Verifiers
 	vkeys     []string
 	batch     int
+	backlog   int
 	delay     time.Duration
 	now       func() time.Time
 	log       *slog.Logger
@@ -89,19 +96,24 @@ func New(ctx context.Context, s Storage, cfg Config) (*Log, error) {
 		return nil, errors.New("tlog: no signing key")
 	}
 	l := &Log{
-		s:      s,
-		origin: cfg.Origin,
-		batch:  cfg.BatchSize,
-		delay:  cfg.BatchDelay,
-		now:    cfg.Now,
-		log:    cfg.Logger,
-		cache:  newTileCache(4096),
-		notify: make(chan struct{}, 1),
-		signed: make(chan struct{}, 1),
+		s:       s,
+		origin:  cfg.Origin,
+		batch:   cfg.BatchSize,
+		backlog: cfg.BacklogBatchSize,
+		delay:   cfg.BatchDelay,
+		now:     cfg.Now,
+		log:     cfg.Logger,
+		cache:   newTileCache(4096),
+		notify:  make(chan struct{}, 1),
+		signed:  make(chan struct{}, 1),
 	}
 	if l.batch <= 0 {
 		l.batch = 256
 	}
+	if l.backlog <= 0 {
+		l.backlog = 16384
+	}
+	l.backlog = max(l.backlog, l.batch)
 	if l.delay <= 0 {
 		l.delay = 250 * time.Millisecond
 	}
@@ -262,6 +274,7 @@ func (l *Log) Run(ctx context.Context) error {
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	limit := l.batch
 	for {
 		select {
 		case <-ctx.Done():
@@ -269,7 +282,7 @@ func (l *Log) Run(ctx context.Context) error {
 		case <-timer.C:
 		case <-l.notify:
 		}
-		n, err := l.Integrate(ctx)
+		n, err := l.integrate(ctx, limit)
 		switch {
 		case errors.Is(err, ErrInconsistent):
 			l.log.Error("merkle log stopped", "err", err)
@@ -279,9 +292,12 @@ func (l *Log) Run(ctx context.Context) error {
 		case err != nil:
 			l.log.Warn("merkle log integration failed, retrying", "err", err)
 		}
-		if n == l.batch {
-			timer.Reset(0) // more is waiting
+		if n == limit {
+			// More is waiting: take it in large batches until caught up.
+			limit = l.backlog
+			timer.Reset(0)
 		} else {
+			limit = l.batch
 			timer.Reset(l.delay)
 		}
 	}
@@ -291,7 +307,12 @@ func (l *Log) Run(ctx context.Context) error {
 // transaction and then signs a checkpoint for the new tree. It returns how
 // many leaves it added.
 func (l *Log) Integrate(ctx context.Context) (int, error) {
-	n, err := l.integrateBatch(ctx)
+	return l.integrate(ctx, l.batch)
+}
+
+// integrate is Integrate with up to limit leaves.
+func (l *Log) integrate(ctx context.Context, limit int) (int, error) {
+	n, err := l.integrateBatch(ctx, limit)
 	if err != nil {
 		return 0, err
 	}
@@ -310,7 +331,7 @@ func (l *Log) unsigned() bool {
 	return l.rng == nil || l.rng.End() != l.signedSize
 }
 
-func (l *Log) integrateBatch(ctx context.Context) (int, error) {
+func (l *Log) integrateBatch(ctx context.Context, limit int) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.rng == nil {
@@ -318,7 +339,7 @@ func (l *Log) integrateBatch(ctx context.Context) (int, error) {
 			return 0, errors.New("tlog: integrator state could not be rebuilt")
 		}
 	}
-	pending, err := l.s.Pending(ctx, l.batch)
+	pending, err := l.s.Pending(ctx, limit)
 	if err != nil || len(pending) == 0 {
 		return 0, err
 	}

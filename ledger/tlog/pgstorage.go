@@ -78,22 +78,31 @@ func (s *PGStorage) Integrate(ctx context.Context, start uint64, leaves []Stored
 		if uint64(size) != start {
 			return fmt.Errorf("%w: log has %d leaves, integrator expected %d", ErrConflict, size, start)
 		}
-		idx := make([]int64, len(leaves))
+		// COPY is the cheapest way to write many rows. A concurrent
+		// integrator inserting the same idx blocks on the primary key and
+		// then fails here: the leaf insert is the compare-and-swap.
 		ids := make([]int64, len(leaves))
-		hashes := make([][]byte, len(leaves))
-		data := make([][]byte, len(leaves))
-		for i, l := range leaves {
-			idx[i], ids[i], hashes[i], data[i] = int64(start)+int64(i), l.EntryID, l.EntryHash[:], l.Data
-		}
-		// A concurrent integrator inserting the same idx blocks on the
-		// primary key and then fails here: the leaf insert is the CAS.
-		if _, err := tx.Exec(ctx, `INSERT INTO tlog_leaves (idx, entry_id, entry_hash, data)
-			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[], $4::bytea[])`, idx, ids, hashes, data); err != nil {
+		i := 0
+		rows := pgx.CopyFromFunc(func() ([]any, error) {
+			if i == len(leaves) {
+				return nil, nil
+			}
+			l := &leaves[i]
+			ids[i] = l.EntryID
+			row := []any{int64(start) + int64(i), l.EntryID, l.EntryHash[:], l.Data}
+			i++
+			return row, nil
+		})
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tlog_leaves"}, []string{"idx", "entry_id", "entry_hash", "data"}, rows); err != nil {
 			if uniqueViolation(err) {
 				return fmt.Errorf("%w: %v", ErrConflict, err)
 			}
 			return fmt.Errorf("couldn't insert leaves: %w", err)
 		}
+		// Every leaf's entry must leave the queue in this transaction: this
+		// check is what ties leaves to existing entries (tlog_pending
+		// references entries) and makes a second leaf for an entry
+		// impossible even without the unique key.
 		tag, err := tx.Exec(ctx, `DELETE FROM tlog_pending WHERE entry_id = ANY($1)`, ids)
 		if err != nil {
 			return fmt.Errorf("couldn't dequeue entries: %w", err)
@@ -101,14 +110,23 @@ func (s *PGStorage) Integrate(ctx context.Context, start uint64, leaves []Stored
 		if tag.RowsAffected() != int64(len(ids)) {
 			return fmt.Errorf("%w: %d of %d entries were not pending", ErrConflict, int64(len(ids))-tag.RowsAffected(), len(ids))
 		}
-		for _, t := range tiles {
-			if _, err := tx.Exec(ctx, `INSERT INTO tlog_tiles (level, idx, data, root) VALUES ($1, $2, $3, $4)`,
-				t.Level, int64(t.N), t.Data, t.Root[:]); err != nil {
-				if uniqueViolation(err) {
-					return fmt.Errorf("%w: tile %d/%d exists", ErrConflict, t.Level, t.N)
-				}
-				return fmt.Errorf("couldn't insert tile %d/%d: %w", t.Level, t.N, err)
+		if len(tiles) == 0 {
+			return nil
+		}
+		levels := make([]int16, len(tiles))
+		ns := make([]int64, len(tiles))
+		data := make([][]byte, len(tiles))
+		roots := make([][]byte, len(tiles))
+		for i, t := range tiles {
+			levels[i], ns[i], data[i], roots[i] = int16(t.Level), int64(t.N), t.Data, t.Root[:]
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO tlog_tiles (level, idx, data, root)
+			SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[], $4::bytea[])`, levels, ns, data, roots); err != nil {
+			if uniqueViolation(err) {
+				return fmt.Errorf("%w: a tile of %d/%d..%d/%d exists: %v", ErrConflict,
+					tiles[0].Level, tiles[0].N, tiles[len(tiles)-1].Level, tiles[len(tiles)-1].N, err)
 			}
+			return fmt.Errorf("couldn't insert tiles: %w", err)
 		}
 		return nil
 	})

@@ -25,13 +25,20 @@ CREATE TRIGGER entries_tlog_enqueue AFTER INSERT ON entries
 INSERT INTO tlog_pending (entry_id) SELECT id FROM entries;
 
 -- tlog_leaves: leaf idx of the tree; data is the JCS leaf that is hashed.
+-- entry_id has no foreign key: the integrator deletes every leaf's entry
+-- from tlog_pending (which references entries) in the leaf's transaction
+-- and refuses the batch unless each was there, so a leaf names an existing
+-- entry by construction, and a per-row key check would cost a third of the
+-- insert. entry_hash lookups are equality only: a hash index costs almost
+-- nothing to maintain, where a btree over random 32-byte keys doubled the
+-- cost of writing a leaf (docs/benchmarks.md, Merkle log).
 CREATE TABLE tlog_leaves (
     idx        bigint PRIMARY KEY CHECK (idx >= 0),
-    entry_id   bigint NOT NULL UNIQUE REFERENCES entries (id),
+    entry_id   bigint NOT NULL UNIQUE,
     entry_hash bytea NOT NULL CHECK (length(entry_hash) = 32),
     data       bytea NOT NULL CHECK (length(data) <= 65535)
 );
-CREATE INDEX tlog_leaves_entry_hash ON tlog_leaves (entry_hash);
+CREATE INDEX tlog_leaves_entry_hash ON tlog_leaves USING hash (entry_hash);
 
 -- tlog_tiles: full tiles only (256 hashes of tree level 8*level), written
 -- once. root is the hash they reduce to, so partial tiles of the level
