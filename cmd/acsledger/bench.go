@@ -207,7 +207,7 @@ func startBenchGuardian(ctx context.Context, storeURL string, log *slog.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("couldn't open store %s: %w", redact(storeURL), err)
 	}
-	bg, err := serveBenchGuardian(ctx, store)
+	bg, err := serveBenchGuardian(ctx, store, nil)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -216,7 +216,10 @@ func startBenchGuardian(ctx context.Context, storeURL string, log *slog.Logger) 
 	return bg, nil
 }
 
-func serveBenchGuardian(ctx context.Context, store ledger.Store) (*benchGuardian, error) {
+// serveBenchGuardian serves a Guardian over store on 127.0.0.1. wrap, if
+// not nil, wraps the baseline policy (benchmarks use it to take evaluation
+// out of the measurement).
+func serveBenchGuardian(ctx context.Context, store ledger.Store, wrap func(guardian.Policy) guardian.Policy) (*benchGuardian, error) {
 	gs, ok := store.(ledger.GuardianStore)
 	if !ok {
 		return nil, fmt.Errorf("store %T cannot hold Guardian evidence", store)
@@ -233,8 +236,12 @@ func serveBenchGuardian(ctx context.Context, store ledger.Store) (*benchGuardian
 	if err != nil {
 		return nil, err
 	}
+	var pol guardian.Policy = opapolicy.New(engine)
+	if wrap != nil {
+		pol = wrap(pol)
+	}
 	g, err := guardian.New(guardian.Config{
-		Store: gs, Policy: opapolicy.New(engine), Keys: keySet,
+		Store: gs, Policy: pol, Keys: keySet,
 		HMACKeys: []*sig.PrivateKey{key}, Logger: newLogger(io.Discard),
 	})
 	if err != nil {
