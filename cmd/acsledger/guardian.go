@@ -123,14 +123,10 @@ func (f *guardianFlags) bundle() (*policy.Bundle, error) {
 // re-reads the bundle directory and loads it as a new version (the
 // directory's policy_version must change with its content: the ledger
 // refuses a second content under a recorded version).
-func (f *guardianFlags) newGuardian(ctx context.Context, store ledger.Store, storeURL string, log *slog.Logger) (*guardian.Guardian, error) {
+func (f *guardianFlags) newGuardian(ctx context.Context, store ledger.Store, keys []*sig.PrivateKey, keySet *sig.KeySet, log *slog.Logger) (*guardian.Guardian, error) {
 	gs, ok := store.(ledger.GuardianStore)
 	if !ok {
 		return nil, fmt.Errorf("store %T cannot hold Guardian evidence", store)
-	}
-	keys, keySet, err := f.loadKeys(storeURL, log)
-	if err != nil {
-		return nil, err
 	}
 	b, err := f.bundle()
 	if err != nil {
@@ -212,7 +208,11 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	defer store.Close()
-	g, err := gf.newGuardian(ctx, store, url, log)
+	keys, keySet, err := gf.loadKeys(url, log)
+	if err != nil {
+		return err
+	}
+	g, err := gf.newGuardian(ctx, store, keys, keySet, log)
 	if err != nil {
 		return err
 	}

@@ -144,6 +144,30 @@ func TestServeGuardian(t *testing.T) {
 	if !bytes.Contains(body, []byte(`"policy_version"`)) {
 		t.Fatalf("decision entries carry no policy reference:\n%s", body)
 	}
+
+	// Once the Merkle log has anchored the head, the server's own
+	// verification of the session (chain, signed heads, policy references,
+	// checkpoint, inclusion) finds nothing.
+	var report struct {
+		Verified bool              `json:"verified"`
+		Entries  int               `json:"entries"`
+		Head     string            `json:"head"`
+		Findings []json.RawMessage `json:"findings"`
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body = get(t, s.url+"/api/v1/sessions/"+c.session+"/verify")
+		if err := json.Unmarshal(body, &report); code != 200 || err != nil {
+			t.Fatalf("verify: %d %s", code, body)
+		}
+		if report.Verified || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !report.Verified || report.Entries != 2 || report.Head != head || len(report.Findings) != 0 {
+		t.Fatalf("online verification of the session: %s", body)
+	}
 	s.stop(t, syscall.SIGTERM)
 }
 

@@ -33,6 +33,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	gf.register(fs)
 	var lf logFlags
 	lf.register(fs)
+	reverifyEvery := fs.Duration("reverify-every", time.Hour, "re-verify the whole ledger this often (0: only on demand through the admin API, whose token is $ACSLEDGER_ADMIN_TOKEN)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -51,7 +52,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer store.Close()
 
-	gd, err := gf.newGuardian(ctx, store, url, log)
+	keys, keySet, err := gf.loadKeys(url, log)
+	if err != nil {
+		return err
+	}
+	gd, err := gf.newGuardian(ctx, store, keys, keySet, log)
 	if err != nil {
 		return err
 	}
@@ -63,7 +68,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry)})
+	ev := lf.evidenceOptions(store, mlog, keySet, log)
+	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev})
 	tlogserve.Mount(handler.Router(), mlog, log)
 	handler.Router().Method(http.MethodPost, "/acs", gd)
 	handler.Router().Method(http.MethodPost, "/acs/approvals", gd.ApprovalHandler())
@@ -98,6 +104,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	})
+	if *reverifyEvery > 0 && ev.Reverifier != nil {
+		g.Go(func() error {
+			ev.Reverifier.Schedule(gctx, *reverifyEvery)
+			return nil
+		})
+	}
 	g.Go(func() error {
 		<-gctx.Done()
 		log.Info("shutting down")

@@ -18,11 +18,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/sqlitestore"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tlog/witness"
+	"github.com/acsledger/acsledger/verify"
+	"github.com/acsledger/acsledger/web"
 )
 
 // Log key files in the key directory: one signed-note signer key each.
@@ -37,6 +41,7 @@ type logFlags struct {
 	mldsa      bool
 	witnesses  []tlog.WitnessConfig
 	publishDir string
+	quorum     int
 }
 
 func (f *logFlags) register(fs *flag.FlagSet) {
@@ -50,6 +55,7 @@ func (f *logFlags) register(fs *flag.FlagSet) {
 		f.witnesses = append(f.witnesses, tlog.WitnessConfig{URL: url, VerifierKey: vkey})
 		return nil
 	})
+	fs.IntVar(&f.quorum, "witness-quorum", 1, "cosignatures a checkpoint needs to verify, when --witness is given (k of n)")
 	fs.StringVar(&f.publishDir, "publish-dir", "", "write every checkpoint to this write-once directory (never overwriting a file)")
 }
 
@@ -158,6 +164,32 @@ func (f *logFlags) openLog(ctx context.Context, store ledger.Store, keysDir stri
 		return nil, fmt.Errorf("couldn't open the Merkle log: %w", err)
 	}
 	return l, nil
+}
+
+// evidenceOptions configure bundle export, online verification and
+// re-verification: bundles carry the public response keys and the witness
+// policy; the server's own checks also trust its HMAC keys and log keys.
+func (f *logFlags) evidenceOptions(store ledger.Store, l *tlog.Log, keySet *sig.KeySet, log *slog.Logger) web.EvidenceOptions {
+	var opts evidence.Options
+	for _, id := range keySet.KeyIDs() {
+		if k, _ := keySet.Get(id); k.Algorithm() != sig.HMACSHA256 {
+			opts.ResponseKeys = append(opts.ResponseKeys, k)
+		}
+	}
+	for _, w := range f.witnesses {
+		opts.Witnesses = append(opts.Witnesses, w.VerifierKey)
+	}
+	if len(opts.Witnesses) > 0 {
+		opts.WitnessQuorum = f.quorum
+	}
+	trust := &verify.Trust{ResponseKeys: keySet, Checkpoint: verify.CheckpointPolicy{
+		LogKeys: l.VerifierKeys(), Witnesses: opts.Witnesses, WitnessQuorum: opts.WitnessQuorum,
+	}}
+	ev := web.EvidenceOptions{Log: l, Bundle: opts, Trust: trust, AdminToken: os.Getenv("ACSLEDGER_ADMIN_TOKEN")}
+	if gs, ok := store.(ledger.GuardianStore); ok {
+		ev.Reverifier = evidence.NewReverifier(gs, l, opts, trust, nil, log)
+	}
+	return ev
 }
 
 // runLogKey prints the log's origin and note verifier keys.
