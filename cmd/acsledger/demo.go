@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,11 +26,19 @@ import (
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", stderr)
 	base := fs.String("url", "http://127.0.0.1:8080", "base URL of a running 'acsledger serve'")
-	keysDir := fs.String("keys", filepath.Join(storeopen.DefaultDir, "keys"), "the server's key directory, for its HMAC key")
+	keysDir := fs.String("keys", "", "the server's key directory, for its HMAC key (default: serve's, ./acsledger-data/keys or, for a PostgreSQL store, ./acsledger-keys)")
 	approverDir := fs.String("approver-keys", "", "directory with the approver's private key (key_id security-oncall, the baseline's approver) to grant the ASK")
 	out := fs.String("out", "", "directory to write each session's signed responses to (default: a new temporary directory)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *keysDir == "" {
+		*keysDir = filepath.Join(storeopen.DefaultDir, "keys")
+		if _, err := os.Stat(*keysDir); err != nil {
+			if _, err := os.Stat(defaultKeysDir("postgres://")); err == nil {
+				*keysDir = defaultKeysDir("postgres://")
+			}
+		}
 	}
 	key, err := hmacKeyFrom(*keysDir)
 	if err != nil {
@@ -64,6 +73,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		dir:       dir,
 	}
 	if err := d.run(ctx); err != nil {
+		var ne *net.OpError
+		if errors.As(err, &ne) {
+			return fmt.Errorf("%w (is 'acsledger serve' running at %s?)", err, d.base)
+		}
 		return err
 	}
 	return d.verify(ctx, kd.KeySet, *keysDir)

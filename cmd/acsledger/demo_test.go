@@ -284,3 +284,25 @@ func TestDemoAskGrant(t *testing.T) {
 		t.Fatalf("git_push was answered %s, want ASK from a Guardian that routes ASK\n%s", push, out.String())
 	}
 }
+
+// TestDemoNoServer: with keys but no server, the demo says what to start.
+func TestDemoNoServer(t *testing.T) {
+	keys := filepath.Join(t.TempDir(), "keys")
+	k, err := sig.GenerateKey(sig.HMACSHA256, "acsledger-hmac")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sig.WriteKeyDir(keys, k); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // a loopback port nobody listens on
+	var out, errs bytes.Buffer
+	if code := run(t.Context(), []string{"demo", "--url", url, "--keys", keys}, &out, &errs); code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, errs.String())
+	}
+	if !strings.Contains(errs.String(), "is 'acsledger serve' running at "+url) {
+		t.Errorf("stderr %q does not say to start the server", errs.String())
+	}
+}
