@@ -79,29 +79,31 @@ func (s *SQLiteStorage) Integrate(ctx context.Context, start uint64, leaves []St
 		if size != start {
 			return fmt.Errorf("%w: log has %d leaves, integrator expected %d", ErrConflict, size, start)
 		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO tlog_leaves (idx, entry_id, entry_hash, data) VALUES (?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
-		del, err := tx.PrepareContext(ctx, `DELETE FROM tlog_pending WHERE entry_id = ?`)
-		if err != nil {
-			return err
-		}
-		defer del.Close()
-		for i, l := range leaves {
-			if _, err := ins.ExecContext(ctx, int64(start)+int64(i), l.EntryID, l.EntryHash[:], l.Data); err != nil {
+		// Multi-row statements: per statement, SQLite and database/sql
+		// cost more than per row.
+		for from := 0; from < len(leaves); from += sqliteChunk {
+			chunk := leaves[from:min(from+sqliteChunk, len(leaves))]
+			args := make([]any, 0, 4*len(chunk))
+			ids := make([]any, 0, len(chunk))
+			for i, l := range chunk {
+				args = append(args, int64(start)+int64(from+i), l.EntryID, l.EntryHash[:], l.Data)
+				ids = append(ids, l.EntryID)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tlog_leaves (idx, entry_id, entry_hash, data) VALUES `+sqlitePlaceholders(len(chunk), 4), args...); err != nil {
 				if sqliteConstraint(err) {
-					return fmt.Errorf("%w: entry %d already has a leaf: %v", ErrConflict, l.EntryID, err)
+					return fmt.Errorf("%w: an entry of leaves %d..%d already has a leaf: %v", ErrConflict, start+uint64(from), start+uint64(from+len(chunk))-1, err)
 				}
-				return fmt.Errorf("couldn't insert leaf %d: %w", start+uint64(i), err)
+				return fmt.Errorf("couldn't insert leaves %d..%d: %w", start+uint64(from), start+uint64(from+len(chunk))-1, err)
 			}
-			res, err := del.ExecContext(ctx, l.EntryID)
+			// Every leaf's entry must leave the queue in this transaction
+			// (see the Postgres storage): the count check ties leaves to
+			// pending, hence existing, entries.
+			res, err := tx.ExecContext(ctx, `DELETE FROM tlog_pending WHERE entry_id IN `+sqlitePlaceholders(len(chunk), 1), ids...)
 			if err != nil {
-				return fmt.Errorf("couldn't dequeue entry %d: %w", l.EntryID, err)
+				return fmt.Errorf("couldn't dequeue entries: %w", err)
 			}
-			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				return fmt.Errorf("%w: entry %d was not pending", ErrConflict, l.EntryID)
+			if n, err := res.RowsAffected(); err != nil || n != int64(len(chunk)) {
+				return fmt.Errorf("%w: %d of %d entries were not pending", ErrConflict, int64(len(chunk))-n, len(chunk))
 			}
 		}
 		for _, t := range tiles {
@@ -115,6 +117,28 @@ func (s *SQLiteStorage) Integrate(ctx context.Context, start uint64, leaves []St
 		}
 		return nil
 	})
+}
+
+// sqliteChunk is the number of rows per multi-row statement.
+const sqliteChunk = 256
+
+// sqlitePlaceholders returns "(?, ?), (?, ?)" for rows of cols, or
+// "(?, ?, ?)" for one column.
+func sqlitePlaceholders(rows, cols int) string {
+	var b strings.Builder
+	if cols == 1 {
+		b.WriteString("(?")
+		b.WriteString(strings.Repeat(", ?", rows-1))
+		b.WriteString(")")
+		return b.String()
+	}
+	row := "(?" + strings.Repeat(", ?", cols-1) + ")"
+	b.WriteString(row)
+	for range rows - 1 {
+		b.WriteString(", ")
+		b.WriteString(row)
+	}
+	return b.String()
 }
 
 func (s *SQLiteStorage) Size(ctx context.Context) (uint64, error) {
