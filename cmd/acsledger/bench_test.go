@@ -29,8 +29,9 @@ const benchSessions = 64
 // decisions from 64 concurrent sessions against an in-process Guardian over
 // loopback HTTP, with the ledger in PostgreSQL (synchronous_commit=on, from
 // internal/pgtest), beside bare in-process OPA evaluation (Engine.Decide) of
-// the same baseline policy on the same inputs and as many goroutines. Each
-// reports decisions/s and p99 latency; b.N is the number of decisions.
+// the same baseline policy on the same inputs and as many goroutines, and
+// the Guardian with evaluation memoized (guardian-memo). Each reports
+// decisions/s and p50/p99 latency; b.N is the number of decisions.
 //
 //	go test ./cmd/acsledger -run '^$' -bench BenchmarkGuardianToolCall -benchtime 3000x -count 1
 func BenchmarkGuardianToolCall(b *testing.B) {
