@@ -143,6 +143,9 @@ func (f *guardianFlags) newGuardian(ctx context.Context, store ledger.Store, key
 			return nil, fmt.Errorf("couldn't load approver keys from %s: %w", f.approverKeys, err)
 		}
 		cfg.ApproverKeys = ak.KeySet
+		// With approvers configured, clients are taken to route ASK (§9.2);
+		// the policy's data can still name agents that cannot.
+		cfg.ApproverCapable = func(string) bool { return true }
 		cfg.ApproverTypes = []string{"human", "agent", "service"}
 	}
 	if err := cfg.SetSigningKeys(keys, f.responseKeyID); err != nil {

@@ -269,7 +269,13 @@ func testServe(t *testing.T, db string) {
 func TestServeShutdownKeepsAcknowledged(t *testing.T) { stores(t, testShutdownKeepsAcknowledged) }
 
 func testShutdownKeepsAcknowledged(t *testing.T, dir string) {
-	s := startServer(t, "--db", dir)
+	// The restart must find the same keys: the log refuses to continue
+	// from a checkpoint it cannot verify.
+	keys := filepath.Join(t.TempDir(), "keys")
+	if out, err := exec.Command(binary, "keygen", "--dir", keys).CombinedOutput(); err != nil {
+		t.Fatalf("keygen: %v\n%s", err, out)
+	}
+	s := startServer(t, "--db", dir, "--keys", keys)
 
 	type ack struct {
 		session, hash string
@@ -310,7 +316,7 @@ func testShutdownKeepsAcknowledged(t *testing.T, dir string) {
 		t.Fatal("no append was acknowledged before the signal")
 	}
 
-	s = startServer(t, "--db", dir)
+	s = startServer(t, "--db", dir, "--keys", keys)
 	for _, a := range acks {
 		code, body := get(t, fmt.Sprintf("%s/api/v1/sessions/%s/entries?from=%d&limit=1", s.url, a.session, int(a.position)))
 		if code != 200 || !strings.Contains(string(body), a.hash) {

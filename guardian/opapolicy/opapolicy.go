@@ -43,14 +43,17 @@ func (p *Policy) Decide(ctx context.Context, in guardian.Input) (guardian.Decisi
 // Capabilities granted for this request only (§9.1 scope this_request) are
 // part of the Intent the engine sees for this step.
 func input(in guardian.Input) (*policy.Input, error) {
+	approverCapable := in.Session.ApproverCapable
 	out := &policy.Input{
 		Method: in.Method,
 		Params: in.Params,
 		Session: policy.Session{
-			SessionID: in.SessionID,
-			AgentID:   in.AgentID,
-			Position:  in.Session.Length,
-			ChainHash: in.Session.ChainHash,
+			SessionID:       in.SessionID,
+			AgentID:         in.AgentID,
+			Position:        in.Session.Length,
+			ChainHash:       in.Session.ChainHash,
+			Deferrals:       in.Session.Deferrals,
+			ApproverCapable: &approverCapable,
 		},
 	}
 	if in.Intent != nil || len(in.Grants) > 0 {
