@@ -6,7 +6,7 @@
 // ledger/sqlitestore (embedded SQLite) implement it, ledger/storetest holds
 // the conformance suite both pass, and ledger/storeopen picks one by URL.
 //
-// [ACS]: https://github.com/agentcontrolstandard/acs
+// [ACS]: https://github.com/GenAI-Security-Project/agent-control-standard
 package ledger
 
 import (
