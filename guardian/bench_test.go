@@ -41,7 +41,7 @@ func BenchmarkStep(b *testing.B) {
 		ctx := context.Background()
 		b.ResetTimer()
 		for i := range b.N {
-			_, _, err := st.AppendSigned(ctx, ledger.Record{SessionID: "bench", AgentID: "agent-7", Entry: entries[i]}, func(a ledger.Appended) ([]byte, error) {
+			_, _, err := st.AppendSigned(ctx, ledger.Record{SessionID: "bench", AgentID: "agent-7", Entry: entries[i]}, benchParams, func(a ledger.Appended) ([]byte, error) {
 				resp, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i, "result": map[string]any{
 					"type": "final", "acs_version": "0.1.0", "request_id": "6f1d2c3b-0a4e-4f5a-9b8c-7d6e5f4a3b2c", "decision": "allow", "chain_hash": a.EntryHash.String()}})
 				return sig.SignEnvelope(resp, sig.Result, signer)
@@ -88,3 +88,6 @@ func BenchmarkStep(b *testing.B) {
 		})
 	}
 }
+
+// benchParams stands in for a step's params, stored beside each entry.
+var benchParams = []byte(`{"acs_version":"0.1.0","request_id":"6f1d2c3b-0a4e-4f5a-9b8c-7d6e5f4a3b2c","payload":{"tool":{"name":"read_file"},"arguments":{"path":{"value":"README.md"}}}}`)

@@ -3,6 +3,7 @@ package guardian
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 )
 
@@ -34,7 +35,10 @@ func (l *provenanceLog) add(doc json.RawMessage) {
 func (l *provenanceLog) walk(v any) {
 	switch v := v.(type) {
 	case map[string]any:
-		for k, c := range v {
+		// Members in sorted order, so that the objects of one payload are
+		// kept in the same order every time (and replay rebuilds it).
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			c := v[k]
 			if k == "provenance" || k == "parser_provenance" {
 				l.keep(c)
 			}
@@ -68,3 +72,17 @@ func (l *provenanceLog) keep(v any) {
 }
 
 func (l *provenanceLog) snapshot() []json.RawMessage { return slices.Clone(l.objs) }
+
+// SessionProvenance returns the provenance objects the Guardian shows a
+// policy (Input.Provenance) after a session's steps with these payloads
+// (params.payload of each step, in chain order) were committed: every
+// object under a "provenance" or "parser_provenance" member with a string
+// provenance_id, each id once, first seen first. Replay uses it to rebuild
+// the input of a recorded step from the stored params of the earlier ones.
+func SessionProvenance(payloads []json.RawMessage) []json.RawMessage {
+	var l provenanceLog
+	for _, p := range payloads {
+		l.add(p)
+	}
+	return l.snapshot()
+}

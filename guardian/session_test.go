@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/acsledger/acsledger/acs"
@@ -252,6 +253,12 @@ func walk(t *testing.T, s *setup, tp transport, a *agent, check responseChecker)
 	}
 
 	entries := verifyStoredChain(t, s.store, a.sessionID, head)
+	cached := 0
+	defer func() {
+		if cached == 0 {
+			t.Error("no entry records a policy cache: the check above never ran")
+		}
+	}()
 	if len(entries) != len(log) {
 		t.Fatalf("%d entries stored, %d steps sent (ping must not be chained)", len(entries), len(log))
 	}
@@ -277,6 +284,20 @@ func walk(t *testing.T, s *setup, tp transport, a *agent, check responseChecker)
 		}
 		if len(c.Decision.PolicyReferences) == 0 || c.Decision.PolicyReferences[0]["policy_version"] != "2026.03.1" {
 			t.Errorf("entry %d: decision lacks the policy version: %s", i, e.Content)
+		}
+		// The policy's cache is recorded as a string holding its bytes,
+		// which the canonical form of the entry cannot alter. (TestPolicy's
+		// default allow records none.)
+		if len(c.Decision.Cache) > 0 {
+			var cache string
+			if err := json.Unmarshal(c.Decision.Cache, &cache); err != nil || !strings.HasPrefix(cache, `{"test_policy_rule":`) {
+				t.Errorf("entry %d: nd_builtin_cache %s is not the policy's cache as a JSON string", i, c.Decision.Cache)
+			}
+			cached++
+		}
+		// The params are stored beside the entry byte for byte.
+		if b, err := s.store.Request(ctx, a.sessionID, e.Position); err != nil || !bytes.Equal(b, log[i].params) {
+			t.Errorf("entry %d: stored params %s (err %v), sent %s", i, b, err, log[i].params)
 		}
 	}
 	sess, err := s.store.Session(ctx, a.sessionID)

@@ -61,12 +61,17 @@ type contextEntry struct {
 
 // entryDecision is what replay needs of a decision: the verdict, the rules
 // and their versions, and the policy's non-deterministic inputs.
+//
+// NDBuiltinCache is the policy's Decision.Cache as a JSON string holding
+// its bytes unchanged, not as a JSON value: the ledger stores entries in
+// RFC 8785 form, which would turn integers above 2^53 (time.now_ns) into
+// doubles and so change the moment a replay evaluates at.
 type entryDecision struct {
 	Disposition      Disposition       `json:"disposition"`
 	Reasoning        string            `json:"reasoning,omitempty"`
 	ReasonCodes      []string          `json:"reason_codes"`
 	PolicyReferences []PolicyReference `json:"policy_references"`
-	NDBuiltinCache   json.RawMessage   `json:"nd_builtin_cache,omitempty"`
+	NDBuiltinCache   string            `json:"nd_builtin_cache,omitempty"`
 }
 
 // step handles a content-bearing method: steps/*, MCP and agbom/*.
@@ -203,7 +208,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 			Reasoning:        d.Reasoning,
 			ReasonCodes:      nonNil(d.ReasonCodes),
 			PolicyReferences: nonNilRefs(d.PolicyReferences),
-			NDBuiltinCache:   d.Cache,
+			NDBuiltinCache:   string(d.Cache),
 		},
 		Intent:      newIntent,
 		AuditEvents: audit,
@@ -225,8 +230,10 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		Metadata: &resultMetadata{Evaluator: "deterministic", EvaluatorVersion: ev, EvaluationDurationMS: time.Since(start).Milliseconds()},
 	}
 	// ACS §8.6: the answer publishes the head this entry produced, under
-	// the signature, and leaves only after the ledger committed both.
-	app, out, err := g.cfg.Store.AppendSigned(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: entryJSON},
+	// the signature, and leaves only after the ledger committed both. The
+	// params go beside the entry, which holds only their hash, so that a
+	// replay can rebuild the policy's input from the ledger alone.
+	app, out, err := g.cfg.Store.AppendSigned(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: entryJSON}, req.params,
 		func(a ledger.Appended) ([]byte, error) {
 			res.ChainHash = a.EntryHash.String()
 			b, err := json.Marshal(response{JSONRPC: "2.0", ID: req.id, Result: res})

@@ -11,18 +11,26 @@ import (
 var ErrReplay = errors.New("replayed request")
 
 // GuardianStore is what a Guardian needs beyond Store: the signed response
-// beside each entry, a replay history that survives restarts, and the policy
-// bundles its decisions reference. Both stores implement it.
+// and the request's params beside each entry, a replay history that
+// survives restarts, and the policy bundles its decisions reference. Both
+// stores implement it.
 //
 // AppendSigned appends r like Append and, in the same transaction, stores
 // the signed response that sign builds from the append's result (whose
-// EntryHash is the chain_hash the response must carry, ACS §8.6). If sign
-// returns an error nothing is written. An idempotent retry (see Store)
-// returns the original result and the response stored with it, without
-// calling sign.
+// EntryHash is the chain_hash the response must carry, ACS §8.6) and params,
+// the request's params exactly as received (nil stores none). The params
+// are kept apart from the chained entry, which commits to them only through
+// its request_hash, so that they can be erased later without breaking any
+// hash (docs/storage.md, "Request params"). If sign returns an error
+// nothing is written. An idempotent retry (see Store) returns the original
+// result and the response stored with it, without calling sign and without
+// storing params again.
 //
 // Response returns the exact bytes of the response stored beside a
 // session's entry at position, or ErrNotFound.
+//
+// Request returns the exact params bytes stored beside a session's entry at
+// position, or ErrNotFound when none were stored (or they were erased).
 //
 // RecordRequest remembers a request's request_id and nonce (nonce may be
 // "") for a session and returns ErrReplay if the session has seen either
@@ -35,8 +43,9 @@ var ErrReplay = errors.New("replayed request")
 // without their Content.
 type GuardianStore interface {
 	Store
-	AppendSigned(ctx context.Context, r Record, sign func(Appended) ([]byte, error)) (Appended, []byte, error)
+	AppendSigned(ctx context.Context, r Record, params []byte, sign func(Appended) ([]byte, error)) (Appended, []byte, error)
 	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
+	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)
 	RecordRequest(ctx context.Context, sessionID, requestID, nonce string, at time.Time) error
 	PutPolicyBundle(ctx context.Context, b PolicyBundle) error
 	PolicyBundle(ctx context.Context, id, version string) (PolicyBundle, error)

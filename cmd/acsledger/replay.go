@@ -22,10 +22,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	db := fs.String("db", "", "store URL (default: embedded store in ./acsledger-data)")
 	version := fs.String("policy-version", "", "evaluate under this recorded version of the cited policy instead of the recorded one")
 	session := fs.String("session", "", "the session of the request (optional; without it every session is scanned)")
-	paramsFile := fs.String("params", "", "FILE holding the request's params as sent, or the whole request envelope (\"-\" for stdin); required, since the ledger stores only their hash")
+	paramsFile := fs.String("params", "", "FILE holding the request's params as sent, or the whole request envelope (\"-\" for stdin); default: the params stored in the ledger")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: acsledger replay [--db URL] [--policy-version V] [--session ID] [--json] --params FILE REQUEST_ID")
+		fmt.Fprintln(stderr, "usage: acsledger replay [--db URL] [--policy-version V] [--session ID] [--json] [--params FILE] REQUEST_ID")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -37,12 +37,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want exactly one REQUEST_ID after the flags, got %d arguments", errUsage, fs.NArg())
 	}
-	if *paramsFile == "" {
-		return fmt.Errorf("%w: --params is required: the ledger stores only the request's hash, so the request itself must be supplied", errUsage)
-	}
-	params, err := readParams(*paramsFile)
-	if err != nil {
-		return err
+	var params json.RawMessage
+	if *paramsFile != "" {
+		var err error
+		if params, err = readParams(*paramsFile); err != nil {
+			return err
+		}
 	}
 	store, err := openGuardianStore(ctx, *db)
 	if err != nil {
@@ -63,6 +63,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		fmt.Fprintf(stdout, "request %s: session %s, position %d, %s\n", res.RequestID, res.SessionID, res.Position, res.Method)
 		fmt.Fprintf(stdout, "recorded under %s %s, replayed under %s %s\n", res.PolicyID, res.RecordedVersion, res.PolicyID, res.ReplayedVersion)
+		fmt.Fprintf(stdout, "params from the %s\n", map[string]string{"ledger": "ledger", "request": "--params file"}[res.ParamsFrom])
 		if res.Same {
 			fmt.Fprintf(stdout, "same decision: %s\n", res.Replayed.Disposition)
 		} else {
@@ -72,7 +73,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 		for _, n := range res.NotReconstructed {
-			fmt.Fprintf(stdout, "note: %s is not stored in the ledger and was not supplied\n", n)
+			fmt.Fprintf(stdout, "note: %s could not be rebuilt from the ledger\n", n)
 		}
 	}
 	if !res.Same {

@@ -25,6 +25,8 @@ func TestReplayCommand(t *testing.T) {
 	dir := t.TempDir()
 	params := filepath.Join(dir, "params.json")
 	os.WriteFile(params, deny.Params, 0o600)
+	otherParams := filepath.Join(dir, "other.json")
+	os.WriteFile(otherParams, f.Step(t, "steps/toolCallRequest", "allow").Params, 0o600)
 	// The whole envelope is accepted too.
 	envelope := filepath.Join(dir, "request.json")
 	env, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": deny.Method, "params": deny.Params})
@@ -37,14 +39,18 @@ func TestReplayCommand(t *testing.T) {
 		out  string
 		err  string
 	}{
-		{"same", []string{"--params", params, deny.RequestID}, 0, "same decision: deny", ""},
-		{"envelope", []string{"--session", deny.SessionID, "--params", envelope, deny.RequestID}, 0, "same decision: deny", ""},
-		{"other version", []string{"--policy-version", "0.0.0-permissive", "--params", params, deny.RequestID}, 1,
+		// From the ledger alone: no --params.
+		{"same", []string{deny.RequestID}, 0, "params from the ledger\nsame decision: deny", ""},
+		{"session", []string{"--session", deny.SessionID, deny.RequestID}, 0, "same decision: deny", ""},
+		{"other version", []string{"--policy-version", "0.0.0-permissive", deny.RequestID}, 1,
 			"different decision (recorded != replayed):\n  decision: \"deny\" != \"allow\"", "differs"},
-		{"json", []string{"--json", "--params", params, deny.RequestID}, 0, `"same_decision": true`, ""},
-		{"no params", []string{deny.RequestID}, 2, "", "--params is required"},
-		{"flag after the argument", []string{"--params", params, deny.RequestID, "--policy-version", "x"}, 2, "", "exactly one REQUEST_ID"},
-		{"unknown request", []string{"--params", params, "nope"}, 1, "", "no entry has step_id nope"},
+		{"json", []string{"--json", deny.RequestID}, 0, `"params_from": "ledger"`, ""},
+		// Supplied params are checked and used.
+		{"params", []string{"--params", params, deny.RequestID}, 0, "params from the --params file\nsame decision: deny", ""},
+		{"envelope", []string{"--session", deny.SessionID, "--params", envelope, deny.RequestID}, 0, "same decision: deny", ""},
+		{"other request's params", []string{"--params", otherParams, deny.RequestID}, 1, "", "not the recorded request"},
+		{"flag after the argument", []string{deny.RequestID, "--policy-version", "x"}, 2, "", "exactly one REQUEST_ID"},
+		{"unknown request", []string{"nope"}, 1, "", "no entry has step_id nope"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -248,6 +248,19 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 	if len(rsIDs) > 0 {
 		b.Queue(q["InsertResponses"], rsIDs, rsPos, rsBytes, now).Exec(expect("storing responses", len(rsIDs)))
 	}
+	var rqIDs []string
+	var rqPos []int64
+	var rqBytes [][]byte
+	for i, params := range p.Params {
+		if params != nil && !p.Results[i].Replayed && p.Errs[i] == nil {
+			rqIDs = append(rqIDs, p.Results[i].SessionID)
+			rqPos = append(rqPos, p.Results[i].Position)
+			rqBytes = append(rqBytes, params)
+		}
+	}
+	if len(rqIDs) > 0 {
+		b.Queue(q["InsertRequestParams"], rqIDs, rqPos, rqBytes, now).Exec(expect("storing request params", len(rqIDs)))
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		if errors.Is(err, errHeadMoved) {
 			return err

@@ -23,7 +23,7 @@ func TestAppendOnly(t *testing.T) {
 	url := newDB(t)
 	s := openStore(t, url, pgstore.Options{})
 	for i, f := range storetest.Fixtures(t) {
-		_, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f},
+		_, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, []byte(`{"payload":{}}`),
 			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
 		if err != nil {
 			t.Fatalf("fixture %d: %v", i, err)
@@ -73,6 +73,9 @@ func TestAppendOnly(t *testing.T) {
 		{"TRUNCATE sessions CASCADE", denied, appendOnly},
 		{"UPDATE responses SET response = 'forged'", denied, appendOnly},
 		{"DELETE FROM responses", denied, appendOnly},
+		{"UPDATE request_params SET params = 'forged'", denied, appendOnly},
+		{"DELETE FROM request_params", denied, appendOnly},
+		{"TRUNCATE request_params", denied, appendOnly},
 		{"TRUNCATE responses", denied, appendOnly},
 		{"DELETE FROM requests", denied, appendOnly},
 		{"UPDATE requests SET nonce = ''", denied, appendOnly},

@@ -77,6 +77,14 @@ FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (session_id, position, r
 -- name: Response
 SELECT response FROM responses WHERE session_id = $1 AND position = $2;
 
+-- name: InsertRequestParams
+INSERT INTO request_params (session_id, position, params, recorded_at)
+SELECT u.session_id, u.position, u.params, $4
+FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (session_id, position, params);
+
+-- name: RequestParams
+SELECT params FROM request_params WHERE session_id = $1 AND position = $2;
+
 -- name: RecordRequest
 -- Either unique key (request_id, or a non-empty nonce) makes it a replay:
 -- the caller sees no row inserted.

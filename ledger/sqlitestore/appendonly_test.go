@@ -24,7 +24,7 @@ func TestAppendOnly(t *testing.T) {
 	}
 	defer s.Close()
 	for i, f := range storetest.Fixtures(t) {
-		_, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f},
+		_, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, []byte(`{"payload":{}}`),
 			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
 		if err != nil {
 			t.Fatalf("fixture %d: %v", i, err)
@@ -56,6 +56,8 @@ func TestAppendOnly(t *testing.T) {
 		{"DELETE FROM heads", "append-only"},
 		{"UPDATE responses SET response = x'00'", "append-only"},
 		{"DELETE FROM responses", "append-only"},
+		{"UPDATE request_params SET params = x'00'", "append-only"},
+		{"DELETE FROM request_params", "append-only"},
 		{"UPDATE requests SET nonce = ''", "append-only"},
 		{"DELETE FROM requests", "append-only"},
 		{"UPDATE policy_bundles SET content = x'00'", "append-only"},

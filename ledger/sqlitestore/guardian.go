@@ -16,13 +16,14 @@ var _ ledger.GuardianStore = (*Store)(nil)
 
 // AppendSigned implements ledger.GuardianStore. It shares group commits
 // with Append: sign runs in the committer, inside the transaction, after
-// the entry is planned and before it is written.
-func (s *Store) AppendSigned(ctx context.Context, r ledger.Record, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
+// the entry is planned and before it is written; the response and params
+// are written in that transaction.
+func (s *Store) AppendSigned(ctx context.Context, r ledger.Record, params []byte, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
 	p, err := plan.Prepare(0, r, s.opts.EntryCap())
 	if err != nil {
 		return ledger.Appended{}, nil, err
 	}
-	p.Sign = sign
+	p.Sign, p.Params = sign, params
 	return s.committer.Append(ctx, p)
 }
 
@@ -35,6 +36,22 @@ func (s *Store) Response(ctx context.Context, sessionID string, position int64) 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("couldn't read response for session %q position %d: %w", sessionID, position, err)
+	}
+	return b, nil
+}
+
+// Request implements ledger.GuardianStore.
+func (s *Store) Request(ctx context.Context, sessionID string, position int64) ([]byte, error) {
+	var b []byte
+	err := s.read.QueryRowContext(ctx, sqlq.Must(q, "RequestParams"), sessionID, position).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("request params for session %q position %d: %w", sessionID, position, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read request params for session %q position %d: %w", sessionID, position, err)
+	}
+	if b == nil {
+		b = []byte{}
 	}
 	return b, nil
 }

@@ -55,6 +55,12 @@ INSERT INTO responses (session_id, position, response, recorded_at) VALUES (?, ?
 -- name: Response
 SELECT response FROM responses WHERE session_id = ? AND position = ?;
 
+-- name: InsertRequestParams
+INSERT INTO request_params (session_id, position, params, recorded_at) VALUES (?, ?, ?, ?);
+
+-- name: RequestParams
+SELECT params FROM request_params WHERE session_id = ? AND position = ?;
+
 -- name: RecordRequest
 -- Either unique key (request_id, or a non-empty nonce) makes it a replay:
 -- the caller sees no row inserted.

@@ -279,6 +279,14 @@ func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p *plan.Plan) error {
 			return fmt.Errorf("couldn't store the response of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
 		}
 	}
+	for i, params := range p.Params {
+		if params == nil || p.Results[i].Replayed || p.Errs[i] != nil {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, sqlq.Must(q, "InsertRequestParams"), p.Results[i].SessionID, p.Results[i].Position, params, now); err != nil {
+			return fmt.Errorf("couldn't store the request params of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
+		}
+	}
 	for _, m := range p.Moves {
 		if m.Created {
 			if _, err := tx.ExecContext(ctx, sqlq.Must(q, "InsertHead"), m.SessionID, m.ToLength, m.ToHead[:], now); err != nil {

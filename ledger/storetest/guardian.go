@@ -53,7 +53,10 @@ func testAppendSigned(t *testing.T, s ledger.GuardianStore, _ *Clock) {
 	}
 	head, _ := s.Session(ctx, "s")
 	_, want := oracle(t, fx[1], &head.Head)
-	got, resp, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[1]}, sign)
+	// The params are stored byte for byte: member order, spacing, escapes
+	// and digits past 2^53 as received.
+	params := []byte("{\"b\": 1796016335809982101, \"a\":\"\\u00e9\"}\n")
+	got, resp, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[1]}, params, sign)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,17 +70,32 @@ func testAppendSigned(t *testing.T, s ledger.GuardianStore, _ *Clock) {
 	if _, err := s.Response(ctx, "s", 0); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("Response of an entry appended without one: %v", err)
 	}
+	if b, err := s.Request(ctx, "s", 1); err != nil || string(b) != string(params) {
+		t.Fatalf("Request: %q, %v; want %q", b, err, params)
+	}
+	for _, pos := range []int64{0, 2} {
+		if b, err := s.Request(ctx, "s", pos); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("Request at %d (no params stored there): %q, %v", pos, b, err)
+		}
+	}
+	if _, err := s.Request(ctx, "other", 1); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("Request of another session: %v", err)
+	}
 
-	// A retry returns the original result and response without signing.
-	again, resp, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[1]}, sign)
+	// A retry returns the original result and response without signing,
+	// and keeps the params stored first.
+	again, resp, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[1]}, []byte(`{"other":true}`), sign)
 	if err != nil || !again.Replayed || again.EntryHash != want || string(resp) != wantResp || calls != 1 {
 		t.Fatalf("retry: %+v, %s, %v, %d sign calls", again, resp, err, calls)
+	}
+	if b, err := s.Request(ctx, "s", 1); err != nil || string(b) != string(params) {
+		t.Fatalf("Request after a retry: %q, %v; want %q", b, err, params)
 	}
 
 	// A failing signer leaves nothing behind.
 	before := takeSnapshot(t, s)
 	boom := errors.New("HSM unavailable")
-	_, _, err = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[2]}, func(ledger.Appended) ([]byte, error) { return nil, boom })
+	_, _, err = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[2]}, []byte(`{"lost":1}`), func(ledger.Appended) ([]byte, error) { return nil, boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("failing signer: %v", err)
 	}
@@ -85,16 +103,22 @@ func testAppendSigned(t *testing.T, s ledger.GuardianStore, _ *Clock) {
 	if _, err := s.Response(ctx, "s", 2); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("response stored by a failed AppendSigned: %v", err)
 	}
+	if _, err := s.Request(ctx, "s", 2); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("params stored by a failed AppendSigned: %v", err)
+	}
 
 	// A conflict is refused before signing.
-	_, _, err = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(0, "")}, sign)
+	_, _, err = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(0, "")}, nil, sign)
 	if err != nil {
 		t.Fatal(err)
 	}
 	calls = 0
-	_, _, err = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(0, "changed")}, sign)
+	_, _, err = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(0, "changed")}, []byte(`{"conflict":1}`), sign)
 	if !errors.Is(err, ledger.ErrConflict) || calls != 0 {
 		t.Fatalf("conflict: %v after %d sign calls", err, calls)
+	}
+	if _, err := s.Request(ctx, "s", 2); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("params stored by a refused AppendSigned (or by one given none): %v", err)
 	}
 	verifyChain(t, s, "s")
 }
@@ -183,7 +207,7 @@ func testAppendSignedConcurrent(t *testing.T, s ledger.GuardianStore, _ *Clock) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], resps[i], errs[i] = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(i, "")},
+			got[i], resps[i], errs[i] = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(i, "")}, fmt.Appendf(nil, `{"i":%d}`, i),
 				func(a ledger.Appended) ([]byte, error) {
 					if i == failing {
 						return nil, boom
@@ -214,6 +238,9 @@ func testAppendSignedConcurrent(t *testing.T, s ledger.GuardianStore, _ *Clock) 
 		}
 		if b, err := s.Response(ctx, "s", e.Position); err != nil || string(b) != want {
 			t.Fatalf("stored response at %d: %q, %v; want %q", e.Position, b, err, want)
+		}
+		if b, err := s.Request(ctx, "s", e.Position); err != nil || string(b) != fmt.Sprintf(`{"i":%d}`, i) {
+			t.Fatalf("stored params at %d: %q, %v; want those of append %d", e.Position, b, err, i)
 		}
 	}
 }

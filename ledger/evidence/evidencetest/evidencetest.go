@@ -93,10 +93,17 @@ func (f *Fixture) Step(t testing.TB, method, decision string) Step {
 	return Step{}
 }
 
-// New builds a Fixture on a fresh store of kind ("sqlite" or "postgres").
-// The log is integrated once every step is written, so every entry is
-// anchored.
+// New builds a Fixture on a fresh store of kind ("sqlite" or "postgres")
+// whose Guardian runs the baseline policy. The log is integrated once every
+// step is written, so every entry is anchored.
 func New(t testing.TB, kind string) *Fixture {
+	t.Helper()
+	return NewWithPolicy(t, kind, policy.Baseline())
+}
+
+// NewWithPolicy is New with the Guardian running bundle b instead of the
+// baseline.
+func NewWithPolicy(t testing.TB, kind string, b *policy.Bundle) *Fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &Fixture{Kind: kind}
@@ -151,7 +158,7 @@ func New(t testing.TB, kind string) *Fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := policy.New(ctx, policy.Baseline(), f.Store, nil)
+	engine, err := policy.New(ctx, b, f.Store, nil)
 	if err != nil {
 		t.Fatalf("policy engine: %v", err)
 	}

@@ -4,17 +4,22 @@
 // answer "why was this allowed?" and, under another recorded version,
 // "would that policy have decided otherwise?".
 //
-// What the ledger holds and what it does not: a ContextEntry records the
-// step's method, its position and previous head, the request's request_hash,
-// the Intent it established, this-request grants, the decision with its
+// Everything comes from the ledger. A ContextEntry records the step's
+// method, its position and previous head, the request's request_hash, the
+// Intent it established, this-request grants, the decision with its
 // policy_references and nd_builtin_cache; the signed response records the
 // full verdict (modifications, ask and defer details, policy_data, cited
-// provenance). The request's params are NOT stored (only their hash), nor
-// the payloads of earlier steps from which the Guardian collects provenance.
-// So a replay needs the caller to supply the params, which are checked
-// against the recorded request_hash (ACS §8.1) before anything is
-// evaluated; provenance may be supplied too, and is otherwise empty and
-// listed in Result.NotReconstructed.
+// provenance); and the request's params are stored beside the entry
+// (ledger.GuardianStore.Request), apart from what the chain commits to so
+// that they can be erased. The params are checked against the entry's
+// request_hash (ACS §8.1) before anything is evaluated. The provenance the
+// policy saw is rebuilt from the stored params of the session's earlier
+// steps, as the Guardian collects it (guardian.SessionProvenance).
+//
+// A caller may still supply the params (checked against request_hash like
+// the stored ones), which is the only way to replay a step whose params
+// were erased, and the provenance. An input the ledger cannot give back is
+// named in Result.NotReconstructed.
 package replay
 
 import (
@@ -25,18 +30,24 @@ import (
 	"fmt"
 
 	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/guardian/policy"
 	"github.com/acsledger/acsledger/ledger"
 )
 
 // Errors a caller maps to its own (one switch in web, exit codes in cmd).
 var (
-	// ErrParamsRequired: the request did not carry the recorded request's
-	// params, which the ledger does not store.
-	ErrParamsRequired = errors.New("the request's params are required: the ledger stores only their request_hash")
+	// ErrParamsRequired: the ledger holds no params for the step (they
+	// were erased, or the entry was written without them) and the caller
+	// supplied none.
+	ErrParamsRequired = errors.New("the request's params are required: the ledger holds none for this step")
 	// ErrParamsMismatch: the supplied params do not hash to the entry's
 	// request_hash, so they are not the request that was decided.
 	ErrParamsMismatch = errors.New("the supplied params are not the recorded request")
+	// ErrStoredParamsMismatch: params stored beside an entry do not hash to
+	// its request_hash. The ledger is inconsistent (the chain verifies,
+	// the side table does not match it); nothing is evaluated.
+	ErrStoredParamsMismatch = errors.New("the stored params are not the recorded request")
 	// ErrNotPolicyDecision: the recorded decision cites no policy bundle
 	// (the Guardian decided on its own: chain_mismatch, policy_failure...),
 	// so there is nothing to replay.
@@ -54,11 +65,12 @@ type Request struct {
 	// SessionID narrows the lookup to one session (cheap); "" scans every
 	// session (see FindEntry).
 	SessionID string
-	// Params are the recorded request's params exactly as sent, signature
-	// included. Required.
+	// Params optionally supply the recorded request's params exactly as
+	// sent, signature included; nil means the stored ones. Either way they
+	// must hash to the entry's request_hash.
 	Params json.RawMessage
 	// Provenance optionally supplies the provenance objects of the
-	// session's earlier steps, which the ledger does not store.
+	// session's earlier steps; nil means rebuilt from their stored params.
 	Provenance []policy.Provenance
 	// PolicyVersion evaluates under another recorded version of the cited
 	// policy; "" means the recorded one.
@@ -84,8 +96,12 @@ type Result struct {
 	// (the signed answer, the whole verdict) or "entry" (the chained
 	// decision only, when no response is stored).
 	RecordedFrom string `json:"recorded_from"`
+	// ParamsFrom says where the params came from: "ledger" (stored beside
+	// the entry) or "request" (supplied by the caller).
+	ParamsFrom string `json:"params_from"`
 	// NotReconstructed names inputs the ledger does not hold and the
-	// caller did not supply; a policy reading them may replay differently.
+	// caller did not supply, or holds only approximately; a policy reading
+	// them may replay differently.
 	NotReconstructed []string `json:"not_reconstructed"`
 }
 
@@ -102,7 +118,10 @@ type recordedEntry struct {
 		Reasoning        string                   `json:"reasoning"`
 		ReasonCodes      []string                 `json:"reason_codes"`
 		PolicyReferences []policy.PolicyReference `json:"policy_references"`
-		NDBuiltinCache   json.RawMessage          `json:"nd_builtin_cache"`
+		// NDBuiltinCache is a JSON string holding the cache's bytes (a
+		// JSON object in entries written before the Guardian recorded
+		// it as a string).
+		NDBuiltinCache json.RawMessage `json:"nd_builtin_cache"`
 	} `json:"decision"`
 	// intent_extension entries.
 	Capabilities []string `json:"capabilities"`
@@ -174,9 +193,6 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 	if req.RequestID == "" {
 		return nil, fmt.Errorf("%w: no request_id", ErrBadRequest)
 	}
-	if len(bytes.TrimSpace(req.Params)) == 0 {
-		return nil, ErrParamsRequired
-	}
 	e, err := FindEntry(ctx, store, req.RequestID, req.SessionID)
 	if err != nil {
 		return nil, err
@@ -185,25 +201,28 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 	if err := json.Unmarshal(e.Content, &rec); err != nil {
 		return nil, fmt.Errorf("couldn't read the entry of step %s: %w", req.RequestID, err)
 	}
-	// ACS §8.1: request_hash is SHA-256 of the JCS of params as received.
-	got, err := acs.RequestHash(req.Params)
-	if err != nil {
-		return nil, fmt.Errorf("%w: params: %v", ErrBadRequest, err)
+	res := &Result{
+		RequestID: req.RequestID, SessionID: e.SessionID, Position: e.Position, Method: rec.StepType,
+		Diff: []string{}, NotReconstructed: []string{},
 	}
-	if got.String() != rec.RequestHash {
-		return nil, fmt.Errorf("%w: they hash to %s, the entry records request_hash %s", ErrParamsMismatch, got, rec.RequestHash)
+	params, err := requestParams(ctx, store, e, &rec, req, res)
+	if err != nil {
+		return nil, err
 	}
 	refs := rec.Decision.PolicyReferences
 	if len(refs) == 0 {
 		return nil, fmt.Errorf("%w: step %s was decided %s with reason codes %v", ErrNotPolicyDecision, req.RequestID, rec.Decision.Disposition, rec.Decision.ReasonCodes)
 	}
-	res := &Result{
-		RequestID: req.RequestID, SessionID: e.SessionID, Position: e.Position, Method: rec.StepType,
-		PolicyID: refs[0].PolicyID, RecordedVersion: refs[0].PolicyVersion, ReplayedVersion: refs[0].PolicyVersion,
-		Diff: []string{}, NotReconstructed: []string{},
-	}
+	res.PolicyID, res.RecordedVersion, res.ReplayedVersion = refs[0].PolicyID, refs[0].PolicyVersion, refs[0].PolicyVersion
 	if req.PolicyVersion != "" {
 		res.ReplayedVersion = req.PolicyVersion
+	}
+	cache, err := recordedCache(rec.Decision.NDBuiltinCache)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read nd_builtin_cache of step %s: %w", req.RequestID, err)
+	}
+	if len(rec.Decision.NDBuiltinCache) > 0 && rec.Decision.NDBuiltinCache[0] == '{' {
+		res.NotReconstructed = append(res.NotReconstructed, "nd_builtin_cache (recorded as a JSON object, so integers above 2^53 may have been rounded)")
 	}
 	pb, err := store.PolicyBundle(ctx, res.PolicyID, res.ReplayedVersion)
 	if err != nil {
@@ -214,17 +233,14 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 		return nil, fmt.Errorf("couldn't read policy bundle %s version %s: %w", res.PolicyID, res.ReplayedVersion, err)
 	}
 
-	in, err := input(ctx, store, e, &rec, req)
+	in, err := input(ctx, store, e, &rec, req, params, res)
 	if err != nil {
 		return nil, err
-	}
-	if req.Provenance == nil {
-		res.NotReconstructed = append(res.NotReconstructed, "provenance")
 	}
 	// The recorded cache is passed under another version too: the replay
 	// then answers for the same moment (time.now_ns) and the same random
 	// draws, so that only the policy differs.
-	res.Replayed, err = policy.Replay(ctx, bundle, in, rec.Decision.NDBuiltinCache)
+	res.Replayed, err = policy.Replay(ctx, bundle, in, cache)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't replay step %s under %s %s: %w", req.RequestID, res.PolicyID, res.ReplayedVersion, err)
 	}
@@ -239,19 +255,87 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 	return res, nil
 }
 
+// requestParams returns the params of the recorded request: the caller's if
+// given, else the stored ones. Whichever is used, and the stored ones when
+// present, must hash to the entry's request_hash.
+func requestParams(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, rec *recordedEntry, req Request, res *Result) (json.RawMessage, error) {
+	stored, err := store.Request(ctx, e.SessionID, e.Position)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		stored = nil
+	case err != nil:
+		return nil, err
+	default:
+		if err := checkHash(stored, rec.RequestHash); err != nil {
+			return nil, fmt.Errorf("%w: session %s position %d: %v", ErrStoredParamsMismatch, e.SessionID, e.Position, err)
+		}
+	}
+	if len(bytes.TrimSpace(req.Params)) > 0 {
+		if err := checkHash(req.Params, rec.RequestHash); err != nil {
+			if errors.Is(err, ErrBadRequest) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %v", ErrParamsMismatch, err)
+		}
+		res.ParamsFrom = "request"
+		return req.Params, nil
+	}
+	if stored == nil {
+		return nil, fmt.Errorf("%w: session %s position %d (step %s)", ErrParamsRequired, e.SessionID, e.Position, req.RequestID)
+	}
+	res.ParamsFrom = "ledger"
+	return stored, nil
+}
+
+// checkHash checks that params hash to requestHash (ACS §8.1: SHA-256 of
+// the JCS of params as received).
+func checkHash(params []byte, requestHash string) error {
+	got, err := acs.RequestHash(params)
+	if err != nil {
+		return fmt.Errorf("%w: params: %v", ErrBadRequest, err)
+	}
+	if got.String() != requestHash {
+		return fmt.Errorf("they hash to %s, the entry records request_hash %s", got, requestHash)
+	}
+	return nil
+}
+
+// recordedCache returns the bytes of the recorded nd_builtin_cache: the
+// content of the JSON string the Guardian writes, or an object as written
+// before it did.
+func recordedCache(raw json.RawMessage) ([]byte, error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return nil, nil
+	case raw[0] == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return []byte(s), nil
+	case raw[0] == '{':
+		return raw, nil
+	}
+	return nil, fmt.Errorf("not a string: %.40s", raw)
+}
+
 // input rebuilds what the policy saw, as guardian/opapolicy builds it: the
 // method and params, the session context (position and the head before
 // the step), the Intent as it stood (the last recorded intent, extended by
-// approver grants of scope session) with this request's grants.
-func input(ctx context.Context, store ledger.Store, e ledger.Entry, rec *recordedEntry, req Request) (*policy.Input, error) {
+// approver grants of scope session) with this request's grants, and the
+// provenance of the earlier steps (from their stored params).
+func input(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, rec *recordedEntry, req Request, params json.RawMessage, res *Result) (*policy.Input, error) {
 	in := &policy.Input{
-		Method: rec.StepType, Params: req.Params, Provenance: req.Provenance,
+		Method: rec.StepType, Params: params, Provenance: req.Provenance,
 		Session: policy.Session{SessionID: e.SessionID, AgentID: rec.AgentID, Position: e.Position},
 	}
 	if e.PreviousHash != nil {
 		in.Session.ChainHash = e.PreviousHash.String()
 	}
 	var intent *policy.Intent
+	var payloads []json.RawMessage
+	provenanceComplete := true
 	if e.Position > 0 {
 		for prev, err := range ledger.AllEntries(ctx, store, e.SessionID) {
 			if err != nil {
@@ -270,6 +354,34 @@ func input(ctx context.Context, store ledger.Store, e ledger.Entry, rec *recorde
 			case p.StepType == "intent_extension" && p.Scope == "session" && intent != nil:
 				intent.Parsed = append(intent.Parsed, p.Capabilities...)
 			}
+			if req.Provenance != nil || p.RequestHash == "" {
+				// Supplied by the caller, or not a Guardian step (an
+				// intent extension): the Guardian collects provenance
+				// from the payloads of steps only.
+				continue
+			}
+			payload, ok, err := storedPayload(ctx, store, prev, p.RequestHash)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				provenanceComplete = false
+				continue
+			}
+			payloads = append(payloads, payload)
+		}
+	}
+	if req.Provenance == nil {
+		for _, raw := range guardian.SessionProvenance(payloads) {
+			var pv policy.Provenance
+			if json.Unmarshal(raw, &pv) != nil {
+				// guardian/opapolicy leaves malformed objects out too.
+				continue
+			}
+			in.Provenance = append(in.Provenance, pv)
+		}
+		if !provenanceComplete {
+			res.NotReconstructed = append(res.NotReconstructed, "provenance")
 		}
 	}
 	if rec.Intent != nil {
@@ -283,6 +395,29 @@ func input(ctx context.Context, store ledger.Store, e ledger.Entry, rec *recorde
 		in.Intent = intent
 	}
 	return in, nil
+}
+
+// storedPayload returns params.payload of the request stored beside an
+// earlier step, after checking the params against its request_hash; ok is
+// false when none are stored.
+func storedPayload(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, requestHash string) (json.RawMessage, bool, error) {
+	params, err := store.Request(ctx, e.SessionID, e.Position)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if err := checkHash(params, requestHash); err != nil {
+		return nil, false, fmt.Errorf("%w: session %s position %d: %v", ErrStoredParamsMismatch, e.SessionID, e.Position, err)
+	}
+	var p struct {
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, false, fmt.Errorf("the stored params of session %s position %d are not a JSON object: %w", e.SessionID, e.Position, err)
+	}
+	return p.Payload, true, nil
 }
 
 func (i *recordedIntent) policy() *policy.Intent {

@@ -1,9 +1,13 @@
 package replay_test
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +16,7 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
 	"github.com/acsledger/acsledger/ledger/evidence/replay"
+	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -37,20 +42,35 @@ func TestReplay(t *testing.T) {
 			ctx := context.Background()
 			recordPermissive(t, f.Store)
 			for _, step := range f.Steps {
-				// Every recorded decision replays to itself, found with or
-				// without the session.
-				for _, sid := range []string{"", step.SessionID} {
-					res, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: step.RequestID, SessionID: sid, Params: step.Params})
+				// The params are stored exactly as sent.
+				e, err := replay.FindEntry(ctx, f.Store, step.RequestID, step.SessionID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b, err := f.Store.Request(ctx, e.SessionID, e.Position); err != nil || !bytes.Equal(b, step.Params) {
+					t.Fatalf("stored params of %s: %s, %v; want %s", step.RequestID, b, err, step.Params)
+				}
+				// Every recorded decision replays to itself from the ledger
+				// alone, found with or without the session, and with
+				// supplied params too.
+				for _, c := range []struct {
+					sid    string
+					params json.RawMessage
+					from   string
+				}{{"", nil, "ledger"}, {step.SessionID, nil, "ledger"}, {"", step.Params, "request"}} {
+					res, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: step.RequestID, SessionID: c.sid, Params: c.params})
 					if err != nil {
 						t.Fatalf("replay %s %s: %v", step.Method, step.Decision, err)
 					}
-					if !res.Same || len(res.Diff) != 0 || string(res.Replayed.Disposition) != step.Decision || res.RecordedFrom != "response" || res.SessionID != step.SessionID {
-						t.Errorf("replay of %s (%s): same=%v diff=%v replayed=%s from %s", step.Method, step.Decision, res.Same, res.Diff, res.Replayed.Disposition, res.RecordedFrom)
+					if !res.Same || len(res.Diff) != 0 || string(res.Replayed.Disposition) != step.Decision || res.RecordedFrom != "response" ||
+						res.SessionID != step.SessionID || res.ParamsFrom != c.from || len(res.NotReconstructed) != 0 {
+						t.Errorf("replay of %s (%s): same=%v diff=%v replayed=%s from %s, params from %s, not reconstructed %v",
+							step.Method, step.Decision, res.Same, res.Diff, res.Replayed.Disposition, res.RecordedFrom, res.ParamsFrom, res.NotReconstructed)
 					}
 				}
 			}
 			deny := f.Step(t, "steps/toolCallRequest", "deny")
-			res, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: deny.RequestID, Params: deny.Params, PolicyVersion: PermissiveVersion})
+			res, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: deny.RequestID, PolicyVersion: PermissiveVersion})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +78,7 @@ func TestReplay(t *testing.T) {
 				len(res.Diff) == 0 || res.Diff[0] != `decision: "deny" != "allow"` {
 				t.Errorf("under the permissive version: same=%v versions %s -> %s diff %q", res.Same, res.RecordedVersion, res.ReplayedVersion, res.Diff)
 			}
-			if strings.Join(res.NotReconstructed, ",") != "provenance" {
+			if len(res.NotReconstructed) != 0 {
 				t.Errorf("not reconstructed: %v", res.NotReconstructed)
 			}
 		})
@@ -79,7 +99,6 @@ func TestReplayRefuses(t *testing.T) {
 		req  replay.Request
 		want error
 	}{
-		{"no params", replay.Request{RequestID: deny.RequestID}, replay.ErrParamsRequired},
 		{"another request's params", replay.Request{RequestID: deny.RequestID, Params: other.Params}, replay.ErrParamsMismatch},
 		{"edited params", replay.Request{RequestID: deny.RequestID, Params: edited}, replay.ErrParamsMismatch},
 		{"unknown request", replay.Request{RequestID: "no-such-request", Params: deny.Params}, ledger.ErrNotFound},
@@ -92,5 +111,136 @@ func TestReplayRefuses(t *testing.T) {
 				t.Errorf("err %v, want %v", err, c.want)
 			}
 		})
+	}
+}
+
+// clockBundle decides on the time and on the provenance the Guardian
+// showed it, and says both in its reasoning, so that a replay matches only
+// if the recorded time.now_ns value and the rebuilt provenance are exact.
+var clockBundle = &policy.Bundle{ID: "clock", Version: "1", Modules: map[string]string{
+	"clock.rego": `package acs
+
+decision := {
+	"decision": "allow",
+	"rule_ids": ["clock.now"],
+	"reasoning": sprintf("evaluated at %d with %d provenance objects", [time.now_ns(), count(input.provenance)]),
+}
+`,
+}}
+
+// TestReplayTimeNowNS replays decisions of a policy calling time.now_ns,
+// whose values (about 1.8e18) are above 2^53: the cache must come back
+// from the ledger byte for byte, as a JSON string in the entry, for the
+// replayed reasoning to match the recorded one.
+func TestReplayTimeNowNS(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			f := evidencetest.NewWithPolicy(t, kind, clockBundle)
+			sawProvenance := false
+			for _, step := range f.Steps {
+				e, err := replay.FindEntry(ctx, f.Store, step.RequestID, step.SessionID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var entry struct {
+					Decision struct {
+						Cache json.RawMessage `json:"nd_builtin_cache"`
+					} `json:"decision"`
+				}
+				if err := json.Unmarshal(e.Content, &entry); err != nil {
+					t.Fatal(err)
+				}
+				var cache string
+				if err := json.Unmarshal(entry.Decision.Cache, &cache); err != nil {
+					t.Fatalf("nd_builtin_cache of %s is not a JSON string: %s", step.RequestID, entry.Decision.Cache)
+				}
+				// The engine's encoding: {"time.now_ns":[[[],<ns>]]}.
+				var ns int64
+				if _, err := fmt.Sscanf(cache, `{"time.now_ns":[[[],%d]]}`, &ns); err != nil || ns < 1<<60 || fmt.Sprintf(`{"time.now_ns":[[[],%d]]}`, ns) != cache {
+					t.Fatalf("recorded cache %q is not one exact time.now_ns call", cache)
+				}
+
+				res, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: step.RequestID})
+				if err != nil {
+					t.Fatalf("replay %s: %v", step.RequestID, err)
+				}
+				wantReason := fmt.Sprintf("evaluated at %d with ", ns)
+				if !res.Same || len(res.Diff) != 0 || !strings.HasPrefix(res.Replayed.Reasoning, wantReason) || res.Replayed.Reasoning != res.Recorded.Reasoning {
+					t.Errorf("replay of %s: same=%v diff=%q reasoning %q, want it to start %q", step.RequestID, res.Same, res.Diff, res.Replayed.Reasoning, wantReason)
+				}
+				if string(res.Replayed.NDBuiltinCache) != cache {
+					t.Errorf("replay of %s used cache %s, recorded %s", step.RequestID, res.Replayed.NDBuiltinCache, cache)
+				}
+				if !strings.HasSuffix(res.Recorded.Reasoning, " 0 provenance objects") {
+					sawProvenance = true
+				}
+			}
+			// The fixture's later steps see the first step's provenance:
+			// replay matched them only by rebuilding it from stored params.
+			if !sawProvenance {
+				t.Error("no step saw provenance: the test does not exercise its reconstruction")
+			}
+		})
+	}
+}
+
+// TestReplayStoredParams tampers with and erases stored params behind the
+// store's back (dropping the SQLite triggers, as only someone holding the
+// file can): a changed blob is reported, never evaluated; an erased one
+// needs the caller's params, and the provenance of later steps is then
+// named as not reconstructed.
+func TestReplayStoredParams(t *testing.T) {
+	ctx := context.Background()
+	f := evidencetest.New(t, "sqlite")
+	deny := f.Step(t, "steps/toolCallRequest", "deny")
+	first := f.Step(t, "steps/toolCallRequest", "allow")
+	if first.SessionID != deny.SessionID {
+		t.Fatal("the fixture's first allow and deny are in different sessions")
+	}
+	db, err := sql.Open("sqlite", filepath.Join(strings.TrimPrefix(f.URL, "sqlite:"), storeopen.SQLiteFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	pos := func(s evidencetest.Step) int64 {
+		e, err := replay.FindEntry(ctx, f.Store, s.RequestID, s.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Position
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec("DROP TRIGGER request_params_no_update")
+	exec("DROP TRIGGER request_params_no_delete")
+
+	// Stored params that are not the recorded request.
+	exec("UPDATE request_params SET params = ? WHERE session_id = ? AND position = ?", []byte(first.Params), deny.SessionID, pos(deny))
+	for _, params := range []json.RawMessage{nil, deny.Params} {
+		if _, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: deny.RequestID, Params: params}); !errors.Is(err, replay.ErrStoredParamsMismatch) {
+			t.Errorf("tampered stored params (supplied %d bytes): %v", len(params), err)
+		}
+	}
+
+	// Erased params.
+	exec("DELETE FROM request_params WHERE session_id = ? AND position = ?", deny.SessionID, pos(deny))
+	if _, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: deny.RequestID}); !errors.Is(err, replay.ErrParamsRequired) {
+		t.Errorf("erased params, none supplied: %v", err)
+	}
+	res, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: deny.RequestID, Params: deny.Params})
+	if err != nil || !res.Same || res.ParamsFrom != "request" || len(res.NotReconstructed) != 0 {
+		t.Fatalf("erased params, supplied: %+v, %v", res, err)
+	}
+	// A later step's input lacks the erased step's provenance.
+	exec("DELETE FROM request_params WHERE session_id = ? AND position = ?", first.SessionID, pos(first))
+	later := f.Step(t, "steps/userMessage", "modify")
+	res, err = replay.Replay(ctx, f.Store, replay.Request{RequestID: later.RequestID})
+	if err != nil || res.ParamsFrom != "ledger" || strings.Join(res.NotReconstructed, ",") != "provenance" {
+		t.Fatalf("after erasing earlier params: %+v, %v", res, err)
 	}
 }

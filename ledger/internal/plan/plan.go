@@ -23,6 +23,9 @@ type Prepared struct {
 	// Sign, when set, builds the signed response stored beside the entry
 	// (GuardianStore.AppendSigned).
 	Sign func(ledger.Appended) ([]byte, error)
+	// Params, when set, are the request's params stored beside the entry
+	// (GuardianStore.AppendSigned).
+	Params []byte
 }
 
 // Prepare checks a record's identifiers and size and parses its entry.
@@ -122,6 +125,9 @@ type Plan struct {
 	// indexed like Results; the store writes them beside the entries. A
 	// replayed record's response is the store's to look up.
 	Signed [][]byte
+	// Params holds the request params of new entries, indexed like
+	// Results; the store writes them beside the entries.
+	Params [][]byte
 	Rows   []Row
 	Moves  []Move
 }
@@ -172,7 +178,11 @@ func Make(ps []Prepared, sessions map[string]State, stored map[Key]Stored) *Plan
 func sign(p *Plan, ps []Prepared, failed map[int]error) bool {
 	ok := true
 	for i, r := range ps {
-		if r.Sign == nil || p.Errs[i] != nil || p.Results[i].Replayed {
+		if p.Errs[i] != nil || p.Results[i].Replayed {
+			continue
+		}
+		p.Params[i] = r.Params
+		if r.Sign == nil {
 			continue
 		}
 		b, err := r.Sign(p.Results[i])
@@ -187,7 +197,7 @@ func sign(p *Plan, ps []Prepared, failed map[int]error) bool {
 }
 
 func chain(ps []Prepared, sessions map[string]State, stored map[Key]Stored, failed map[int]error) *Plan {
-	p := &Plan{Results: make([]ledger.Appended, len(ps)), Errs: make([]error, len(ps)), Signed: make([][]byte, len(ps))}
+	p := &Plan{Results: make([]ledger.Appended, len(ps)), Errs: make([]error, len(ps)), Signed: make([][]byte, len(ps)), Params: make([][]byte, len(ps))}
 	moves := make(map[string]int) // session id -> index in p.Moves
 	batch := make(map[Key]Stored)
 	for i, r := range ps {
