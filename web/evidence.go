@@ -80,7 +80,7 @@ func (s *Server) mountEvidence(r chi.Router, opts EvidenceOptions) {
 	})
 }
 
-// Errors of the evidence routes; evidenceStatus maps them.
+// Errors of the evidence routes; statusFor maps them.
 var (
 	errNoGuardianStore = errors.New("this store keeps no signed responses or policy bundles")
 	errAdminDisabled   = errors.New("the admin API is disabled: no admin token is configured")
@@ -88,29 +88,8 @@ var (
 	errMalformedBundle = errors.New("malformed evidence bundle")
 )
 
-// evidenceStatus maps the evidence routes' errors to HTTP statuses, and
-// defers to statusFor for the store's. It is the only place that does for
-// these routes.
-func evidenceStatus(err error) int {
-	switch {
-	case errors.Is(err, errUnauthorized):
-		return http.StatusUnauthorized
-	case errors.Is(err, errAdminDisabled):
-		return http.StatusForbidden
-	case errors.Is(err, errNoGuardianStore):
-		return http.StatusNotImplemented
-	case errors.Is(err, evidence.ErrRunning), errors.Is(err, replay.ErrAmbiguous):
-		return http.StatusConflict
-	case errors.Is(err, errMalformedBundle), errors.Is(err, replay.ErrBadRequest), errors.Is(err, replay.ErrParamsRequired):
-		return http.StatusBadRequest
-	case errors.Is(err, replay.ErrParamsMismatch), errors.Is(err, replay.ErrNotPolicyDecision):
-		return http.StatusUnprocessableEntity
-	}
-	return statusFor(err)
-}
-
 func (a *evidenceAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code := evidenceStatus(err)
+	code := statusFor(err)
 	msg := err.Error()
 	if code == http.StatusInternalServerError {
 		a.s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -317,7 +296,8 @@ func (a *evidenceAPI) decodeReplay(w http.ResponseWriter, r *http.Request) (*rep
 		return nil, fmt.Errorf("couldn't read the replay request: %w", err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, replay.ErrParamsRequired
+		// Nothing to override: replay the recorded request as recorded.
+		return &replayRequest{}, nil
 	}
 	if _, err := acs.Canonicalize(body); err != nil {
 		return nil, fmt.Errorf("%w: the body is not one well-formed JSON object: %v", replay.ErrBadRequest, err)

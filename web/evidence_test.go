@@ -220,6 +220,12 @@ func TestReplayRoute(t *testing.T) {
 	if err := json.Unmarshal(b, &res); err != nil || code != 200 || !res.Same || res.Replayed.Disposition != "deny" || res.SessionID != deny.SessionID || !bytes.Contains(b, []byte(`"same_decision":true`)) {
 		t.Fatalf("replay: %d %s", code, b)
 	}
+	// With no body the recorded request is replayed from the ledger alone.
+	code, _, b = do(t, "POST", base+"/decisions/"+deny.RequestID+"/replay", nil)
+	res = replay.Result{}
+	if err := json.Unmarshal(b, &res); err != nil || code != 200 || !res.Same || res.Replayed.Disposition != "deny" || !bytes.Contains(b, []byte(`"params_from":"ledger"`)) {
+		t.Fatalf("replay with no body: %d %s", code, b)
+	}
 	for _, c := range []struct {
 		name string
 		id   string
@@ -227,7 +233,6 @@ func TestReplayRoute(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"no body", deny.RequestID, nil, 400, "params are required"},
 		{"other params", deny.RequestID, []byte(`{"params":` + string(allow.Params) + `}`), 422, "request_hash"},
 		{"unknown member", deny.RequestID, body(`,"polcy_version":"x"`), 400, "polcy_version"},
 		{"duplicate member", deny.RequestID, body(`,"session_id":"a","session_id":"b"`), 400, "duplicate"},

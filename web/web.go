@@ -14,6 +14,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/evidence"
+	"github.com/acsledger/acsledger/ledger/evidence/replay"
 )
 
 // Options configure the handler. The zero value is usable.
@@ -79,6 +81,19 @@ func statusFor(err error) int {
 	switch {
 	case errors.As(err, &maxErr):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, errAdminDisabled):
+		return http.StatusForbidden
+	case errors.Is(err, errNoGuardianStore):
+		return http.StatusNotImplemented
+	case errors.Is(err, evidence.ErrRunning), errors.Is(err, replay.ErrAmbiguous),
+		errors.Is(err, replay.ErrStoredParamsMismatch):
+		return http.StatusConflict
+	case errors.Is(err, errMalformedBundle), errors.Is(err, replay.ErrBadRequest), errors.Is(err, replay.ErrParamsRequired):
+		return http.StatusBadRequest
+	case errors.Is(err, replay.ErrParamsMismatch), errors.Is(err, replay.ErrNotPolicyDecision):
+		return http.StatusUnprocessableEntity
 	case errors.Is(err, errBadRequest), errors.Is(err, ledger.ErrInvalidEntry):
 		return http.StatusBadRequest
 	case errors.Is(err, ledger.ErrNotFound):
