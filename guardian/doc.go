@@ -13,5 +13,5 @@
 // Choices where ACS is silent are listed in docs/guardian.md; the spec's MUST
 // sentences and the tests that cover them are in docs/conformance.md.
 //
-// [ACS]: https://github.com/agentcontrolstandard/acs
+// [ACS]: https://github.com/GenAI-Security-Project/agent-control-standard
 package guardian
