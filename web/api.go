@@ -14,6 +14,7 @@ import (
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/evidence"
 )
 
 type appendedJSON struct {
@@ -194,32 +195,10 @@ func (s *Server) streamChain(w http.ResponseWriter, r *http.Request, id string) 
 			fmt.Fprintf(bw, "{\"error\":%q}\n", "stream interrupted")
 			break
 		}
-		bw.Write(WithLinks(e.Content, e.EntryHash, e.PreviousHash))
+		bw.Write(evidence.FullEntry(e.Content, e.EntryHash, e.PreviousHash))
 		bw.WriteByte('\n')
 	}
 	bw.Flush()
-}
-
-// WithLinks returns the complete ContextEntry: the canonical content with
-// its entry_hash and previous_hash members appended. The result is not
-// itself canonical; hashing it by ACS §8.2 gives back entryHash.
-func WithLinks(content []byte, entryHash acs.Hash, prev *acs.Hash) []byte {
-	out := make([]byte, 0, len(content)+160)
-	out = append(out, content[:len(content)-1]...)
-	if len(content) > 2 {
-		out = append(out, ',')
-	}
-	out = append(out, `"entry_hash":"`...)
-	out = append(out, entryHash.String()...)
-	out = append(out, `","previous_hash":`...)
-	if prev == nil {
-		out = append(out, "null"...)
-	} else {
-		out = append(out, '"')
-		out = append(out, prev.String()...)
-		out = append(out, '"')
-	}
-	return append(out, '}')
 }
 
 func timeParam(v, name string) (time.Time, error) {
