@@ -9,7 +9,7 @@ import (
 // policy bundle". docs/policy.md lists its rules and reason codes.
 const (
 	BaselineID      = "acsledger-baseline"
-	BaselineVersion = "1.0.0"
+	BaselineVersion = "1.1.0"
 )
 
 //go:embed baseline/*.rego baseline/data.json

@@ -38,7 +38,7 @@ func TestBundleFromRecord(t *testing.T) {
 		says   string
 	}{
 		"digest of other content": {func(r *ledger.PolicyBundle) { r.Digest = strings.Repeat("0", 64) }, "not the recorded digest"},
-		"other version":           {func(r *ledger.PolicyBundle) { r.Version = "9.9.9" }, "content names acsledger-baseline@1.0.0"},
+		"other version":           {func(r *ledger.PolicyBundle) { r.Version = "9.9.9" }, "content names acsledger-baseline@1.1.0"},
 		"not canonical": {func(r *ledger.PolicyBundle) {
 			r.Content = append([]byte(" "), r.Content...)
 			r.Digest = digestOf(r.Content)

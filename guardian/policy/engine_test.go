@@ -385,7 +385,7 @@ func TestReplayUnderNewerPolicy(t *testing.T) {
 		`decision: "allow" != "deny"`,
 		`reasoning: "" != "a downloaded script would run without review (download piped or substituted into an interpreter)"`,
 		`reason_codes: null != ["remote_code_execution"]`,
-		`policy_references: [{"policy_id":"tiny","policy_version":"2026.03","rule_id":"tiny.allow"}] != [{"policy_id":"acsledger-baseline","policy_version":"1.0.0","rule_id":"shell.pipe_remote_to_interpreter"}]`,
+		`policy_references: [{"policy_id":"tiny","policy_version":"2026.03","rule_id":"tiny.allow"}] != [{"policy_id":"acsledger-baseline","policy_version":"1.1.0","rule_id":"shell.pipe_remote_to_interpreter"}]`,
 	}
 	if strings.Join(diff, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("Diff =\n%s\nwant\n%s", strings.Join(diff, "\n"), strings.Join(want, "\n"))
@@ -498,7 +498,7 @@ func TestDecisionJSONIsAnACSResult(t *testing.T) {
 	must(t, err)
 	want := `{"decision":"modify","reasoning":"a GitHub token was redacted from /payload/arguments/command/value",` +
 		`"reason_codes":["secret_detected"],` +
-		`"policy_references":[{"policy_id":"acsledger-baseline","policy_version":"1.0.0","rule_id":"secrets.github_token"}],` +
+		`"policy_references":[{"policy_id":"acsledger-baseline","policy_version":"1.1.0","rule_id":"secrets.github_token"}],` +
 		`"policy_data":{"secrets":{"github_token":["/payload/arguments/command/value"]}},` +
 		`"modifications":{"redactions":[{"path":"/payload/arguments/command/value","replacement":"export T=[REDACTED]"}]}}`
 	if string(raw) != want {

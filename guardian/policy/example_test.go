@@ -38,7 +38,7 @@ func ExampleEngine_Decide() {
 	}
 	fmt.Println(d.Disposition, d.ReasonCodes, d.PolicyReferences[0].RuleID)
 	// Output:
-	// recorded acsledger-baseline@1.0.0
+	// recorded acsledger-baseline@1.1.0
 	// deny [remote_code_execution] shell.pipe_remote_to_interpreter
 }
 
@@ -68,7 +68,7 @@ decision := {"decision": "allow", "rule_ids": ["team.allow_all"]}
 	// decision: "allow" != "modify"
 	// reasoning: "" != "an AWS access key id was redacted from /payload/message/content"
 	// reason_codes: null != ["secret_detected"]
-	// policy_references: [{"policy_id":"team","policy_version":"1","rule_id":"team.allow_all"}] != [{"policy_id":"acsledger-baseline","policy_version":"1.0.0","rule_id":"secrets.aws_access_key_id"}]
+	// policy_references: [{"policy_id":"team","policy_version":"1","rule_id":"team.allow_all"}] != [{"policy_id":"acsledger-baseline","policy_version":"1.1.0","rule_id":"secrets.aws_access_key_id"}]
 	// policy_data: null != {"secrets":{"aws_access_key_id":["/payload/message/content"]}}
 	// modifications: null != {"redactions":[{"path":"/payload/message/content","replacement":"deploy with key [REDACTED]"}]}
 }

@@ -16,14 +16,14 @@ capability := input.params.payload.capability if input.method == "steps/toolCall
 # args maps an argument name to its value, the JSON pointer (RFC 6901) of the
 # value inside the request params, and its provenance (ACS §7), or null.
 args[k] := {
-	"value": a.value,
+	"value": v,
 	"pointer": concat("", ["/payload/arguments/", escape(k), "/value"]),
 	"provenance": object.get(a, "provenance", null),
 } if {
 	input.method == "steps/toolCallRequest"
 	some k, a in input.params.payload.arguments
 	is_object(a)
-	"value" in object.keys(a)
+	v := a.value
 }
 
 # A native argument that is not {value, provenance} is taken as a bare value.
@@ -48,11 +48,15 @@ args[k] := {
 
 bare_object_with_value(a) if {
 	is_object(a)
-	"value" in object.keys(a)
+	_ := a.value
 }
 
 # escape makes s one JSON pointer reference token (RFC 6901 §3).
-escape(s) := replace(replace(s, "~", "~0"), "/", "~1")
+escape(s) := replace(replace(s, "~", "~0"), "/", "~1") if contains(s, "~")
+
+else := replace(s, "/", "~1") if contains(s, "/")
+
+else := s
 
 # commands are the shell command lines the call would run: raw_command, the
 # string arguments conventionally holding a command, and every top-level

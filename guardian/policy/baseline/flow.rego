@@ -71,8 +71,19 @@ consequential if call.capability in data.guardian.consequential_capabilities
 tainted[k] := srcs if {
 	some k, a in call.args
 	is_object(a.provenance)
+	not plainly_trusted(a.provenance.provenance_id)
 	srcs := untrusted_sources(a.provenance.provenance_id)
 	count(srcs) > 0
+}
+
+# plainly_trusted(id) holds for a trusted node with no lineage, the common
+# case (user input), whose untrusted_sources are empty without walking the
+# graph.
+plainly_trusted(id) if {
+	p := nodes[id]
+	p.origin != "agent_generated"
+	trusted_node(p)
+	count(object.get(p, "derived_from", [])) == 0
 }
 
 tainted_args := sort(object.keys(tainted))

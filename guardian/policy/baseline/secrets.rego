@@ -20,15 +20,15 @@ patterns := [
 	{"kind": "google_api_key", "re": `()\bAIza[0-9A-Za-z_\-]{35}()`},
 ]
 
-all_patterns := concat("|", [sprintf("(?:%s)", [p.re]) | some p in patterns])
+# all_patterns is every pattern in one alternation, each wrapped as
+# (?:re), in the order of patterns; replacement keeps every pattern's
+# "before" group, then the mark, then its "after" group (only the groups of
+# the alternative that matched are non-empty). Both are written out rather
+# than built with concat and sprintf, which would run on every decision;
+# TestBaselineDerivedConstants checks them against patterns.
+all_patterns := `(?:()\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b())|(?:((?i:aws_?secret_?access_?key|aws_?secret)["']?\s*[:=]\s*["']?)[A-Za-z0-9/+]{40}())|(?:()\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b())|(?:()\bgithub_pat_[A-Za-z0-9_]{22,255}\b())|(?:()-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)())|(?:((?i:\bbearer)\s+)[A-Za-z0-9\-._~+/]{16,}=*())|(?:(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]+:)[^/\s@]+(@))|(?:()\bxox[abposr]-[A-Za-z0-9-]{10,}())|(?:()\b[sr]k_live_[A-Za-z0-9]{20,}())|(?:()\bAIza[0-9A-Za-z_\-]{35}())`
 
-# replacement keeps every pattern's "before" group, then the mark, then its
-# "after" group; only the groups of the alternative that matched are non-empty.
-replacement := concat("", [
-	concat("", [sprintf("${%d}", [(2 * i) + 1]) | some i, _ in patterns]),
-	"[REDACTED]",
-	concat("", [sprintf("${%d}", [(2 * i) + 2]) | some i, _ in patterns]),
-])
+replacement := "${1}${3}${5}${7}${9}${11}${13}${15}${17}${19}[REDACTED]${2}${4}${6}${8}${10}${12}${14}${16}${18}${20}"
 
 # scope is the part of the params a step's content lives in, and the JSON
 # pointer prefix of that part.
@@ -36,18 +36,31 @@ scope := {"doc": input.params.payload, "prefix": "/payload"} if startswith(input
 
 scope := {"doc": input.params.params, "prefix": "/params"} if startswith(input.method, "protocols/MCP/")
 
+# hits are the strings in scope that match some secret pattern. Walking
+# without paths is cheap, so the common step, which carries no secret,
+# never builds a path.
+hits := {value |
+	walk(scope.doc, [_, value])
+	is_string(value)
+	regex.match(all_patterns, value)
+}
+
 # suspects maps the JSON pointer of every string in scope that matches some
 # secret pattern to the string. Provenance objects are facts about the
 # data, not the data, and are left alone.
 suspects[ptr] := value if {
+	count(hits) > 0
 	walk(scope.doc, [path, value])
-	is_string(value)
-	regex.match(all_patterns, value)
+	value in hits
 	not "provenance" in path
 	ptr := concat("", [scope.prefix, concat("", [concat("", ["/", escape(sprintf("%v", [seg]))]) | some seg in path])])
 }
 
-escape(s) := replace(replace(s, "~", "~0"), "/", "~1")
+escape(s) := replace(replace(s, "~", "~0"), "/", "~1") if contains(s, "~")
+
+else := replace(s, "/", "~1") if contains(s, "/")
+
+else := s
 
 # leaks maps the pointer of every string that carries a secret to the kinds
 # of secret it carries.

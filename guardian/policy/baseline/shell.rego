@@ -20,15 +20,24 @@ normalize(c) := n if {
 	n := trim_space(regex.replace(d, `[ \t\r\n]+`, " "))
 }
 
-# suspicious are the normalized command lines that mention anything a rule
-# below looks for; the others (ls, npm test, go build ...) skip the
-# analysis.
+# findings are the destructive commands found, computed only when some
+# command line is suspicious: most steps stop here.
+findings := destructive if count(suspicious) > 0
+
+else := set()
+
+# suspicious are the normalized command lines that could meet some rule
+# below; the others (ls, git status, go test, cat ...) skip the analysis.
+# trigger names what each rule needs: the commands the rules look at, and
+# for git push, find -delete/-exec and download-and-run the other word or
+# the pipe or parenthesis those rules need too. Writes to a block device
+# (dd, tee, cp, install, blkdiscard, redirection) all name /dev/.
 suspicious contains line if {
 	some line in normalized
 	regex.match(trigger, line)
 }
 
-trigger := `(?i)\b(?:rm|rmdir|shred|srm|find|mkfs|mke2fs|mkswap|wipefs|newfs|format|diskutil|dd|tee|cp|install|blkdiscard|chmod|chown|chgrp|setfacl|git|curl|wget|fetch|aria2c|https?|xh|iwr|irm|invoke-webrequest|invoke-restmethod|iex|invoke-expression|function)\b|/dev/|\(\s*\)|%0`
+trigger := `(?i)\b(?:rm|rmdir|shred|srm|mkfs|mke2fs|mkswap|wipefs|newfs|format|diskutil|chmod|chown|chgrp|setfacl|function)\b|\bfind\b.*-(?:delete|exec|ok)|\bgit\b.*\bpush\b|\b(?:curl|wget|fetch|aria2c|https?|xh|iwr|irm|invoke-webrequest|invoke-restmethod|iex|invoke-expression)\b.*[|(]|[|(].*\b(?:curl|wget|fetch|aria2c|https?|xh|iwr|irm|invoke-webrequest|invoke-restmethod|iex|invoke-expression)\b|/dev/|\(\s*\)|%0`
 
 # invocations are the simple commands of every command line: the first word
 # of each segment after any wrappers (sudo -u root, env A=b, nohup, timeout
@@ -43,17 +52,7 @@ invocations contains {"cmd": regex.replace(ws[0], `^.*/`, ""), "args": array.sli
 # wrappers matches the words before a command that run it rather than being
 # it: wrapper commands, their options (with the value of the options that
 # take one), variable assignments and durations.
-wrappers := concat("", [
-	`^\s*(?:(?:`,
-	`(?:\S*/)?(?:sudo|doas|env|nohup|time|nice|ionice|command|exec|builtin|xargs|timeout|stdbuf|busybox|`,
-	`sh|bash|zsh|dash|ksh|eval|watch|setsid|unbuffer|\{|!)`,
-	`|chroot\s+\S+`,
-	`|-[ugUCsnph]\s+\S+`,
-	`|-\S*`,
-	`|[A-Za-z_][A-Za-z0-9_]*=\S*`,
-	`|[0-9]+[smhd]?`,
-	`)(?:\s+|$))*`,
-])
+wrappers := `^\s*(?:(?:(?:\S*/)?(?:sudo|doas|env|nohup|time|nice|ionice|command|exec|builtin|xargs|timeout|stdbuf|busybox|sh|bash|zsh|dash|ksh|eval|watch|setsid|unbuffer|\{|!)|chroot\s+\S+|-[ugUCsnph]\s+\S+|-\S*|[A-Za-z_][A-Za-z0-9_]*=\S*|[0-9]+[smhd]?)(?:\s+|$))*`
 
 critical_paths := {p | some p in data.guardian.shell.critical_paths}
 
@@ -82,7 +81,7 @@ recursive(args) if short_flag(args, "rR")
 
 recursive(args) if "--recursive" in args
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.rm_recursive_critical_path",
 	"reason_codes": ["destructive_command", "recursive_delete_critical_path"],
@@ -95,7 +94,7 @@ findings contains {
 	critical(t)
 }
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.rm_no_preserve_root",
 	"reason_codes": ["destructive_command", "recursive_delete_critical_path"],
@@ -106,7 +105,7 @@ findings contains {
 	"--no-preserve-root" in inv.args
 }
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.find_delete_critical_path",
 	"reason_codes": ["destructive_command", "recursive_delete_critical_path"],
@@ -128,7 +127,7 @@ find_deletes(args) if {
 }
 
 # cd / && rm -rf *: the target is relative, but the directory is not.
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.rm_recursive_after_cd_critical_path",
 	"reason_codes": ["destructive_command", "recursive_delete_critical_path"],
@@ -145,7 +144,7 @@ findings contains {
 	t := m[3]
 }
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.format_filesystem",
 	"reason_codes": ["destructive_command", "filesystem_format"],
@@ -155,7 +154,7 @@ findings contains {
 	regex.match(`^(?:mkfs(?:\..+)?|mke2fs|mkswap|wipefs|newfs(?:_.+)?|format)$`, inv.cmd)
 }
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.format_filesystem",
 	"reason_codes": ["destructive_command", "filesystem_format"],
@@ -169,7 +168,7 @@ findings contains {
 
 block_device := `/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme[0-9]|mmcblk[0-9]|r?disk[0-9]|md[0-9]|dm-[0-9]|mapper/|loop[0-9]|root\b)`
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.write_block_device",
 	"reason_codes": ["destructive_command", "raw_device_write"],
@@ -181,7 +180,7 @@ findings contains {
 	regex.match(concat("", [`^of=`, block_device]), a)
 }
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.write_block_device",
 	"reason_codes": ["destructive_command", "raw_device_write"],
@@ -203,7 +202,7 @@ device_targets(inv) := [ops[count(ops) - 1]] if {
 	count(ops) > 1
 }
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.write_block_device",
 	"reason_codes": ["destructive_command", "raw_device_write"],
@@ -213,7 +212,7 @@ findings contains {
 	regex.match(concat("", [`>>?\s*`, block_device]), line)
 }
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.fork_bomb",
 	"reason_codes": ["destructive_command", "fork_bomb"],
@@ -229,7 +228,7 @@ findings contains {
 	contains(s, concat("", [f, "|", f, "&"]))
 }
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.fork_bomb",
 	"reason_codes": ["destructive_command", "fork_bomb"],
@@ -239,32 +238,38 @@ findings contains {
 	contains(regex.replace(line, `\s+`, ""), "%0|%0")
 }
 
-interpreter := `(?:\S*/)?(?:sh|bash|zsh|dash|ksh|fish|csh|tcsh|python[0-9.]*|perl|ruby|node|php|osascript)\b`
+# remote_patterns each spot a downloaded script run without review;
+# remote_execution is all of them in one alternation, each wrapped as
+# (?:p), written out so that no decision pays for building it
+# (TestBaselineDerivedConstants checks it against remote_patterns). In the
+# patterns, an interpreter is (?:\S*/)?(?:sh|bash|zsh|dash|ksh|fish|csh|
+# tcsh|python[0-9.]*|perl|ruby|node|php|osascript)\b and a downloader is
+# \b(?:curl|wget|fetch|aria2c|http|https|xh)\b.
+remote_patterns := [
+	# curl https://x | sudo bash, wget -qO- x | sh -s --
+	`\b(?:curl|wget|fetch|aria2c|http|https|xh)\b[^;&]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?(?:\S*/)?(?:sh|bash|zsh|dash|ksh|fish|csh|tcsh|python[0-9.]*|perl|ruby|node|php|osascript)\b`,
+	# bash <(curl x), source <(curl x)
+	`(?:(?:\S*/)?(?:sh|bash|zsh|dash|ksh|fish|csh|tcsh|python[0-9.]*|perl|ruby|node|php|osascript)\b|\bsource|\.)\s+(?:-\S+\s+)*<\(\s*\b(?:curl|wget|fetch|aria2c|http|https|xh)\b`,
+	# sh -c "$(curl x)", eval "$(wget -O- x)"
+	`(?:(?:\S*/)?(?:sh|bash|zsh|dash|ksh|fish|csh|tcsh|python[0-9.]*|perl|ruby|node|php|osascript)\b|\beval)\s+(?:-\S+\s+)*\$\(\s*\b(?:curl|wget|fetch|aria2c|http|https|xh)\b`,
+	# PowerShell: iwr x | iex, iex (irm x)
+	`(?i)\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|curl|wget)\b.*\|\s*(?:iex|invoke-expression)\b`,
+	`(?i)\b(?:iex|invoke-expression)\s*\(\s*(?:iwr|irm|invoke-webrequest|invoke-restmethod|new-object\s+net\.webclient)`,
+]
 
-downloader := `\b(?:curl|wget|fetch|aria2c|http|https|xh)\b`
+remote_execution := `(?:\b(?:curl|wget|fetch|aria2c|http|https|xh)\b[^;&]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?(?:\S*/)?(?:sh|bash|zsh|dash|ksh|fish|csh|tcsh|python[0-9.]*|perl|ruby|node|php|osascript)\b)|(?:(?:(?:\S*/)?(?:sh|bash|zsh|dash|ksh|fish|csh|tcsh|python[0-9.]*|perl|ruby|node|php|osascript)\b|\bsource|\.)\s+(?:-\S+\s+)*<\(\s*\b(?:curl|wget|fetch|aria2c|http|https|xh)\b)|(?:(?:(?:\S*/)?(?:sh|bash|zsh|dash|ksh|fish|csh|tcsh|python[0-9.]*|perl|ruby|node|php|osascript)\b|\beval)\s+(?:-\S+\s+)*\$\(\s*\b(?:curl|wget|fetch|aria2c|http|https|xh)\b)|(?:(?i)\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|curl|wget)\b.*\|\s*(?:iex|invoke-expression)\b)|(?:(?i)\b(?:iex|invoke-expression)\s*\(\s*(?:iwr|irm|invoke-webrequest|invoke-restmethod|new-object\s+net\.webclient))`
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.pipe_remote_to_interpreter",
 	"reason_codes": ["remote_code_execution"],
 	"reasoning": "a downloaded script would run without review (download piped or substituted into an interpreter)",
 } if {
 	some line in suspicious
-	some pattern in [
-		# curl https://x | sudo bash, wget -qO- x | sh -s --
-		concat("", [downloader, `[^;&]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?`, interpreter]),
-		# bash <(curl x), source <(curl x)
-		concat("", [`(?:`, interpreter, `|\bsource|\.)\s+(?:-\S+\s+)*<\(\s*`, downloader]),
-		# sh -c "$(curl x)", eval "$(wget -O- x)"
-		concat("", [`(?:`, interpreter, `|\beval)\s+(?:-\S+\s+)*\$\(\s*`, downloader]),
-		# PowerShell: iwr x | iex, iex (irm x)
-		`(?i)\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|curl|wget)\b.*\|\s*(?:iex|invoke-expression)\b`,
-		`(?i)\b(?:iex|invoke-expression)\s*\(\s*(?:iwr|irm|invoke-webrequest|invoke-restmethod|new-object\s+net\.webclient)`,
-	]
-	regex.match(pattern, line)
+	regex.match(remote_execution, line)
 }
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.recursive_permission_change_critical_path",
 	"reason_codes": ["destructive_command", "permission_change_critical_path"],
@@ -277,7 +282,7 @@ findings contains {
 	critical(t)
 }
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.world_writable_root",
 	"reason_codes": ["destructive_command", "permission_change_critical_path"],
@@ -327,7 +332,7 @@ pushes_earlier(args, i) if {
 	a == "push"
 }
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.git_force_push_protected_branch",
 	"reason_codes": ["protected_branch_rewrite"],
@@ -342,7 +347,7 @@ findings contains {
 	force_push(args, refspec)
 }
 
-findings contains {
+destructive contains {
 	"disposition": "deny",
 	"rule_id": "shell.git_delete_protected_branch",
 	"reason_codes": ["protected_branch_rewrite"],
