@@ -142,6 +142,7 @@ type session struct {
 	requested map[string][]string // their requested capabilities
 	grants    []string            // this_request grants for the next step
 	prov      provenanceLog       // provenance objects seen in committed steps
+	seen      seenSet             // request_ids and nonces recorded for the session
 }
 
 // New checks cfg and returns a Guardian.

@@ -285,13 +285,50 @@ func (g *Guardian) recordRequest(ctx context.Context, req *request) (*rpcerr.Err
 	case err == nil:
 		return nil, nil
 	case errors.Is(err, ledger.ErrReplay):
-		what := fmt.Sprintf("request_id %s", req.requestID)
-		if req.nonce != "" {
-			what += " or its nonce"
-		}
-		return refuse(rpcerr.ReplayDetected, "replay_detected",
-			fmt.Sprintf("session %s has already seen %s", req.sessionID, what), "request_id", req.requestID), nil
+		return replayRefusal(req), nil
 	default:
 		return nil, fmt.Errorf("couldn't record request %s of session %s: %w", req.requestID, req.sessionID, err)
+	}
+}
+
+// replayRefusal is the answer to a request whose request_id or nonce its
+// session has already seen.
+func replayRefusal(req *request) *rpcerr.Error {
+	what := fmt.Sprintf("request_id %s", req.requestID)
+	if req.nonce != "" {
+		what += " or its nonce"
+	}
+	return refuse(rpcerr.ReplayDetected, "replay_detected",
+		fmt.Sprintf("session %s has already seen %s", req.sessionID, what), "request_id", req.requestID)
+}
+
+// seenSet is the in-memory part of a session's replay history: the
+// request_ids and nonces this Guardian has recorded for it. It only saves
+// replays a trip to the ledger and a policy evaluation; the ledger's
+// history is the authority (it survives restarts).
+type seenSet struct {
+	ids    map[string]struct{}
+	nonces map[string]struct{}
+}
+
+// maxSeen bounds a session's set; past it, the set starts over and the
+// ledger alone catches older replays.
+const maxSeen = 1 << 16
+
+func (s *seenSet) has(requestID, nonce string) bool {
+	if _, ok := s.ids[requestID]; ok {
+		return true
+	}
+	_, ok := s.nonces[nonce]
+	return ok && nonce != ""
+}
+
+func (s *seenSet) add(requestID, nonce string) {
+	if s.ids == nil || len(s.ids) >= maxSeen {
+		s.ids, s.nonces = make(map[string]struct{}), make(map[string]struct{})
+	}
+	s.ids[requestID] = struct{}{}
+	if nonce != "" {
+		s.nonces[nonce] = struct{}{}
 	}
 }

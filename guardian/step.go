@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -109,10 +110,11 @@ func (g *Guardian) step(ctx context.Context, req *request) []byte {
 	if e != nil {
 		return g.errorResponse(req.id, e, s.signer)
 	}
-	if e, err := g.recordRequest(ctx, req); err != nil {
-		return g.ledgerFailure(ctx, req, s, Decision{}, err)
-	} else if e != nil {
-		return g.errorResponse(req.id, e, s.signer)
+	// The durable replay check is made with the append (AppendRequest);
+	// a request this Guardian already saw in the session is refused here,
+	// before the policy runs.
+	if s.seen.has(req.requestID, req.nonce) {
+		return g.errorResponse(req.id, replayRefusal(req), s.signer)
 	}
 	return g.decideAndAppend(ctx, req, s, newIntent, intentEvent)
 }
@@ -182,6 +184,14 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		if err != nil {
 			g.cfg.Logger.Error("guardian: policy failed", "session_id", s.id, "method", req.method, "err", err)
 			if g.cfg.OnDecisionFailure != PostureDeny {
+				// No entry is written, so the replay history is
+				// written on its own.
+				if e, err := g.recordRequest(ctx, req); err != nil {
+					return g.ledgerFailure(ctx, req, s, Decision{}, err)
+				} else if e != nil {
+					return g.errorResponse(req.id, e, s.signer)
+				}
+				s.seen.add(req.requestID, req.nonce)
 				return g.errorResponse(req.id, refuse(rpcerr.InternalError, ReasonPolicyFailure,
 					"the policy could not reach a decision; apply the negotiated on_decision_failure posture"), s.signer)
 			}
@@ -233,7 +243,10 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	// the signature, and leaves only after the ledger committed both. The
 	// params go beside the entry, which holds only their hash, so that a
 	// replay can rebuild the policy's input from the ledger alone.
-	app, out, err := g.cfg.Store.AppendSigned(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: entryJSON}, req.params,
+	// The replay key is recorded in the same transaction, so a replay is
+	// refused before any answer leaves (ACS §10.3).
+	seen := ledger.Seen{RequestID: req.requestID, Nonce: req.nonce, At: g.cfg.Clock()}
+	app, out, err := g.cfg.Store.AppendRequest(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: entryJSON}, req.params, seen,
 		func(a ledger.Appended) ([]byte, error) {
 			res.ChainHash = a.EntryHash.String()
 			b, err := json.Marshal(response{JSONRPC: "2.0", ID: req.id, Result: res})
@@ -242,9 +255,14 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 			}
 			return sig.SignEnvelope(b, sig.Result, s.signer)
 		})
+	if errors.Is(err, ledger.ErrReplay) {
+		s.seen.add(req.requestID, req.nonce)
+		return g.errorResponse(req.id, replayRefusal(req), s.signer)
+	}
 	if err != nil {
 		return g.ledgerFailure(ctx, req, s, d, err)
 	}
+	s.seen.add(req.requestID, req.nonce)
 	head := app.EntryHash
 	s.head, s.length = &head, app.Position+1
 	s.prov.add(req.payload)

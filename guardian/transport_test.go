@@ -187,7 +187,13 @@ func TestConcurrentSessions(t *testing.T) {
 // TestRestart: a Guardian started over an existing ledger continues a
 // session's chain from the stored head after a new handshake.
 func TestRestart(t *testing.T) {
-	s := newSetup(t, "sqlite", nil)
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) { testRestart(t, kind) })
+	}
+}
+
+func testRestart(t *testing.T, kind string) {
+	s := newSetup(t, kind, nil)
 	a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
 	tp := newHTTP(t, s.g)
 	mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
@@ -200,8 +206,12 @@ func TestRestart(t *testing.T) {
 	}
 	tp2 := newHTTP(t, g2)
 	mustResult(t, decode(t, tp2.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
-	// The replay history is the ledger's, so it survives the restart.
+	// The replay history is the ledger's, so it survives the restart: the
+	// new Guardian has no memory of the request, the ledger refuses it.
 	mustError(t, decode(t, tp2.send(t, startBody)), -32005, "replay_detected", "has already seen request_id")
+	if sess, err := s.store.Session(context.Background(), a.sessionID); err != nil || sess.Length != 1 {
+		t.Fatalf("after the replay: %+v, %v; want the one entry", sess, err)
+	}
 	r := decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), func(p map[string]any) {
 		p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": first.str("chain_hash")}
 	})))
@@ -271,5 +281,68 @@ func TestHTTPPostOnly(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != http.MethodPost {
 		t.Fatalf("GET: status %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+}
+
+// TestConcurrentReplay: the same signed request sent many times at once in
+// one session, to two Guardians over one ledger (so that neither one's
+// memory decides), is chained once; every other copy is REPLAY_DETECTED,
+// and none carries a decision.
+func TestConcurrentReplay(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			s := newSetup(t, kind, nil)
+			g2, err := guardian.New(s.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tps := []*httpTransport{newHTTP(t, s.g), newHTTP(t, g2)}
+			a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
+			for _, tp := range tps {
+				mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+			}
+			body := a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)
+			const copies = 6
+			answers := make([][]byte, copies)
+			errs := make([]error, copies)
+			var wg sync.WaitGroup
+			for i := range copies {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					resp, err := http.Post(tps[i%2].url, "application/json", bytes.NewReader(body))
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					defer resp.Body.Close()
+					answers[i], errs[i] = io.ReadAll(resp.Body)
+				}()
+			}
+			wg.Wait()
+			allowed := 0
+			var head string
+			for i, ans := range answers {
+				if errs[i] != nil {
+					t.Fatal(errs[i])
+				}
+				r := decode(t, ans)
+				if r.Error == nil {
+					if r.decision() != "allow" {
+						t.Fatalf("copy %d: %s", i, r.raw)
+					}
+					allowed++
+					head = r.str("chain_hash")
+					continue
+				}
+				mustError(t, r, -32005, "replay_detected", "has already seen request_id")
+			}
+			if allowed != 1 {
+				t.Fatalf("%d copies allowed, want exactly 1", allowed)
+			}
+			if es := verifyStoredChain(t, s.store, a.sessionID, head); len(es) != 1 {
+				t.Fatalf("%d entries stored, want 1", len(es))
+			}
+		})
 	}
 }

@@ -26,6 +26,14 @@ var ErrReplay = errors.New("replayed request")
 // result and the response stored with it, without calling sign and without
 // storing params again.
 //
+// AppendRequest is AppendSigned for the entry of a request that carries a
+// replay key: in the same transaction it records seen as RecordRequest
+// does. If the session has already seen seen.RequestID or seen.Nonce, or
+// already holds an entry with the entry's step_id, it returns an error
+// wrapping ErrReplay and writes nothing else: no entry, no response, no
+// params. Concurrent appends with the same key in one session commit at
+// most one; the others get ErrReplay.
+//
 // Response returns the exact bytes of the response stored beside a
 // session's entry at position, or ErrNotFound.
 //
@@ -44,12 +52,21 @@ var ErrReplay = errors.New("replayed request")
 type GuardianStore interface {
 	Store
 	AppendSigned(ctx context.Context, r Record, params []byte, sign func(Appended) ([]byte, error)) (Appended, []byte, error)
+	AppendRequest(ctx context.Context, r Record, params []byte, seen Seen, sign func(Appended) ([]byte, error)) (Appended, []byte, error)
 	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
 	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)
 	RecordRequest(ctx context.Context, sessionID, requestID, nonce string, at time.Time) error
 	PutPolicyBundle(ctx context.Context, b PolicyBundle) error
 	PolicyBundle(ctx context.Context, id, version string) (PolicyBundle, error)
 	PolicyBundles(ctx context.Context) ([]PolicyBundle, error)
+}
+
+// Seen is a request's replay key (ACS §10.3): its request_id and nonce
+// ("" when it had none), and when the Guardian saw it.
+type Seen struct {
+	RequestID string
+	Nonce     string
+	At        time.Time
 }
 
 // PolicyBundle is one recorded version of a policy bundle (ACS §12.1).

@@ -57,18 +57,21 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 		var p *plan.Plan
 		err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
+			// Replay keys are claimed once per transaction, with the
+			// first read; records they refuse stay refused on a re-plan.
+			var refused map[int]error
 			// The first attempt assumes no record is a retry and skips the
 			// step lookup; if one is, the (session_id, step_id) key refuses
 			// the insert and the next attempt looks steps up.
 			// Records with a signer always look steps up: a retry must not
 			// be signed as a new entry.
-			if p, err = s.plan(ctx, tx, ps, attempt > 1 || anySigner(ps)); err != nil {
+			if p, err = s.plan(ctx, tx, ps, attempt > 1 || anySigner(ps), true, &refused); err != nil {
 				return err
 			}
 			// A failing record may be a retry judged without its stored
 			// original: judge again with the lookup.
 			if attempt == 1 && p.Failed() != nil {
-				if p, err = s.plan(ctx, tx, ps, true); err != nil {
+				if p, err = s.plan(ctx, tx, ps, true, false, &refused); err != nil {
 					return err
 				}
 			}
@@ -105,8 +108,10 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 
 // plan reads the touched sessions' heads and, with lookup, any stored
 // entries with the same (session, step_id), in one round trip, and plans ps
-// against them.
-func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup bool) (*plan.Plan, error) {
+// against them. With claim, that round trip also inserts the records'
+// replay keys and sets *refused to the records whose key was a replay;
+// either way the records in *refused are left out of the plan.
+func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup, claim bool, refused *map[int]error) (*plan.Plan, error) {
 	keySessions, keySteps := make([]string, len(ps)), make([]string, len(ps))
 	for i, p := range ps {
 		keySessions[i], keySteps[i] = p.SessionID, p.Entry.StepID
@@ -116,6 +121,9 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup 
 	// compare-and-swap catches a stale one and the retry reads afresh.
 	states, missing := s.heads.get(plan.SessionIDs(ps), !lookup)
 	b := &pgx.Batch{}
+	if claim {
+		queueClaim(b, ps, refused)
+	}
 	if len(missing) > 0 {
 		b.Queue(q["SessionStates"], missing).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -152,7 +160,7 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup 
 			return nil, fmt.Errorf("couldn't read session state: %w", err)
 		}
 	}
-	return plan.Make(ps, states, stored), nil
+	return plan.MakeExcept(ps, states, stored, *refused), nil
 }
 
 // write inserts a plan's new sessions and entries and moves its heads: one

@@ -27,6 +27,44 @@ func (s *Store) AppendSigned(ctx context.Context, r ledger.Record, params []byte
 	return s.committer.Append(ctx, p)
 }
 
+// AppendRequest implements ledger.GuardianStore. The replay key is
+// inserted in the group's transaction, before the entries are planned.
+func (s *Store) AppendRequest(ctx context.Context, r ledger.Record, params []byte, seen ledger.Seen, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
+	if err := plan.CheckRequest(r.SessionID, seen.RequestID, seen.Nonce); err != nil {
+		return ledger.Appended{}, nil, err
+	}
+	p, err := plan.Prepare(0, r, s.opts.EntryCap())
+	if err != nil {
+		return ledger.Appended{}, nil, err
+	}
+	p.Sign, p.Params, p.Seen = sign, params, &seen
+	return s.committer.Append(ctx, p)
+}
+
+// claim inserts the replay keys of ps in tx and returns the records whose
+// key the session had already seen.
+func claim(ctx context.Context, tx *sql.Tx, ps []plan.Prepared) (map[int]error, error) {
+	var refused map[int]error
+	for i, p := range ps {
+		if p.Seen == nil {
+			continue
+		}
+		res, err := tx.ExecContext(ctx, sqlq.Must(q, "RecordRequest"), p.SessionID, p.Seen.RequestID, p.Seen.Nonce, p.Seen.At.UnixMicro())
+		if err != nil {
+			return nil, fmt.Errorf("couldn't record request %q of session %q: %w", p.Seen.RequestID, p.SessionID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, err
+		} else if n == 0 {
+			if refused == nil {
+				refused = make(map[int]error)
+			}
+			refused[i] = plan.ReplayError(p.SessionID, *p.Seen)
+		}
+	}
+	return refused, nil
+}
+
 // Response implements ledger.GuardianStore.
 func (s *Store) Response(ctx context.Context, sessionID string, position int64) ([]byte, error) {
 	var b []byte

@@ -235,7 +235,11 @@ func (s *Store) plan(ctx context.Context, tx *sql.Tx, ps []plan.Prepared) (*plan
 		old.PreviousHash = hashPtr(ph)
 		stored[k] = old
 	}
-	return plan.Make(ps, states, stored), nil
+	refused, err := claim(ctx, tx, ps)
+	if err != nil {
+		return nil, err
+	}
+	return plan.MakeExcept(ps, states, stored, refused), nil
 }
 
 // writePlan writes a plan's sessions, entries and head moves.

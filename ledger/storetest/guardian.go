@@ -22,6 +22,8 @@ var guardianTests = []struct {
 	{"AppendSigned", testAppendSigned},
 	{"AppendSignedConcurrent", testAppendSignedConcurrent},
 	{"RecordRequest", testRecordRequest},
+	{"AppendRequest", testAppendRequest},
+	{"AppendRequestConcurrent", testAppendRequestConcurrent},
 	{"PolicyBundles", testPolicyBundles},
 }
 
@@ -241,6 +243,129 @@ func testAppendSignedConcurrent(t *testing.T, s ledger.GuardianStore, _ *Clock) 
 		}
 		if b, err := s.Request(ctx, "s", e.Position); err != nil || string(b) != fmt.Sprintf(`{"i":%d}`, i) {
 			t.Fatalf("stored params at %d: %q, %v; want those of append %d", e.Position, b, err, i)
+		}
+	}
+}
+
+// testAppendRequest: the replay key is recorded with the entry, shares the
+// history RecordRequest writes, and a replay writes nothing.
+func testAppendRequest(t *testing.T, s ledger.GuardianStore, clock *Clock) {
+	ctx := context.Background()
+	at := clock.Now()
+	calls := 0
+	sign := func(a ledger.Appended) ([]byte, error) {
+		calls++
+		return fmt.Appendf(nil, "%d %s", a.Position, a.EntryHash), nil
+	}
+	seen := func(req, nonce string) ledger.Seen { return ledger.Seen{RequestID: req, Nonce: nonce, At: at} }
+	got, resp, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: Synthetic(0, "")}, []byte(`{"p":0}`), seen("step-0", "nonce-0000000000000"), sign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Position != 0 || string(resp) != fmt.Sprintf("0 %s", got.EntryHash) {
+		t.Fatalf("first append: %+v, response %q", got, resp)
+	}
+	if b, err := s.Request(ctx, "s", 0); err != nil || string(b) != `{"p":0}` {
+		t.Fatalf("stored params: %q, %v", b, err)
+	}
+	// The key is in the same history RecordRequest uses, both ways.
+	if err := s.RecordRequest(ctx, "s", "step-0", "", at); !errors.Is(err, ledger.ErrReplay) {
+		t.Fatalf("RecordRequest after AppendRequest with the same request_id: %v", err)
+	}
+	if err := s.RecordRequest(ctx, "s", "other", "nonce-0000000000000", at); !errors.Is(err, ledger.ErrReplay) {
+		t.Fatalf("RecordRequest after AppendRequest with the same nonce: %v", err)
+	}
+	if err := s.RecordRequest(ctx, "s", "recorded", "", at); err != nil {
+		t.Fatal(err)
+	}
+	before := takeSnapshot(t, s)
+	calls = 0
+	for _, tc := range []struct {
+		name  string
+		entry []byte
+		seen  ledger.Seen
+	}{
+		{"request_id seen with an entry", Synthetic(1, ""), seen("step-0", "")},
+		{"nonce seen with an entry", Synthetic(1, ""), seen("step-1", "nonce-0000000000000")},
+		{"request_id seen by RecordRequest", Synthetic(1, ""), seen("recorded", "")},
+		{"step already chained (a retry is a replay here)", Synthetic(0, ""), seen("fresh", "")},
+	} {
+		_, resp, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", Entry: tc.entry}, []byte(`{"lost":1}`), tc.seen, sign)
+		if !errors.Is(err, ledger.ErrReplay) || resp != nil {
+			t.Errorf("%s: %v, response %q; want ErrReplay and none", tc.name, err, resp)
+		}
+		if err != nil && !strings.Contains(err.Error(), tc.seen.RequestID) {
+			t.Errorf("%s: error %q does not name request %q", tc.name, err, tc.seen.RequestID)
+		}
+	}
+	if calls != 0 {
+		t.Errorf("the signer ran %d times for replays", calls)
+	}
+	assertUnchanged(t, s, before)
+	if _, err := s.Request(ctx, "s", 1); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("params stored by a replay: %v", err)
+	}
+	got, _, err = s.AppendRequest(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(1, "")}, nil, seen("step-1", "nonce-1111111111111"), sign)
+	if err != nil || got.Position != 1 {
+		t.Fatalf("next request: %+v, %v", got, err)
+	}
+	// Keys are per session.
+	if _, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s2", Entry: Synthetic(0, "")}, nil, seen("step-0", "nonce-0000000000000"), sign); err != nil {
+		t.Fatalf("same keys in another session: %v", err)
+	}
+	if _, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(2, "")}, nil, seen("", ""), sign); err == nil || errors.Is(err, ledger.ErrReplay) || !strings.Contains(err.Error(), "request id") {
+		t.Errorf("empty request id: %v", err)
+	}
+	verifyChain(t, s, "s")
+}
+
+// testAppendRequestConcurrent: appends racing with one request_id (and,
+// separately, one nonce) in a session, as stores that share commits put
+// them in one transaction: exactly one is chained, the others are replays.
+func testAppendRequestConcurrent(t *testing.T, s ledger.GuardianStore, clock *Clock) {
+	ctx := context.Background()
+	const n = 8
+	for _, tc := range []struct {
+		name string
+		seen func(i int) ledger.Seen
+	}{
+		{"request_id", func(i int) ledger.Seen { return ledger.Seen{RequestID: "dup", At: clock.Now()} }},
+		{"nonce", func(i int) ledger.Seen {
+			return ledger.Seen{RequestID: fmt.Sprintf("r-%d", i), Nonce: "shared-nonce-00000", At: clock.Now()}
+		}},
+	} {
+		session := "s-" + tc.name
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, errs[i] = s.AppendRequest(ctx, ledger.Record{SessionID: session, Entry: Synthetic(i, "")}, fmt.Appendf(nil, `{"i":%d}`, i), tc.seen(i),
+					func(a ledger.Appended) ([]byte, error) { return fmt.Appendf(nil, "%d", a.Position), nil })
+			}()
+		}
+		wg.Wait()
+		won := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && won >= 0:
+				t.Errorf("%s: appends %d and %d both succeeded", tc.name, won, i)
+			case err == nil:
+				won = i
+			case !errors.Is(err, ledger.ErrReplay):
+				t.Errorf("%s: append %d: %v, want ErrReplay", tc.name, i, err)
+			}
+		}
+		if won < 0 {
+			t.Fatalf("%s: no append succeeded: %v", tc.name, errs)
+		}
+		es := verifyChain(t, s, session)
+		if len(es) != 1 || es[0].StepID != fmt.Sprintf("step-%d", won) {
+			t.Fatalf("%s: stored %d entries (%+v), want only step-%d", tc.name, len(es), es, won)
+		}
+		if b, err := s.Request(ctx, session, 0); err != nil || string(b) != fmt.Sprintf(`{"i":%d}`, won) {
+			t.Fatalf("%s: stored params %q, %v", tc.name, b, err)
 		}
 	}
 }

@@ -26,6 +26,11 @@ type Prepared struct {
 	// Params, when set, are the request's params stored beside the entry
 	// (GuardianStore.AppendSigned).
 	Params []byte
+	// Seen, when set, is the request's replay key, recorded in the same
+	// transaction as the entry (GuardianStore.AppendRequest). The entry's
+	// step_id already being stored is then a replay, not an idempotent
+	// retry.
+	Seen *ledger.Seen
 }
 
 // Prepare checks a record's identifiers and size and parses its entry.
@@ -164,7 +169,17 @@ func SessionIDs(ps []Prepared) []string {
 // its record, and since later records of its session were chained onto it,
 // the whole set is planned again without it (signers run again too).
 func Make(ps []Prepared, sessions map[string]State, stored map[Key]Stored) *Plan {
-	failed := make(map[int]error)
+	return MakeExcept(ps, sessions, stored, nil)
+}
+
+// MakeExcept is Make with some records failed before planning: refused
+// maps their indexes in ps to their errors (the store's replay check, for
+// one). It is not modified.
+func MakeExcept(ps []Prepared, sessions map[string]State, stored map[Key]Stored, refused map[int]error) *Plan {
+	failed := make(map[int]error, len(refused))
+	for i, err := range refused {
+		failed[i] = err
+	}
 	for {
 		p := chain(ps, sessions, stored, failed)
 		if sign(p, ps, failed) {
@@ -228,6 +243,12 @@ func chain(ps []Prepared, sessions map[string]State, stored map[Key]Stored, fail
 		old, ok := stored[key]
 		if !ok {
 			old, ok = batch[key]
+		}
+		if ok && r.Seen != nil {
+			// The request's step is already chained: the request itself
+			// is a replay (ACS §10.3).
+			p.Errs[i] = ReplayError(r.SessionID, *r.Seen)
+			continue
 		}
 		if ok {
 			p.Results[i], p.Errs[i] = replay(r, old)
@@ -313,6 +334,12 @@ func CheckBundle(b ledger.PolicyBundle) error {
 		return fmt.Errorf("policy bundle %s@%s: digest %q is not the SHA-256 of the content (%s)", b.ID, b.Version, b.Digest, want)
 	}
 	return nil
+}
+
+// ReplayError is the error of a request whose request_id or nonce its
+// session has already seen.
+func ReplayError(sessionID string, seen ledger.Seen) error {
+	return fmt.Errorf("request %q (nonce %q) of session %q: %w", seen.RequestID, seen.Nonce, sessionID, ledger.ErrReplay)
 }
 
 // CheckRequest validates the identifiers RecordRequest stores.
