@@ -43,3 +43,37 @@ func TestBaselineDerivedConstants(t *testing.T) {
 		t.Fatal("no secret patterns")
 	}
 }
+
+// TestBaselineNormalizeShortcut checks that the baseline's shortcut for
+// command lines that are already normal gives what the full normalization
+// gives, on lines at the edge of the shortcut.
+func TestBaselineNormalizeShortcut(t *testing.T) {
+	lines := []string{
+		"ls -la", "go test ./...", " ls", "ls ", "ls\u00a0", "\u3000ls", "ls\u0085", "ls\v", "\fls",
+		"ls\u2003-la", "a  b", "a\tb", "a\rb", "a\nb", "echo 'x'", `echo "x"`, "a\\\nb", "a\\b",
+		"rm${IFS}-rf${IFS}/", "rm$IFS-rf /", "cat $HOME/x", "ls\u2028", "ls \u00a0",
+	}
+	opts := []func(*rego.Rego){rego.Query(`
+		line := input.line
+		fast := data.acs.shell.normalize(line)
+		a := regex.replace(line, ` + "`\\\\\\r?\\n`" + `, " ")
+		b := regex.replace(a, ` + "`\\$\\{IFS\\}|\\$IFS\\b`" + `, " ")
+		d := regex.replace(b, ` + "`[\"'\\\\]`" + `, "")
+		full := trim_space(regex.replace(d, ` + "`[ \\t\\r\\n]+`" + `, " "))
+	`)}
+	for p, m := range Baseline().Modules {
+		opts = append(opts, rego.Module(p, m))
+	}
+	pq, err := rego.New(opts...).PrepareForEval(context.Background())
+	must(t, err)
+	for _, line := range lines {
+		rs, err := pq.Eval(context.Background(), rego.EvalInput(map[string]any{"line": line}))
+		must(t, err)
+		if len(rs) != 1 {
+			t.Fatalf("%q: query undefined", line)
+		}
+		if fast, full := rs[0].Bindings["fast"], rs[0].Bindings["full"]; fast != full {
+			t.Errorf("normalize(%q) = %q, the full normalization gives %q", line, fast, full)
+		}
+	}
+}

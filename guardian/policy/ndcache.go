@@ -22,6 +22,11 @@ import (
 // (time.now_ns exceeds 2^53), so the bytes must be stored as they are, not
 // re-encoded through float64.
 func encodeNDCache(c builtins.NDBCache) ([]byte, error) {
+	if len(c) == 0 {
+		// Most decisions call no non-deterministic built-in: skip the
+		// map and the encoder for the bytes json.Marshal would produce.
+		return []byte("{}"), nil
+	}
 	out := make(map[string][][2]any, len(c))
 	for name, calls := range c {
 		keys := calls.Keys()

@@ -13,50 +13,26 @@ name := input.params.params.name if input.method == "protocols/MCP/tools/call"
 
 capability := input.params.payload.capability if input.method == "steps/toolCallRequest"
 
-# args maps an argument name to its value, the JSON pointer (RFC 6901) of the
-# value inside the request params, and its provenance (ACS §7), or null.
-args[k] := {
-	"value": v,
-	"pointer": concat("", ["/payload/arguments/", escape(k), "/value"]),
-	"provenance": object.get(a, "provenance", null),
-} if {
+# args maps an argument name to its value and its provenance (ACS §7), or
+# null.
+args[k] := native_arg(a) if {
 	input.method == "steps/toolCallRequest"
 	some k, a in input.params.payload.arguments
-	is_object(a)
-	v := a.value
 }
 
 # A native argument that is not {value, provenance} is taken as a bare value.
-args[k] := {
-	"value": a,
-	"pointer": concat("", ["/payload/arguments/", escape(k)]),
-	"provenance": null,
-} if {
-	input.method == "steps/toolCallRequest"
-	some k, a in input.params.payload.arguments
-	not bare_object_with_value(a)
-}
+native_arg(a) := {"value": v, "provenance": object.get(a, "provenance", null)} if {
+	is_object(a)
+	v := a.value
+} else := {"value": a, "provenance": null}
 
 args[k] := {
 	"value": v,
-	"pointer": concat("", ["/params/arguments/", escape(k)]),
 	"provenance": null,
 } if {
 	input.method == "protocols/MCP/tools/call"
 	some k, v in input.params.params.arguments
 }
-
-bare_object_with_value(a) if {
-	is_object(a)
-	_ := a.value
-}
-
-# escape makes s one JSON pointer reference token (RFC 6901 §3).
-escape(s) := replace(replace(s, "~", "~0"), "/", "~1") if contains(s, "~")
-
-else := replace(s, "/", "~1") if contains(s, "/")
-
-else := s
 
 # commands are the shell command lines the call would run: raw_command, the
 # string arguments conventionally holding a command, and every top-level

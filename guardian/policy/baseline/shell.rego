@@ -13,7 +13,11 @@ normalized contains n if {
 	n := normalize(c)
 }
 
-normalize(c) := n if {
+# A line with nothing to remove, no run of blanks and no blank at either
+# end is already normal (the common case: ls -la, go test ./...).
+normalize(c) := c if not regex.match(`["'\\$\t\r\n]|  |^[\t\n\v\f\r\x{85}\pZ]|[\t\n\v\f\r\x{85}\pZ]$`, c)
+
+else := n if {
 	a := regex.replace(c, `\\\r?\n`, " ")
 	b := regex.replace(a, `\$\{IFS\}|\$IFS\b`, " ")
 	d := regex.replace(b, `["'\\]`, "")
