@@ -30,17 +30,21 @@ all_patterns := `(?:()\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b())|(?:((?i:aws_?se
 
 replacement := "${1}${3}${5}${7}${9}${11}${13}${15}${17}${19}[REDACTED]${2}${4}${6}${8}${10}${12}${14}${16}${18}${20}"
 
-# scope is the part of the params a step's content lives in, and the JSON
-# pointer prefix of that part.
-scope := {"doc": input.params.payload, "prefix": "/payload"} if startswith(input.method, "steps/")
+# scope is the part of the params a step's content lives in, and prefix
+# the JSON pointer of that part.
+scope := input.params.payload if startswith(input.method, "steps/")
 
-scope := {"doc": input.params.params, "prefix": "/params"} if startswith(input.method, "protocols/MCP/")
+scope := input.params.params if startswith(input.method, "protocols/MCP/")
+
+prefix := "/payload" if startswith(input.method, "steps/")
+
+prefix := "/params" if startswith(input.method, "protocols/MCP/")
 
 # hits are the strings in scope that match some secret pattern. Walking
 # without paths is cheap, so the common step, which carries no secret,
 # never builds a path.
 hits := {value |
-	walk(scope.doc, [_, value])
+	walk(scope, [_, value])
 	is_string(value)
 	regex.match(all_patterns, value)
 }
@@ -50,10 +54,10 @@ hits := {value |
 # data, not the data, and are left alone.
 suspects[ptr] := value if {
 	count(hits) > 0
-	walk(scope.doc, [path, value])
+	walk(scope, [path, value])
 	value in hits
 	not "provenance" in path
-	ptr := concat("", [scope.prefix, concat("", [concat("", ["/", escape(sprintf("%v", [seg]))]) | some seg in path])])
+	ptr := concat("", [prefix, concat("", [concat("", ["/", escape(sprintf("%v", [seg]))]) | some seg in path])])
 }
 
 escape(s) := replace(replace(s, "~", "~0"), "/", "~1") if contains(s, "~")

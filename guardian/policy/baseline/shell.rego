@@ -31,17 +31,19 @@ findings := destructive if count(suspicious) > 0
 else := set()
 
 # suspicious are the normalized command lines that could meet some rule
-# below; the others (ls, git status, go test, cat ...) skip the analysis.
-# trigger names what each rule needs: the commands the rules look at, and
-# for git push, find -delete/-exec and download-and-run the other word or
-# the pipe or parenthesis those rules need too. Writes to a block device
-# (dd, tee, cp, install, blkdiscard, redirection) all name /dev/.
+# below; the others (ls, git status, go test, docker run --rm, cmd
+# 2>/dev/null ...) skip the analysis. trigger names what each rule needs:
+# a command the rules look at, as a command (a word not part of an --option);
+# for the rm family and recursive permission changes a flag after it; for
+# git push, find -delete/-exec and download-and-run the other word, pipe
+# or parenthesis those rules need too; a block device for raw writes (dd,
+# tee, cp, install, blkdiscard, redirection).
 suspicious contains line if {
 	some line in normalized
 	regex.match(trigger, line)
 }
 
-trigger := `(?i)\b(?:rm|rmdir|shred|srm|mkfs|mke2fs|mkswap|wipefs|newfs|format|diskutil|chmod|chown|chgrp|setfacl|function)\b|\bfind\b.*-(?:delete|exec|ok)|\bgit\b.*\bpush\b|\b(?:curl|wget|fetch|aria2c|https?|xh|iwr|irm|invoke-webrequest|invoke-restmethod|iex|invoke-expression)\b.*[|(]|[|(].*\b(?:curl|wget|fetch|aria2c|https?|xh|iwr|irm|invoke-webrequest|invoke-restmethod|iex|invoke-expression)\b|/dev/|\(\s*\)|%0`
+trigger := `(?i)(?:^|[^-])\b(?:rm|rmdir|shred|srm)\b.*\s-(?:[a-z]*r|-recursive|-no-preserve-root)|(?:^|[^-])\b(?:mkfs|mke2fs|mkswap|wipefs|newfs|format|diskutil|chmod|chown|chgrp|setfacl)\b|\bfunction\b|\bfind\b.*-(?:delete|exec|ok)|\bgit\b.*\bpush\b|\b(?:curl|wget|fetch|aria2c|https?|xh|iwr|irm|invoke-webrequest|invoke-restmethod|iex|invoke-expression)\b.*[|(]|[|(].*\b(?:curl|wget|fetch|aria2c|https?|xh|iwr|irm|invoke-webrequest|invoke-restmethod|iex|invoke-expression)\b|/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme[0-9]|mmcblk[0-9]|r?disk[0-9]|md[0-9]|dm-[0-9]|mapper/|loop[0-9]|root\b)|\(\s*\)|%0`
 
 # invocations are the simple commands of every command line: the first word
 # of each segment after any wrappers (sudo -u root, env A=b, nohup, timeout
