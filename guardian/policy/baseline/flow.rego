@@ -92,6 +92,16 @@ cited := sort({id | some k, srcs in tainted; some id in srcs} | {call.args[k].pr
 
 origins := sort({nodes[id].origin | some _, srcs in tainted; some id in srcs; nodes[id]})
 
+# findings are the flagged calls, looked for only when a consequential
+# tool has a tainted argument: most calls carry trusted data and stop here.
+findings := flagged if {
+	count(tainted) > 0
+	call.is_tool_call
+	consequential
+}
+
+else := set()
+
 # approver is who an ASK goes to, undefined when the client cannot route an
 # ASK: the Guardian says so (session.approver_capable), or the bundle's data
 # lists the agent (ACS §9.2 leaves the means to the deployment).
@@ -101,7 +111,7 @@ approver := a if {
 	a := object.get(data.guardian.approvers, input.session.agent_id, data.guardian.approvers["*"])
 }
 
-findings contains {
+flagged contains {
 	"disposition": "ask",
 	"rule_id": "flow.untrusted_into_consequential",
 	"reason_codes": ["untrusted_into_consequential"],
@@ -121,7 +131,7 @@ findings contains {
 # ACS §9.2: a client that cannot route an ASK must not receive one; the
 # action is outside its reachable authority, so it is denied, naming the
 # missing capability.
-findings contains {
+flagged contains {
 	"disposition": "deny",
 	"rule_id": "flow.untrusted_into_consequential.approver_unavailable",
 	"reason_codes": ["untrusted_into_consequential", "approver_unavailable"],

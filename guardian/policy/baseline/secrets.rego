@@ -74,6 +74,12 @@ redactions contains {"path": ptr, "replacement": regex.replace(suspects[ptr], al
 	some ptr, _ in leaks
 }
 
+# findings are the secrets found, looked for only when some string in scope
+# matched: most steps carry none and stop here.
+findings := found if count(hits) > 0
+
+else := set()
+
 labels := {
 	"aws_access_key_id": "an AWS access key id",
 	"aws_secret_access_key": "an AWS secret access key",
@@ -86,7 +92,7 @@ labels := {
 	"google_api_key": "a Google API key",
 }
 
-findings contains {
+found contains {
 	"disposition": "modify",
 	"rule_id": concat(".", ["secrets", kind]),
 	"reason_codes": ["secret_detected"],
