@@ -282,7 +282,15 @@ func (l *Log) Run(ctx context.Context) error {
 		case <-timer.C:
 		case <-l.notify:
 		}
-		n, err := l.integrate(ctx, limit)
+		var more bool
+		var err error
+		if limit == l.batch {
+			var n int
+			n, err = l.integrate(ctx, limit)
+			more = n == limit
+		} else {
+			more, err = l.catchUp(ctx, limit)
+		}
 		switch {
 		case errors.Is(err, ErrInconsistent):
 			l.log.Error("merkle log stopped", "err", err)
@@ -292,7 +300,7 @@ func (l *Log) Run(ctx context.Context) error {
 		case err != nil:
 			l.log.Warn("merkle log integration failed, retrying", "err", err)
 		}
-		if n == limit {
+		if more {
 			// More is waiting: take it in large batches until caught up.
 			limit = l.backlog
 			timer.Reset(0)
@@ -339,13 +347,39 @@ func (l *Log) integrateBatch(ctx context.Context, limit int) (int, error) {
 			return 0, errors.New("tlog: integrator state could not be rebuilt")
 		}
 	}
-	pending, err := l.s.Pending(ctx, limit)
-	if err != nil || len(pending) == 0 {
+	b, err := l.prepare(ctx, 0, limit)
+	if err != nil {
+		l.dirty(ctx)
 		return 0, err
 	}
-	start := l.rng.End()
-	leaves := make([]StoredLeaf, len(pending))
-	var tiles []FullTile
+	if len(b.leaves) == 0 {
+		return 0, nil
+	}
+	if err := l.store(ctx, b); err != nil {
+		l.dirty(ctx)
+		return 0, err
+	}
+	return len(b.leaves), nil
+}
+
+// batch is a run of leaves hashed into the integrator state, to be stored.
+type batch struct {
+	start  uint64
+	leaves []StoredLeaf
+	tiles  []FullTile
+	lastID int64  // the highest entry id in leaves
+	root   []byte // the tree root after leaves
+}
+
+// prepare reads up to limit pending entries with ids above after and
+// extends the in-memory tree with their leaves. The caller holds l.mu and,
+// on error, must rebuild the state with dirty once no store is in flight.
+func (l *Log) prepare(ctx context.Context, after int64, limit int) (*batch, error) {
+	pending, err := l.s.Pending(ctx, after, limit)
+	if err != nil || len(pending) == 0 {
+		return &batch{}, err
+	}
+	b := &batch{start: l.rng.End(), leaves: make([]StoredLeaf, len(pending))}
 	var visitErr error
 	visit := func(id compact.NodeID, hash []byte) {
 		if id.Level%TileHeight != 0 {
@@ -363,7 +397,7 @@ func (l *Log) integrateBatch(ctx context.Context, limit int) (int, error) {
 		if len(l.tails[level]) == TileWidth*HashSize {
 			t := FullTile{Level: level, N: id.Index / TileWidth, Data: l.tails[level]}
 			copy(t.Root[:], subtreeHash(t.Data))
-			tiles = append(tiles, t)
+			b.tiles = append(b.tiles, t)
 			l.tails[level] = make([]byte, 0, TileWidth*HashSize)
 		}
 	}
@@ -372,21 +406,78 @@ func (l *Log) integrateBatch(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			// A leaf we cannot encode would stop the log forever; it is
 			// a ledger bug, reported with the entry it came from.
-			l.dirty(ctx)
-			return 0, fmt.Errorf("entry %d: %w", p.EntryID, err)
+			return nil, fmt.Errorf("entry %d: %w", p.EntryID, err)
 		}
-		leaves[i] = StoredLeaf{EntryID: p.EntryID, EntryHash: p.Leaf.EntryHash, Data: data}
+		b.leaves[i] = StoredLeaf{EntryID: p.EntryID, EntryHash: p.Leaf.EntryHash, Data: data}
+		b.lastID = max(b.lastID, p.EntryID)
 		h := LeafHash(data)
 		if err := l.rng.Append(h[:], visit); err != nil || visitErr != nil {
-			l.dirty(ctx)
-			return 0, fmt.Errorf("couldn't extend the tree: %w", errors.Join(err, visitErr))
+			return nil, fmt.Errorf("couldn't extend the tree: %w", errors.Join(err, visitErr))
 		}
 	}
-	if err := l.s.Integrate(ctx, start, leaves, tiles); err != nil {
-		l.dirty(ctx)
-		return 0, fmt.Errorf("couldn't store leaves %d..%d: %w", start, start+uint64(len(leaves))-1, err)
+	if b.root, err = l.rng.GetRootHash(nil); err != nil {
+		return nil, err
 	}
-	return len(leaves), nil
+	return b, nil
+}
+
+// store writes a prepared batch in one storage transaction.
+func (l *Log) store(ctx context.Context, b *batch) error {
+	if err := l.s.Integrate(ctx, b.start, b.leaves, b.tiles); err != nil {
+		return fmt.Errorf("couldn't store leaves %d..%d: %w", b.start, b.start+uint64(len(b.leaves))-1, err)
+	}
+	return nil
+}
+
+// catchUpBatches bounds one catch-up: entries that commit late with an id
+// below the ones being integrated wait at most this many batches.
+const catchUpBatches = 16
+
+// catchUp integrates a backlog in batches of up to limit leaves, each
+// stored in one transaction and followed by a signed checkpoint, until a
+// batch comes back short or catchUpBatches were stored. While a batch is
+// being stored the next one is read (entries above the stored batch's
+// highest id) and hashed, so database and CPU work overlap. The first
+// batch reads the queue from its start, so late commits are not skipped;
+// Storage.Integrate refuses a batch whose entries are not all pending, so an
+// overlap can never give an entry two leaves. more reports that the last
+// batch was full.
+func (l *Log) catchUp(ctx context.Context, limit int) (more bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rng == nil {
+		if l.dirty(ctx); l.rng == nil {
+			return false, errors.New("tlog: integrator state could not be rebuilt")
+		}
+	}
+	cur, err := l.prepare(ctx, 0, limit)
+	if err != nil {
+		l.dirty(ctx)
+		return false, err
+	}
+	for i := 0; len(cur.leaves) > 0; i++ {
+		stored := make(chan error, 1)
+		go func(b *batch) { stored <- l.store(ctx, b) }(cur)
+		next, nextErr := &batch{}, error(nil)
+		if len(cur.leaves) == limit && i+1 < catchUpBatches {
+			next, nextErr = l.prepare(ctx, cur.lastID, limit)
+		}
+		if err := <-stored; err != nil {
+			l.dirty(ctx)
+			return false, err
+		}
+		more = len(cur.leaves) == limit
+		if err := l.signLocked(ctx, cur.start+uint64(len(cur.leaves)), cur.root); err != nil {
+			l.dirty(ctx)
+			return false, err
+		}
+		if nextErr != nil {
+			l.dirty(ctx)
+			return false, nextErr
+		}
+		cur = next
+	}
+	return more, nil
 }
 
 // dirty throws away integrator state after a failed batch; it is rebuilt
@@ -471,22 +562,27 @@ func (l *Log) verifyCheckpoint(signed []byte) (Checkpoint, error) {
 func (l *Log) signIfBehind(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	old, _, hasOld, err := l.latest(ctx)
-	if err != nil {
-		return err
-	}
 	if l.rng == nil {
 		return errors.New("tlog: integrator state could not be rebuilt")
-	}
-	size := l.rng.End()
-	r := &treeReader{s: l.s, size: size, cache: l.cache}
-	root, err := r.root(ctx)
-	if err != nil {
-		return fmt.Errorf("couldn't compute the root at size %d: %w", size, err)
 	}
 	mem, err := l.rng.GetRootHash(nil)
 	if err != nil {
 		return err
+	}
+	return l.signLocked(ctx, l.rng.End(), mem)
+}
+
+// signLocked is signIfBehind for the stored tree of size, whose root the
+// integrator computed as mem (nil for the empty tree). The caller holds l.mu.
+func (l *Log) signLocked(ctx context.Context, size uint64, mem []byte) error {
+	old, _, hasOld, err := l.latest(ctx)
+	if err != nil {
+		return err
+	}
+	r := &treeReader{s: l.s, size: size, cache: l.cache}
+	root, err := r.root(ctx)
+	if err != nil {
+		return fmt.Errorf("couldn't compute the root at size %d: %w", size, err)
 	}
 	if size > 0 && !bytes.Equal(mem, root[:]) {
 		return fmt.Errorf("%w: stored tree root at size %d differs from the integrator's", ErrInconsistent, size)

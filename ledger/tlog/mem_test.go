@@ -1,8 +1,10 @@
 package tlog
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -26,10 +28,11 @@ func newMemStorage() *memStorage {
 	return &memStorage{byHash: map[[HashSize]byte]uint64{}, tiles: map[[2]uint64]FullTile{}, cps: map[uint64][]byte{}, cosigs: map[uint64][][]byte{}}
 }
 
-func (m *memStorage) Pending(_ context.Context, limit int) ([]PendingEntry, error) {
+func (m *memStorage) Pending(_ context.Context, after int64, limit int) ([]PendingEntry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.pending[:min(limit, len(m.pending))], nil
+	i, _ := slices.BinarySearchFunc(m.pending, after+1, func(p PendingEntry, id int64) int { return cmp.Compare(p.EntryID, id) })
+	return m.pending[i:min(i+limit, len(m.pending))], nil
 }
 
 func (m *memStorage) Integrate(_ context.Context, start uint64, leaves []StoredLeaf, tiles []FullTile) error {
@@ -146,11 +149,12 @@ func (m *memStorage) Cosignatures(_ context.Context, size uint64) ([][]byte, err
 	return m.cosigs[size], nil
 }
 
-// addPending queues n entries with ids from..from+n-1.
+// addPending queues n entries for leaves from..from+n-1, with entry ids one
+// higher (database ids start at 1).
 func (m *memStorage) addPending(from, n int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := from; i < from+n; i++ {
-		m.pending = append(m.pending, PendingEntry{EntryID: i, Leaf: Leaf{SessionID: fmt.Sprintf("sess-%d", i/100), Position: i % 100, EntryHash: entryHash("b", i)}})
+		m.pending = append(m.pending, PendingEntry{EntryID: i + 1, Leaf: Leaf{SessionID: fmt.Sprintf("sess-%d", i/100), Position: i % 100, EntryHash: entryHash("b", i)}})
 	}
 }

@@ -45,10 +45,10 @@ func uniqueViolation(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-func (s *PGStorage) Pending(ctx context.Context, limit int) ([]PendingEntry, error) {
+func (s *PGStorage) Pending(ctx context.Context, after int64, limit int) ([]PendingEntry, error) {
 	rows, err := s.pool.Query(ctx, `SELECT p.entry_id, e.session_id, e.position, e.entry_hash
 		FROM tlog_pending p JOIN entries e ON e.id = p.entry_id
-		ORDER BY p.entry_id LIMIT $1`, limit)
+		WHERE p.entry_id > $1 ORDER BY p.entry_id LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't read pending entries: %w", err)
 	}

@@ -42,10 +42,10 @@ func (s *SQLiteStorage) inTx(ctx context.Context, fn func(tx *sql.Tx) error) err
 	return nil
 }
 
-func (s *SQLiteStorage) Pending(ctx context.Context, limit int) ([]PendingEntry, error) {
+func (s *SQLiteStorage) Pending(ctx context.Context, after int64, limit int) ([]PendingEntry, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT p.entry_id, e.session_id, e.position, e.entry_hash
 		FROM tlog_pending p JOIN entries e ON e.id = p.entry_id
-		ORDER BY p.entry_id LIMIT ?`, limit)
+		WHERE p.entry_id > ? ORDER BY p.entry_id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't read pending entries: %w", err)
 	}

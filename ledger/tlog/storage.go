@@ -43,10 +43,13 @@ type FullTile struct {
 // make Integrate and SwapCheckpoint atomic: after a crash either all of a call
 // is stored or none of it.
 type Storage interface {
-	// Pending returns up to limit entries that have no leaf, lowest entry id
-	// first. Entries that become visible late (a Postgres identity committed
-	// out of order) must still be returned once visible.
-	Pending(ctx context.Context, limit int) ([]PendingEntry, error)
+	// Pending returns up to limit entries with ids above after that have no
+	// leaf, lowest entry id first. Entries that become visible late (a
+	// Postgres identity committed out of order) must still be returned once
+	// visible. The integrator passes after 0 to read the whole queue (entry
+	// ids are positive), and the highest id of the batch it is storing to
+	// read the next batch meanwhile.
+	Pending(ctx context.Context, after int64, limit int) ([]PendingEntry, error)
 
 	// Integrate stores leaves at indexes start, start+1, ... together with
 	// the full tiles they complete, and takes their entries off the pending
