@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 	"github.com/jackc/pgx/v5/pgxpool"
+	sumtlog "golang.org/x/mod/sumdb/tlog"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -179,4 +181,95 @@ func TestPGWriterPrivileges(t *testing.T) {
 			}
 		}
 	}
+}
+
+// failNth fails the nth Integrate call (counting from 1) after its
+// transaction committed, as a crash before the integrator hears back.
+type failNth struct {
+	Storage
+	n, calls atomic.Int64
+}
+
+func (f *failNth) Integrate(ctx context.Context, start uint64, leaves []StoredLeaf, tiles []FullTile) error {
+	if err := f.Storage.Integrate(ctx, start, leaves, tiles); err != nil {
+		return err
+	}
+	if f.calls.Add(1) == f.n.Load() {
+		return errInjected
+	}
+	return nil
+}
+
+// waitForSize runs until the latest checkpoint covers size leaves.
+func waitForSize(t *testing.T, l *Log, size uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		cp, err := l.LatestCheckpoint(context.Background())
+		if err == nil && cp.Size == size {
+			return
+		}
+		if err == nil && cp.Size > size {
+			t.Fatalf("checkpoint size %d, want %d", cp.Size, size)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint for %d leaves: %+v, %v", size, cp, err)
+		}
+	}
+}
+
+// Log.Run catches up on a backlog in pipelined large batches: an entry
+// that commits late with a small id, and a batch whose storing "fails"
+// after it committed, still leave every entry with exactly one leaf, and
+// the tiles check out with sumdb/tlog.
+func TestPGRunCatchesUpOnBacklog(t *testing.T) {
+	t.Parallel()
+	writer, _ := openPG(t)
+	ctx := context.Background()
+	slow, err := writer.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Rollback(ctx)
+	tlogtest.AppendPGTx(t, slow, "slow", 0, 3) // takes the smallest ids
+	for i := range 10 {
+		pgAppend(t, writer, fmt.Sprintf("sess-%d", i), 0, 250)
+	}
+	f := &failNth{Storage: NewPGStorage(writer)}
+	f.n.Store(4) // the third batch of the first catch-up
+	_, vkeys := testKeys(t)
+	l := newTestLog(t, f, Config{BatchSize: 20, BacklogBatchSize: 100, BatchDelay: 10 * time.Millisecond})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- l.Run(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	waitForSize(t, l, 2500)
+	if err := slow.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.Notify()
+	waitForSize(t, l, 2503)
+	pgAssertEveryEntryOnce(t, writer)
+	if f.calls.Load() < 25 {
+		t.Fatalf("%d Integrate calls; catching up 2,500 entries in batches of 100 needs at least 25", f.calls.Load())
+	}
+	if idx, err := l.s.LeafIndexByPosition(ctx, "slow", 2); err != nil || idx != 2502 {
+		t.Fatalf("slow entry 2 is leaf %d (%v), want 2502", idx, err)
+	}
+	for i := range 10 {
+		idx, err := l.s.LeafIndexByPosition(ctx, fmt.Sprintf("sess-%d", i), 249)
+		if err != nil || idx != uint64(250*i+249) {
+			t.Fatalf("sess-%d entry 249 is leaf %d (%v), want %d", i, idx, err, 250*i+249)
+		}
+	}
+	signed, err := l.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, root := openCheckpointExternally(t, vkeys[0], signed)
+	checkAgainstTiles(t, logTileFetcher(l), size, root, 0, sumtlog.Hash{})
 }
