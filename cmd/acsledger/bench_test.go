@@ -18,6 +18,7 @@ import (
 	"github.com/acsledger/acsledger/guardian/policy"
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
@@ -67,12 +68,22 @@ func BenchmarkGuardianToolCall(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer bg.close()
-		r, err := driveGuardian(ctx, bg.url, bg.key, benchSessions, time.Hour, int64(b.N), b.ResetTimer)
+		// appends/commit is the mean group-commit size while measuring.
+		commits := func() int64 { return 0 }
+		if pg, ok := store.(*pgstore.Store); ok {
+			commits = pg.Commits
+		}
+		var c0 int64
+		start := func() { c0 = commits(); b.ResetTimer() }
+		r, err := driveGuardian(ctx, bg.url, bg.key, benchSessions, time.Hour, int64(b.N), start)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
 		report(b, r)
+		if n := commits() - c0; n > 0 {
+			b.ReportMetric(float64(r.decisions)/float64(n), "appends/commit")
+		}
 	}
 	b.Run("guardian", func(b *testing.B) { guardianRun(b, nil) })
 	// guardian-memo answers each distinct call with the baseline's decision

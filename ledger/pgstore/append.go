@@ -361,3 +361,7 @@ func hashPtr(b []byte) *acs.Hash {
 	copy(h[:], b)
 	return &h
 }
+
+// Commits returns how many append transactions the store has committed
+// since Open: with Append's results, the mean group size.
+func (s *Store) Commits() int64 { return s.commits.Load() }

@@ -2,9 +2,6 @@ package pgstore
 
 import "github.com/acsledger/acsledger/ledger/internal/plan"
 
-// Commits returns the number of append transactions committed so far.
-func (s *Store) Commits() int64 { return s.commits.Load() }
-
 // Replans returns the number of transactions retried after losing a race.
 func (s *Store) Replans() int64 { return s.replans.Load() }
 
