@@ -437,7 +437,8 @@ const catchUpBatches = 16
 // stored in one transaction and followed by a signed checkpoint, until a
 // batch comes back short or catchUpBatches were stored. While a batch is
 // being stored the next one is read (entries above the stored batch's
-// highest id) and hashed, so database and CPU work overlap. The first
+// highest id) and hashed, and while that one is stored the checkpoint for
+// the first is signed, so database and CPU work overlap. The first
 // batch reads the queue from its start, so late commits are not skipped;
 // Storage.Integrate refuses a batch whose entries are not all pending, so an
 // overlap can never give an entry two leaves. more reports that the last
@@ -455,19 +456,28 @@ func (l *Log) catchUp(ctx context.Context, limit int) (more bool, err error) {
 		l.dirty(ctx)
 		return false, err
 	}
-	for i := 0; len(cur.leaves) > 0; i++ {
-		stored := make(chan error, 1)
-		go func(b *batch) { stored <- l.store(ctx, b) }(cur)
+	if len(cur.leaves) == 0 {
+		return false, nil
+	}
+	storing := l.storeAsync(ctx, cur)
+	for i := 1; ; i++ {
 		next, nextErr := &batch{}, error(nil)
-		if len(cur.leaves) == limit && i+1 < catchUpBatches {
+		if len(cur.leaves) == limit && i < catchUpBatches {
 			next, nextErr = l.prepare(ctx, cur.lastID, limit)
 		}
-		if err := <-stored; err != nil {
+		if err := <-storing; err != nil {
 			l.dirty(ctx)
 			return false, err
 		}
 		more = len(cur.leaves) == limit
+		storing = nil
+		if nextErr == nil && len(next.leaves) > 0 {
+			storing = l.storeAsync(ctx, next) // overlaps the signing of cur
+		}
 		if err := l.signLocked(ctx, cur.start+uint64(len(cur.leaves)), cur.root); err != nil {
+			if storing != nil {
+				<-storing
+			}
 			l.dirty(ctx)
 			return false, err
 		}
@@ -475,9 +485,18 @@ func (l *Log) catchUp(ctx context.Context, limit int) (more bool, err error) {
 			l.dirty(ctx)
 			return false, nextErr
 		}
+		if storing == nil {
+			return more, nil
+		}
 		cur = next
 	}
-	return more, nil
+}
+
+// storeAsync stores b in a goroutine; the channel receives the result.
+func (l *Log) storeAsync(ctx context.Context, b *batch) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- l.store(ctx, b) }()
+	return done
 }
 
 // dirty throws away integrator state after a failed batch; it is rebuilt
