@@ -2,6 +2,8 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -74,6 +76,55 @@ func TestBaselineNormalizeShortcut(t *testing.T) {
 		}
 		if fast, full := rs[0].Bindings["fast"], rs[0].Bindings["full"]; fast != full {
 			t.Errorf("normalize(%q) = %q, the full normalization gives %q", line, fast, full)
+		}
+	}
+}
+
+// baseline100Digest is the digest recorded for acsledger-baseline 1.0.0,
+// kept in testdata/baseline-1.0.0 for comparison.
+const baseline100Digest = "3091b1f894e75846868aca903a869dbb52c92ba8ff6cf2d5f83e98926d590ec4"
+
+// TestBaselineDecidesAsPrevious holds the shipped baseline to deciding
+// every baseline case and every step of the benchmark mix exactly as 1.0.0
+// did: the whole decision (reasoning, policy data, redactions, details),
+// not only what the cases pin, with only the cited version differing. 1.1.0
+// changed only speed; a later version that changes decisions on purpose
+// must say so here.
+func TestBaselineDecidesAsPrevious(t *testing.T) {
+	ctx := context.Background()
+	old, err := BundleFromFS(os.DirFS("testdata/baseline-1.0.0"), BaselineID, "1.0.0")
+	must(t, err)
+	if d, err := old.Digest(); err != nil || d != baseline100Digest {
+		t.Fatalf("testdata/baseline-1.0.0 has digest %s (%v), 1.0.0 was recorded as %s", d, err, baseline100Digest)
+	}
+	oldEngine, err := New(ctx, old, newMemRecorder(), nil)
+	must(t, err)
+	cur, err := New(ctx, Baseline(), newMemRecorder(), nil)
+	must(t, err)
+	type step struct {
+		name string
+		in   *Input
+	}
+	var steps []step
+	for _, c := range loadBaselineCases(t) {
+		steps = append(steps, step{c.Name, c.input(t)})
+	}
+	for i, in := range mixInputs(t) {
+		steps = append(steps, step{"mix: " + trafficMix[i].command, in})
+	}
+	for _, c := range steps {
+		in := c.in
+		want, err := oldEngine.Decide(ctx, in)
+		must(t, err)
+		got, err := cur.Decide(ctx, in)
+		must(t, err)
+		for i := range want.PolicyReferences {
+			want.PolicyReferences[i].PolicyVersion = BaselineVersion
+		}
+		w, _ := json.Marshal(want)
+		g, _ := json.Marshal(got)
+		if string(g) != string(w) || string(got.NDBuiltinCache) != string(want.NDBuiltinCache) {
+			t.Errorf("%s:\n got %s\nwant %s (as 1.0.0)", c.name, g, w)
 		}
 	}
 }

@@ -41,7 +41,7 @@ var trafficMix = []struct {
 	{"bash", "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE && aws s3 ls", Modify},
 }
 
-func mixInputs(b *testing.B) []*Input {
+func mixInputs(b testing.TB) []*Input {
 	ins := make([]*Input, len(trafficMix))
 	for i, m := range trafficMix {
 		if m.command == "" {
@@ -53,7 +53,7 @@ func mixInputs(b *testing.B) []*Input {
 	return ins
 }
 
-func readFileCall(b *testing.B, path string) *Input {
+func readFileCall(b testing.TB, path string) *Input {
 	raw, err := json.Marshal(map[string]any{
 		"acs_version": "0.1.0",
 		"request_id":  "6f1d2c3b-0a4e-4f5a-9b8c-7d6e5f4a3b2c",
