@@ -256,7 +256,8 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 			return sig.SignEnvelope(b, sig.Result, s.signer)
 		})
 	if errors.Is(err, ledger.ErrReplay) {
-		s.seen.add(req.requestID, req.nonce)
+		// Not remembered: a refused request leaves no history of its
+		// own (its request_id with a fresh nonce, say, is not a replay).
 		return g.errorResponse(req.id, replayRefusal(req), s.signer)
 	}
 	if err != nil {

@@ -346,3 +346,41 @@ func TestConcurrentReplay(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedReplayLeavesNoHistory: a request refused as a replay (its
+// nonce was seen) does not make its own request_id seen; the same
+// request_id with a fresh nonce is answered, and the ledger holds both
+// answered steps and nothing of the refused one. The replay goes to a
+// second Guardian over the same ledger, so the ledger refuses it.
+func TestRefusedReplayLeavesNoHistory(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			s := newSetup(t, kind, nil)
+			g2, err := guardian.New(s.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tp, tp2 := newHTTP(t, s.g), newHTTP(t, g2)
+			a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
+			mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+			mustResult(t, decode(t, tp2.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+			with := func(requestID, nonce string) func(p map[string]any) {
+				return func(p map[string]any) { p["request_id"], p["nonce"] = requestID, nonce }
+			}
+			first, second := uuid(), uuid()
+			if r := decode(t, tp.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(first, "nonce-aaaaaaaaaaaaaaaa")))); r.decision() != "allow" {
+				t.Fatalf("first: %s", r.raw)
+			}
+			mustError(t, decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(second, "nonce-aaaaaaaaaaaaaaaa")))),
+				-32005, "replay_detected", "or its nonce")
+			r := decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(second, "nonce-bbbbbbbbbbbbbbbb"))))
+			if r.decision() != "allow" {
+				t.Fatalf("refused request_id with a fresh nonce: %s", r.raw)
+			}
+			es := verifyStoredChain(t, s.store, a.sessionID, r.str("chain_hash"))
+			if len(es) != 2 || es[0].StepID != first || es[1].StepID != second {
+				t.Fatalf("stored steps %+v, want %s then %s", es, first, second)
+			}
+		})
+	}
+}
