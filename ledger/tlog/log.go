@@ -34,8 +34,9 @@ type Config struct {
 	BatchSize int
 	// BacklogBatchSize caps the leaves [Log.Run] integrates in one
 	// transaction while a backlog exists, i.e. after a batch came back full
-	// (default 16384, never below BatchSize). One transaction and one
-	// checkpoint per large batch is what makes catching up fast.
+	// (default 65536, never below BatchSize). One transaction and one
+	// checkpoint per large batch is what makes catching up fast; two batches
+	// are in memory at a time (about 300 bytes per leaf each).
 	BacklogBatchSize int
 	// BatchDelay is the longest a pending entry waits for the next
 	// integration when nobody calls [Log.Notify] (default 250ms).
@@ -111,7 +112,7 @@ func New(ctx context.Context, s Storage, cfg Config) (*Log, error) {
 		l.batch = 256
 	}
 	if l.backlog <= 0 {
-		l.backlog = 16384
+		l.backlog = 65536
 	}
 	l.backlog = max(l.backlog, l.batch)
 	if l.delay <= 0 {
@@ -431,7 +432,7 @@ func (l *Log) store(ctx context.Context, b *batch) error {
 
 // catchUpBatches bounds one catch-up: entries that commit late with an id
 // below the ones being integrated wait at most this many batches.
-const catchUpBatches = 16
+const catchUpBatches = 8
 
 // catchUp integrates a backlog in batches of up to limit leaves, each
 // stored in one transaction and followed by a signed checkpoint, until a
