@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	sumtlog "golang.org/x/mod/sumdb/tlog"
@@ -251,4 +253,39 @@ func TestTamperingIsDetected(t *testing.T) {
 func mustKeys(t *testing.T) []string {
 	skeys, _ := testKeys(t)
 	return skeys
+}
+
+// Log.Run catches up on a SQLite backlog in pipelined large batches over
+// the one write connection (reads wait for it), through a batch whose
+// commit is reported as failed.
+func TestRunCatchesUpOnBacklog(t *testing.T) {
+	t.Parallel()
+	db := openSQLite(t)
+	for i := range 6 {
+		appendEntries(t, db, fmt.Sprintf("sess-%d", i), 0, 250)
+	}
+	f := &failNth{Storage: NewSQLiteStorage(db, db)}
+	f.n.Store(3)
+	_, vkeys := testKeys(t)
+	l := newTestLog(t, f, Config{BatchSize: 20, BacklogBatchSize: 128, BatchDelay: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	waitForSize(t, l, 1500)
+	assertEveryEntryOnce(t, db)
+	if f.calls.Load() < 12 {
+		t.Fatalf("%d Integrate calls; catching up 1,500 entries in batches of 128 needs at least 12", f.calls.Load())
+	}
+	signed, err := l.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, root := openCheckpointExternally(t, vkeys[0], signed)
+	checkAgainstTiles(t, logTileFetcher(l), size, root, 0, sumtlog.Hash{})
 }
