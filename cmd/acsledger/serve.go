@@ -56,15 +56,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	gd, err := gf.newGuardian(ctx, store, keys, keySet, log)
-	if err != nil {
-		return err
-	}
 	keysDir := gf.keysDir
 	if keysDir == "" {
 		keysDir = defaultKeysDir(url)
 	}
 	mlog, err := lf.openLog(ctx, store, keysDir, log)
+	if err != nil {
+		return err
+	}
+	if gs, ok := store.(ledger.GuardianStore); ok {
+		store = notifyingStore{GuardianStore: gs, notify: mlog.Notify}
+	}
+	gd, err := gf.newGuardian(ctx, store, keys, keySet, log)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/sqlitestore"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -147,4 +150,29 @@ func parseTlogProof(t *testing.T, doc []byte) (index uint64, path [][]byte, chec
 		path = append(path, h)
 	}
 	return index, path, cp
+}
+
+// TestNotifyingStore: the log is woken after each committed append and only
+// then.
+func TestNotifyingStore(t *testing.T) {
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var n int
+	s := notifyingStore{GuardianStore: st, notify: func() { n++ }}
+	ctx := context.Background()
+	if _, err := s.Append(ctx, ledger.Record{SessionID: "s", Entry: []byte(entryJSON(0))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, ledger.Record{SessionID: "s", Entry: []byte(`{"entry_id":`)}); err == nil {
+		t.Fatal("malformed entry accepted")
+	}
+	if _, err := s.AppendBatch(ctx, []ledger.Record{{SessionID: "s", Entry: []byte(entryJSON(1))}, {SessionID: "t", Entry: []byte(entryJSON(2))}}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("notified %d times, want 2 (one per committed append call)", n)
+	}
 }
