@@ -52,6 +52,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer store.Close()
 
+	metrics, stopMetrics, err := newMetrics()
+	if err != nil {
+		return err
+	}
+	defer stopMetrics(context.WithoutCancel(ctx))
+
 	keys, keySet, err := gf.loadKeys(url, log)
 	if err != nil {
 		return err
@@ -74,6 +80,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ev := lf.evidenceOptions(store, mlog, keySet, log)
 	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev})
 	tlogserve.Mount(handler.Router(), mlog, log)
+	handler.Router().Method(http.MethodGet, "/metrics", metrics)
 	handler.Router().Method(http.MethodPost, "/acs", gd)
 	handler.Router().Method(http.MethodPost, "/acs/approvals", gd.ApprovalHandler())
 	srv := &http.Server{

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMetricsShowReverification: the scheduled whole-ledger re-verification
+// reports through /metrics, including how many sessions failed.
+func TestMetricsShowReverification(t *testing.T) {
+	s := startServer(t, "--db", t.TempDir(), "--reverify-every", "300ms")
+	// One session from the plain append API: it has no signed responses, so
+	// re-verification counts it as failed (entry_without_response).
+	if code, out := post(t, s.url+"/api/v1/sessions/m1/entries", entryJSON(0)); code != 201 {
+		t.Fatalf("append: %d %v", code, out)
+	}
+	runs := regexp.MustCompile(`(?m)^acsledger_reverify_runs_total\{[^}]*\} ([0-9]+)`)
+	failed := regexp.MustCompile(`(?m)^acsledger_reverify_sessions_failed(\{[^}]*\})? 1$`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := get(t, s.url+"/metrics")
+		if code != 200 {
+			t.Fatalf("/metrics: %d %s", code, body)
+		}
+		text := string(body)
+		if m := runs.FindStringSubmatch(text); m != nil && m[1] != "0" && failed.MatchString(text) {
+			if !strings.Contains(text, "# TYPE acsledger_reverify_duration") {
+				t.Fatalf("no re-verification duration histogram:\n%s", text)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no completed re-verification in /metrics after 30s:\n%s", text)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.stop(t, syscall.SIGTERM)
+}
