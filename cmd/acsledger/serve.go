@@ -17,6 +17,7 @@ import (
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/web"
 	"github.com/acsledger/acsledger/web/tlogserve"
+	"github.com/acsledger/acsledger/web/ui"
 )
 
 // shutdownGrace bounds how long serve waits for in-flight requests after a
@@ -80,6 +81,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ev := lf.evidenceOptions(store, mlog, keySet, log)
 	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev})
 	tlogserve.Mount(handler.Router(), mlog, log)
+	ui.Mount(handler.Router())
 	handler.Router().Method(http.MethodGet, "/metrics", metrics)
 	handler.Router().Method(http.MethodPost, "/acs", gd)
 	handler.Router().Method(http.MethodPost, "/acs/approvals", gd.ApprovalHandler())
