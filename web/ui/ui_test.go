@@ -3,6 +3,7 @@ package ui_test
 import (
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -197,6 +199,25 @@ func TestBrowser(t *testing.T) {
 		dom = dumpDOM(t, bin, base+"/ui/?agent_id=nobody")
 		if !strings.Contains(dom, "No session matches these filters.") {
 			t.Errorf("empty filter result not said\n%s", dom)
+		}
+	})
+
+	t.Run("paging", func(t *testing.T) {
+		dom := dumpDOM(t, bin, base+"/ui/?limit=1")
+		m := regexp.MustCompile(`<a id="next" href="(/ui/\?[^"]+)">`).FindStringSubmatch(dom)
+		if m == nil || !strings.Contains(dom, `>alpha</a>`) || strings.Contains(dom, "agent-9") {
+			t.Fatalf("first page of one: want alpha and a next link\n%s", dom)
+		}
+		next := html.UnescapeString(m[1])
+		if !strings.Contains(next, "cursor=") || !strings.Contains(next, "limit=1") {
+			t.Errorf("next link %q lacks cursor or limit", next)
+		}
+		dom = dumpDOM(t, bin, base+next)
+		if strings.Contains(dom, `>alpha</a>`) || !strings.Contains(dom, "agent-9") {
+			t.Errorf("second page: want only the second session\n%s", dom)
+		}
+		if strings.Contains(dom, `<a id="next" href=`) {
+			t.Errorf("last page still links a next page\n%s", dom)
 		}
 	})
 

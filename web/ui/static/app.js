@@ -86,7 +86,7 @@ async function sessionsPage() {
   if (here.get("cursor")) {
     q.set("cursor", here.get("cursor"));
   }
-  q.set("limit", String(PAGE));
+  q.set("limit", here.get("limit") || String(PAGE));
   dashboard();
   let page;
   try {
