@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -68,7 +69,7 @@ func (s *Server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.store.Append(r.Context(), ledger.Record{
-		SessionID: chi.URLParam(r, "session_id"),
+		SessionID: pathParam(r, "session_id"),
 		AgentID:   r.URL.Query().Get("agent_id"),
 		Entry:     body,
 	})
@@ -104,7 +105,7 @@ func (s *Server) failAppend(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
-	sess, err := s.store.Session(r.Context(), chi.URLParam(r, "session_id"))
+	sess, err := s.store.Session(r.Context(), pathParam(r, "session_id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -147,7 +148,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 // per line with entry_hash and previous_hash restored: the input of
 // `acsverify chain`.
 func (s *Server) listEntries(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "session_id")
+	id := pathParam(r, "session_id")
 	q := r.URL.Query()
 	if q.Get("format") == "jsonl" {
 		s.streamChain(w, r, id)
@@ -199,6 +200,18 @@ func (s *Server) streamChain(w http.ResponseWriter, r *http.Request, id string) 
 		bw.WriteByte('\n')
 	}
 	bw.Flush()
+}
+
+// pathParam returns a path parameter decoded. chi matches on the escaped
+// path when one exists, so an id holding "/" or "=" arrives still escaped
+// ("a%2Fb"); a parameter that does not decode is kept as it came and
+// simply finds nothing.
+func pathParam(r *http.Request, name string) string {
+	v := chi.URLParam(r, name)
+	if d, err := url.PathUnescape(v); err == nil {
+		return d
+	}
+	return v
 }
 
 func timeParam(v, name string) (time.Time, error) {

@@ -121,7 +121,7 @@ func (a *evidenceAPI) bundle(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	id := chi.URLParam(r, "session_id")
+	id := pathParam(r, "session_id")
 	opts := a.opts.Bundle
 	if v := r.URL.Query().Get("include_policies"); v != "" {
 		if opts.IncludePolicies, err = strconv.ParseBool(v); err != nil {
@@ -183,7 +183,7 @@ func (a *evidenceAPI) verifySession(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	rep, err := evidence.Verify(r.Context(), gs, a.opts.Log, chi.URLParam(r, "session_id"), a.opts.Bundle, a.trust())
+	rep, err := evidence.Verify(r.Context(), gs, a.opts.Log, pathParam(r, "session_id"), a.opts.Bundle, a.trust())
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -278,7 +278,7 @@ func (a *evidenceAPI) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := replay.Replay(r.Context(), gs, replay.Request{
-		RequestID: chi.URLParam(r, "request_id"), SessionID: req.SessionID,
+		RequestID: pathParam(r, "request_id"), SessionID: req.SessionID,
 		Params: req.Params, Provenance: req.Provenance, PolicyVersion: req.PolicyVersion,
 	})
 	if err != nil {

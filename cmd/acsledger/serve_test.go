@@ -248,6 +248,14 @@ func testServe(t *testing.T, db string) {
 		t.Fatalf("replayed %d entries to head %s, want 3 to %s", n, head, heads[2])
 	}
 
+	// Session ids are opaque strings: "/" and "=" travel escaped in the path.
+	if code, out := post(t, s.url+"/api/v1/sessions/tenant%2Fs%3D1/entries", entryJSON(0)); code != http.StatusCreated || out["session_id"] != "tenant/s=1" {
+		t.Fatalf("append to an escaped session id: %d %v", code, out)
+	}
+	if code, body := get(t, s.url+"/api/v1/sessions/tenant%2Fs%3D1"); code != 200 || !strings.Contains(string(body), `"session_id":"tenant/s=1"`) {
+		t.Fatalf("session with an escaped id: %d %s", code, body)
+	}
+
 	code, body = get(t, s.url+"/api/v1/sessions?agent_id=agent-7")
 	if code != 200 || !strings.Contains(string(body), `"session_id":"s1"`) {
 		t.Fatalf("sessions by agent: %d %s", code, body)
