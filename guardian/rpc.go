@@ -186,7 +186,7 @@ func (g *Guardian) parse(raw []byte) (*request, *rpcerr.Error) {
 	if e := req.readParams(); e != nil {
 		return req, e
 	}
-	if e := validateRequest(raw, req.method, req.payload); e != nil {
+	if e := validateRequest(raw, req.method); e != nil {
 		return req, e
 	}
 	return req, nil

@@ -1,7 +1,6 @@
 package guardian
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -33,18 +32,33 @@ var payloadSchemas = map[string]string{
 // method's payload schema. A violation inside params is Invalid params
 // (-32602), anything else Invalid Request (-32600); the message names the
 // failing location as a dotted path (params.metadata.session_id).
-func validateRequest(raw []byte, method string, payload json.RawMessage) *rpcerr.Error {
-	if e := schemaError(schemas.RequestEnvelope, "", raw); e != nil {
+//
+// raw already passed the strict parse (serve canonicalizes the body), so
+// it is decoded once here and the payload schema checks the decoded
+// params.payload, not a second parse of it.
+func validateRequest(raw []byte, method string) *rpcerr.Error {
+	doc, err := schemas.Decode(raw)
+	if err != nil {
+		return refuse(rpcerr.InvalidRequest, "schema_violation", fmt.Sprintf("%s: %v", schemas.RequestEnvelope, err))
+	}
+	if e := schemaError(schemas.RequestEnvelope, "", doc); e != nil {
 		return e
 	}
-	if name, ok := payloadSchemas[method]; ok {
-		return schemaError(name, "/params/payload", payload)
+	name, ok := payloadSchemas[method]
+	if !ok {
+		return nil
 	}
-	return nil
+	// The envelope schema made params and params.payload objects; a
+	// missing one would fail the payload schema's type check, not panic.
+	var payload any
+	if params, ok := doc.(map[string]any)["params"].(map[string]any); ok {
+		payload = params["payload"]
+	}
+	return schemaError(name, "/params/payload", payload)
 }
 
-func schemaError(name, prefix string, doc []byte) *rpcerr.Error {
-	err := schemas.Validate(name, doc)
+func schemaError(name, prefix string, doc any) *rpcerr.Error {
+	err := schemas.ValidateValue(name, doc)
 	if err == nil {
 		return nil
 	}

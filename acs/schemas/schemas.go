@@ -193,11 +193,35 @@ func Validate(name string, doc []byte) error {
 	if _, err := acs.Canonicalize(doc); err != nil {
 		return fmt.Errorf("%s: document is not acceptable JSON: %w", name, err)
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	v, err := Decode(doc)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	err = s.Validate(v)
+	return validate(s, name, v)
+}
+
+// Decode decodes doc into the form ValidateValue takes: maps, slices,
+// strings, bools, nil and json.Number, so that numbers keep every digit.
+// It does not make the strict checks of acs.Canonicalize; a caller that
+// has not already made them should use Validate instead.
+func Decode(doc []byte) (any, error) {
+	return jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+}
+
+// ValidateValue checks a value Decode returned (or any part of one)
+// against the schema name, with the same *Error as Validate. It lets a
+// caller that already parsed a document strictly and decoded it once
+// validate it, and parts of it, without parsing again.
+func ValidateValue(name string, v any) error {
+	s, err := schema(name)
+	if err != nil {
+		return err
+	}
+	return validate(s, name, v)
+}
+
+func validate(s *jsonschema.Schema, name string, v any) error {
+	err := s.Validate(v)
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return err

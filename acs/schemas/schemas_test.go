@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -140,7 +141,54 @@ func TestBrokenDocuments(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.mentions) {
 				t.Errorf("error %q does not mention %q", err, tt.mentions)
 			}
+			// The decode-once path gives the same error, field for field.
+			v, derr := schemas.Decode([]byte(broken))
+			if derr != nil {
+				t.Fatalf("Decode: %v", derr)
+			}
+			verr := schemas.ValidateValue(tt.schema, v)
+			var vse *schemas.Error
+			if !errors.As(verr, &vse) {
+				t.Fatalf("ValidateValue = %v, want a *schemas.Error", verr)
+			}
+			if !reflect.DeepEqual(vse, se) {
+				t.Errorf("ValidateValue = %#v\nValidate      = %#v", vse, se)
+			}
+			if verr.Error() != err.Error() {
+				t.Errorf("ValidateValue says %q, Validate %q", verr, err)
+			}
 		})
+	}
+}
+
+// TestValidateValueNumbers checks that Decode keeps numbers exact: an
+// integer above 2^53 is still an integer, and a fraction is not one.
+func TestValidateValueNumbers(t *testing.T) {
+	for _, tt := range []struct {
+		timeout string
+		ok      bool
+	}{
+		{"9007199254740993", true},
+		{"1.5", false},
+		{"0", false},
+	} {
+		doc := `{"resolution_method":"human_review","resolution_timeout_ms":` + tt.timeout + `,"timeout_decision":"allow"}`
+		v, err := schemas.Decode([]byte(doc))
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", doc, err)
+		}
+		verr := schemas.ValidateValue(schemas.DeferDetails, v)
+		err = schemas.Validate(schemas.DeferDetails, []byte(doc))
+		if (verr == nil) != tt.ok || (err == nil) != tt.ok {
+			t.Errorf("resolution_timeout_ms %s: ValidateValue = %v, Validate = %v, want ok %v", tt.timeout, verr, err, tt.ok)
+		}
+		var se *schemas.Error
+		if !tt.ok && (!errors.As(verr, &se) || se.Pointer != "/resolution_timeout_ms") {
+			t.Errorf("resolution_timeout_ms %s: ValidateValue = %v, want an *Error at /resolution_timeout_ms", tt.timeout, verr)
+		}
+	}
+	if err := schemas.ValidateValue("no-such.json", map[string]any{}); err == nil || !strings.Contains(err.Error(), "no-such.json") {
+		t.Errorf("ValidateValue of an unknown schema = %v", err)
 	}
 }
 
