@@ -30,6 +30,10 @@ type request struct {
 	// raw is the request object as received; params is its params member.
 	raw    []byte
 	params json.RawMessage
+	// canonParams is the RFC 8785 form of params, cut from the canonical
+	// form serve made of the body; nil when there is none (a batch
+	// element), and then request_hash canonicalizes params itself.
+	canonParams []byte
 
 	acsVersion string
 	requestID  string
@@ -70,7 +74,8 @@ func (g *Guardian) serve(ctx context.Context, body []byte, transport string) []b
 	// RFC 8785 / I-JSON first: duplicate members, invalid UTF-8, lone
 	// surrogates and out-of-range numbers have no canonical form, so
 	// neither a signature nor a request_hash could be computed over them.
-	if _, err := acs.Canonicalize(body); err != nil {
+	canon, err := acs.Canonicalize(body)
+	if err != nil {
 		return g.bodyError(ctx, refuse(rpcerr.ParseError, "parse_error", fmt.Sprintf("the body is not valid JSON: %v", err)))
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
@@ -90,12 +95,12 @@ func (g *Guardian) serve(ctx context.Context, body []byte, transport string) []b
 			if i > 0 {
 				out.WriteByte(',')
 			}
-			out.Write(g.serveOne(ctx, raw, transport))
+			out.Write(g.serveOne(ctx, raw, nil, transport))
 		}
 		out.WriteByte(']')
 		return out.Bytes()
 	}
-	return g.serveOne(ctx, trimmed, transport)
+	return g.serveOne(ctx, trimmed, canon, transport)
 }
 
 // bodyError answers a body that holds no request at all.
@@ -108,8 +113,9 @@ func (g *Guardian) bodyError(ctx context.Context, e *rpcerr.Error) []byte {
 	return out
 }
 
-// serveOne answers one request object.
-func (g *Guardian) serveOne(ctx context.Context, raw []byte, transport string) (answer []byte) {
+// serveOne answers one request object. canon is its RFC 8785 form, or nil
+// when the caller has none at hand.
+func (g *Guardian) serveOne(ctx context.Context, raw, canon []byte, transport string) (answer []byte) {
 	ctx, span := startRequest(ctx)
 	start := time.Now()
 	method := ""
@@ -118,6 +124,9 @@ func (g *Guardian) serveOne(ctx context.Context, raw []byte, transport string) (
 		span.End()
 	}()
 	req, rerr := g.parse(raw)
+	if rerr == nil && canon != nil {
+		req.canonParams = canonicalMember(canon, "params")
+	}
 	if req != nil {
 		method = req.method
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/rpcerr"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/ledger"
@@ -200,7 +199,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		d = g.settle(pd, state)
 	}
 
-	reqHash, err := acs.RequestHash(req.params)
+	reqHash, err := requestHash(req)
 	if err != nil {
 		// The body passed the canonicalizer; this cannot happen.
 		return g.errorResponse(req.id, refuse(rpcerr.InternalError, "", "internal error"), s.signer)

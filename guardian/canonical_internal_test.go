@@ -1,0 +1,89 @@
+package guardian
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"testing"
+
+	"github.com/acsledger/acsledger/acs"
+)
+
+// canonicalParamsBodies are request bodies whose params the canonical cut
+// must hash exactly as acs.RequestHash hashes the params as received.
+var canonicalParamsBodies = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"steps/toolCallRequest","params":{"b":1,"a":2}}`,
+	` { "params" : { "z" : [ 1.0 , 2e3 , -0 , 1E-7 ] , "a" : "\u00e9\ud83d\ude00" } , "id" : "x" , "method":"m", "jsonrpc":"2.0" } `,
+	`{"id":"a\"params\":{}","method":"p,\"params\"","jsonrpc":"2.0","params":{"signature":{"value":"AAAA","key_id":"k","algorithm":"HMAC-SHA256"},"payload":{"s":"\\\"}]\u0000"}}}`,
+	`{"params":{"n":9007199254740993,"big":123456789012345678901234567890,"t":true,"f":false,"z":null,"e":{},"l":[]},"zz":[{"params":1}]}`,
+	`{"a":[[[]]],"params":{"\u0070":"key spelled with an escape"},"b":{"params":{"inner":1}}}`,
+}
+
+func TestCanonicalParamsHash(t *testing.T) {
+	for _, body := range canonicalParamsBodies {
+		checkCanonicalParams(t, []byte(body))
+	}
+}
+
+// FuzzCanonicalParams holds the cut to acs.RequestHash on any object with
+// an object-valued params member.
+//
+//	go test ./guardian -run XXX -fuzz FuzzCanonicalParams -fuzztime 30s
+func FuzzCanonicalParams(f *testing.F) {
+	for _, b := range canonicalParamsBodies {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		canon, err := acs.Canonicalize(body)
+		if err != nil {
+			return
+		}
+		var top map[string]json.RawMessage
+		if json.Unmarshal(body, &top) != nil || kindOf(top["params"]) != 'o' {
+			if cut := canonicalMember(canon, "params"); cut != nil && kindOf(cut) == 'o' {
+				t.Fatalf("canonicalMember found params object %s in %s, which has none", cut, body)
+			}
+			return
+		}
+		checkCanonicalParams(t, body)
+	})
+}
+
+func checkCanonicalParams(t *testing.T, body []byte) {
+	t.Helper()
+	canon, err := acs.Canonicalize(body)
+	if err != nil {
+		t.Fatalf("Canonicalize(%s): %v", body, err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		t.Fatal(err)
+	}
+	cut := canonicalMember(canon, "params")
+	if cut == nil {
+		t.Fatalf("canonicalMember found no params in %s", canon)
+	}
+	want, err := acs.RequestHash(top["params"])
+	if err != nil {
+		t.Fatalf("RequestHash(%s): %v", top["params"], err)
+	}
+	got, err := requestHash(&request{params: top["params"], canonParams: cut})
+	if err != nil || got != want {
+		t.Errorf("body %s: hash of the canonical cut %s = %s, %v; RequestHash of params = %s", body, cut, got, err, want)
+	}
+	wantCanon, _ := acs.Canonicalize(top["params"])
+	if !bytes.Equal(cut, wantCanon) {
+		t.Errorf("body %s: cut %s, want %s", body, cut, wantCanon)
+	}
+	if got := sha256.Sum256(wantCanon); acs.Hash(got) != want {
+		t.Errorf("RequestHash is not the SHA-256 of the canonical params")
+	}
+}
+
+func TestCanonicalMemberRefuses(t *testing.T) {
+	for _, canon := range []string{``, `[]`, `{}`, `{"params"`, `{"a":1}`, `{"a":"x`, `{"a":[1,"params"]}`} {
+		if got := canonicalMember([]byte(canon), "params"); got != nil {
+			t.Errorf("canonicalMember(%s) = %s, want nil", canon, got)
+		}
+	}
+}
