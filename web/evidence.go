@@ -73,6 +73,7 @@ func (s *Server) mountEvidence(r chi.Router, opts EvidenceOptions) {
 	r.Get("/sessions/{session_id}/verify", a.verifySession)
 	r.Post("/verify/bundle", a.verifyBundle)
 	r.Post("/decisions/{request_id}/replay", a.replay)
+	a.mountDecisions(r)
 	r.Route("/admin", func(r chi.Router) {
 		r.Use(a.admin)
 		r.Post("/reverify", a.startReverify)

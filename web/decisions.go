@@ -1,0 +1,157 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/evidence/replay"
+)
+
+// The read-only routes an incident responder's decision view needs beside
+// replay: the recorded policy bundle versions (what a decision can be
+// replayed under) and one recorded decision by its request id.
+
+// mountDecisions adds the decision routes to r, the /api/v1 router.
+func (a *evidenceAPI) mountDecisions(r chi.Router) {
+	r.Get("/policies", a.listPolicies)
+	r.Get("/decisions/{request_id}", a.getDecision)
+}
+
+// policyJSON is one recorded policy bundle version, named as the evidence
+// bundle's policy_bundles names it (docs/evidence-bundle.md).
+type policyJSON struct {
+	PolicyID      string    `json:"policy_id"`
+	PolicyVersion string    `json:"policy_version"`
+	Digest        string    `json:"digest"`
+	RecordedAt    time.Time `json:"recorded_at"`
+	// Content is the bundle, standard base64 (encoding/json's []byte), with
+	// include_content=true only.
+	Content []byte `json:"content,omitempty"`
+}
+
+// listPolicies lists the recorded policy bundle versions, oldest first,
+// optionally those of one policy_id; include_content=true adds each
+// bundle's bytes.
+func (a *evidenceAPI) listPolicies(w http.ResponseWriter, r *http.Request) {
+	gs, err := a.store()
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	var content bool
+	if v := q.Get("include_content"); v != "" {
+		if content, err = strconv.ParseBool(v); err != nil {
+			a.fail(w, r, fmt.Errorf("%w: query parameter include_content=%q is not a boolean", errBadRequest, v))
+			return
+		}
+	}
+	list, err := gs.PolicyBundles(r.Context())
+	if err != nil {
+		a.fail(w, r, fmt.Errorf("couldn't list policy bundles: %w", err))
+		return
+	}
+	out := struct {
+		Policies []policyJSON `json:"policies"`
+	}{Policies: []policyJSON{}}
+	id := q.Get("policy_id")
+	for _, p := range list {
+		if id != "" && p.ID != id {
+			continue
+		}
+		pj := policyJSON{PolicyID: p.ID, PolicyVersion: p.Version, Digest: p.Digest, RecordedAt: p.RecordedAt.UTC()}
+		if content {
+			full, err := gs.PolicyBundle(r.Context(), p.ID, p.Version)
+			if err != nil {
+				a.fail(w, r, fmt.Errorf("couldn't load policy bundle %s version %s: %w", p.ID, p.Version, err))
+				return
+			}
+			pj.Content = full.Content
+		}
+		out.Policies = append(out.Policies, pj)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// decisionJSON is one recorded step found by its request id: the entry as
+// the entries route shows it, the signed response stored beside it, and
+// the decision read from the response (the whole verdict) or, without
+// one, from the entry.
+type decisionJSON struct {
+	entryJSON
+	RequestID    string          `json:"request_id"`
+	Response     json.RawMessage `json:"response"`
+	Decision     json.RawMessage `json:"decision"`
+	DecisionFrom string          `json:"decision_from"`
+}
+
+// getDecision finds the entry whose step_id is the request id: in the
+// session named by session_id (one read of that chain), or else in every
+// session (one read of the whole ledger; replay.FindEntry).
+func (a *evidenceAPI) getDecision(w http.ResponseWriter, r *http.Request) {
+	gs, err := a.store()
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	id := pathParam(r, "request_id")
+	e, err := replay.FindEntry(r.Context(), gs, id, r.URL.Query().Get("session_id"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	out := decisionJSON{
+		entryJSON: entryJSON{
+			e.SessionID, e.Position, e.EntryID, e.StepID, e.StepType, e.Timestamp, e.RecordedAt.UTC(),
+			e.EntryHash.String(), hashPtr(e.PreviousHash), e.Content,
+		},
+		RequestID: id, Response: json.RawMessage("null"), Decision: json.RawMessage("null"),
+	}
+	resp, err := gs.Response(r.Context(), e.SessionID, e.Position)
+	switch {
+	case err == nil:
+		out.Response = resp
+	case !errors.Is(err, ledger.ErrNotFound):
+		a.fail(w, r, fmt.Errorf("couldn't read the response of session %s at position %d: %w", e.SessionID, e.Position, err))
+		return
+	}
+	out.Decision, out.DecisionFrom = recordedDecision(resp, e.Content)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// recordedDecision picks the decision to show: the signed response's
+// result when it is a decision (it carries every field: modifications,
+// ask and defer details), else the entry's decision member, else none.
+func recordedDecision(resp, entry []byte) (json.RawMessage, string) {
+	var env struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if len(resp) > 0 && json.Unmarshal(resp, &env) == nil && hasMember(env.Result, "decision") {
+		return env.Result, "response"
+	}
+	var e struct {
+		Decision json.RawMessage `json:"decision"`
+	}
+	if json.Unmarshal(entry, &e) == nil && len(e.Decision) > 0 && !bytes.Equal(e.Decision, []byte("null")) {
+		return e.Decision, "entry"
+	}
+	return json.RawMessage("null"), ""
+}
+
+// hasMember reports whether obj is a JSON object with the member name.
+func hasMember(obj json.RawMessage, name string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil {
+		return false
+	}
+	_, ok := m[name]
+	return ok
+}
