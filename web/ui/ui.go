@@ -1,5 +1,7 @@
-// Package ui is acsledger's first web UI: a sessions list, a session's
-// timeline with its verification verdict, and export links. It is a few
+// Package ui is acsledger's web UI: a sessions list, a session's timeline
+// with its verification verdict and export links, a dashboard running the
+// whole-ledger re-verification, and a decision view that replays a
+// recorded decision. It is a few
 // embedded static files; the pages fetch the /api/v1 JSON API
 // (docs/api.md) from the same origin and render it with DOM text nodes
 // only, because entries carry attacker-influenced strings (tool arguments,
@@ -33,6 +35,8 @@ func Mount(r chi.Router) {
 	})
 	r.Get("/ui/", page(files, "index.html"))
 	r.Get("/ui/sessions/{session_id}", page(files, "session.html"))
+	r.Get("/ui/dashboard", page(files, "dashboard.html"))
+	r.Get("/ui/decisions/{request_id}", page(files, "decision.html"))
 	r.Handle("/ui/static/*", secured(http.StripPrefix("/ui/static/", http.FileServerFS(files))))
 }
 

@@ -87,7 +87,6 @@ async function sessionsPage() {
     q.set("cursor", here.get("cursor"));
   }
   q.set("limit", here.get("limit") || String(PAGE));
-  dashboard();
   let page;
   try {
     page = await getJSON(`${API}/sessions?${q}`);
@@ -116,28 +115,6 @@ async function sessionsPage() {
     next.href = "/ui/?" + nq;
     next.hidden = false;
   }
-}
-
-// dashboard shows the last whole-ledger re-verification when the admin
-// status is readable without credentials; otherwise the line stays hidden.
-async function dashboard() {
-  let st;
-  try {
-    st = await getJSON(`${API}/admin/reverify`);
-  } catch (e) {
-    return;
-  }
-  const p = document.getElementById("dashboard");
-  if (st.current) {
-    p.textContent = `Whole-ledger re-verification running since ${when(st.current.started)}.`;
-  } else if (st.last) {
-    const l = st.last;
-    const verdict = l.failed ? `FAILED for ${l.failed} session(s)` : "all verified";
-    p.textContent = `Last whole-ledger re-verification, finished ${when(l.finished)}: ${l.sessions} sessions, ${l.entries} entries, ${verdict}.`;
-  } else {
-    p.textContent = "The whole ledger has not been re-verified since the server started.";
-  }
-  p.hidden = false;
 }
 
 // --- one session ---------------------------------------------------------
@@ -212,7 +189,7 @@ async function sessionPage() {
         el("td", {}, when(e.timestamp || e.recorded_at)),
         dcell,
         el("td", {}, d.codes.length ? d.codes.join(", ") : "—"),
-        el("td", {}, e.step_id),
+        el("td", {}, stepLink(id, e.step_id)),
         hashCell(e.entry_hash)));
       from = e.position + 1;
     }
@@ -223,6 +200,15 @@ async function sessionPage() {
   };
   more.addEventListener("click", load);
   await load();
+}
+
+// stepLink links a step to its decision view; the session goes along so
+// that the server reads one chain rather than the whole ledger.
+function stepLink(sessionID, stepID) {
+  if (!stepID) {
+    return "—";
+  }
+  return el("a", { href: `/ui/decisions/${segment(stepID)}?${new URLSearchParams({ session_id: sessionID })}` }, stepID);
 }
 
 // verdict shows the server's verification report in plain words.
@@ -270,11 +256,549 @@ function findingsTable(caption, list) {
     tbody);
 }
 
+// --- dashboard -----------------------------------------------------------
+
+// The admin token lives in adminToken, page memory, and in sessionStorage
+// only when the operator ticks "Keep for this tab" (gone when the tab
+// closes). Never localStorage, a cookie or the URL: docs/ui.md.
+const TOKEN_KEY = "acsledger.adminToken";
+const POLL_MS = 1000;
+// COUNT_PAGES bounds the sessions the totals count (pages of 1000).
+const COUNT_PAGES = 20;
+// DETAIL_SESSIONS bounds the failing sessions whose findings are read.
+const DETAIL_SESSIONS = 20;
+
+let adminToken = "";
+let pollTimer = null;
+let totalSessions = null;
+let shownLast = "";
+
+// request fetches url and answers its status and JSON body (null when the
+// body is not JSON); only a network failure throws.
+async function request(url, opts) {
+  const resp = await fetch(url, opts);
+  let body = null;
+  try {
+    body = await resp.json();
+  } catch (e) {
+    body = null;
+  }
+  return { status: resp.status, ok: resp.ok, body };
+}
+
+function errorOf(r) {
+  return (r.body && r.body.error) || `the server answered ${r.status}`;
+}
+
+function rememberedToken() {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) || "";
+  } catch (e) {
+    return "";
+  }
+}
+
+function keepToken(token) {
+  try {
+    if (token) {
+      sessionStorage.setItem(TOKEN_KEY, token);
+    } else {
+      sessionStorage.removeItem(TOKEN_KEY);
+    }
+  } catch (e) {
+    // Storage refused (a private mode): the token stays in memory only.
+  }
+}
+
+function authMessage(msg, isError) {
+  const p = document.getElementById("auth");
+  p.textContent = msg;
+  p.classList.toggle("error", !!isError);
+  p.hidden = msg === "";
+}
+
+async function dashboardPage() {
+  const form = document.getElementById("token-form");
+  const input = document.getElementById("token");
+  const remember = document.getElementById("remember");
+  const start = document.getElementById("start");
+  totals();
+  adminToken = rememberedToken();
+  if (adminToken) {
+    remember.checked = true;
+    authMessage("Using the admin token kept for this tab.", false);
+    refreshStatus();
+  }
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const token = input.value.trim();
+    input.value = "";
+    if (!token) {
+      authMessage("Type the admin token first.", true);
+      return;
+    }
+    adminToken = token;
+    keepToken(remember.checked ? token : "");
+    authMessage("Checking the token…", false);
+    refreshStatus();
+  });
+  remember.addEventListener("change", () => keepToken(remember.checked ? adminToken : ""));
+  document.getElementById("forget").addEventListener("click", () => {
+    adminToken = "";
+    input.value = "";
+    remember.checked = false;
+    keepToken("");
+    stopPolling();
+    start.disabled = true;
+    document.getElementById("running").hidden = true;
+    document.getElementById("last").textContent = "";
+    shownLast = "";
+    authMessage("The token is forgotten.", false);
+  });
+  start.addEventListener("click", startRun);
+}
+
+function adminCall(method) {
+  return request(`${API}/admin/reverify`, {
+    method,
+    headers: { Accept: "application/json", Authorization: "Bearer " + adminToken },
+  });
+}
+
+function stopPolling() {
+  if (pollTimer !== null) {
+    clearTimeout(pollTimer);
+    pollTimer = null;
+  }
+}
+
+// refused says why the admin API did not answer.
+function refused(r) {
+  stopPolling();
+  const start = document.getElementById("start");
+  switch (r.status) {
+    case 401:
+      start.disabled = true;
+      authMessage("The server refused this admin token (401 Unauthorized). Check it and enter it again.", true);
+      return;
+    case 403:
+      start.disabled = true;
+      authMessage("The admin API is disabled on this server (403 Forbidden): it was started without an admin token. Set ACSLEDGER_ADMIN_TOKEN for acsledger serve to use re-verification.", true);
+      return;
+    case 501:
+      start.disabled = true;
+      authMessage(`This server cannot re-verify the ledger (501): ${errorOf(r)}.`, true);
+      return;
+  }
+  authMessage(`The admin API answered ${r.status}: ${errorOf(r)}`, true);
+}
+
+async function refreshStatus() {
+  stopPolling();
+  if (!adminToken) {
+    return;
+  }
+  let r;
+  try {
+    r = await adminCall("GET");
+  } catch (e) {
+    authMessage(`Could not reach the admin API: ${e.message}`, true);
+    return;
+  }
+  if (!r.ok) {
+    refused(r);
+    return;
+  }
+  authMessage("", false);
+  showStatus(r.body);
+}
+
+async function startRun() {
+  const start = document.getElementById("start");
+  start.disabled = true;
+  let r;
+  try {
+    r = await adminCall("POST");
+  } catch (e) {
+    authMessage(`Could not reach the admin API: ${e.message}`, true);
+    start.disabled = false;
+    return;
+  }
+  if (r.status === 409) {
+    authMessage("A re-verification is already running; showing its progress.", false);
+    refreshStatus();
+    return;
+  }
+  if (!r.ok) {
+    refused(r);
+    return;
+  }
+  authMessage("", false);
+  showStatus(r.body);
+}
+
+function showStatus(st) {
+  const start = document.getElementById("start");
+  const box = document.getElementById("running");
+  const cur = st.current;
+  start.disabled = !!cur;
+  if (cur) {
+    const total = totalSessions !== null && totalSessions >= cur.sessions ? totalSessions : null;
+    const of = total !== null ? ` of ${total}` : "";
+    document.getElementById("running-text").textContent =
+      `Running since ${when(cur.started)}: ${cur.sessions}${of} sessions checked, ${cur.entries} entries, ` +
+      `${cur.failed} session${cur.failed === 1 ? "" : "s"} not verified so far.`;
+    const bar = document.getElementById("progress");
+    if (total !== null && total > 0) {
+      bar.max = total;
+      bar.value = cur.sessions;
+      bar.textContent = `${cur.sessions} of ${total}`;
+    } else {
+      bar.removeAttribute("value");
+      bar.textContent = `${cur.sessions} sessions`;
+    }
+    box.hidden = false;
+    pollTimer = setTimeout(refreshStatus, POLL_MS);
+  } else {
+    box.hidden = true;
+  }
+  showLast(st.last);
+}
+
+function duration(from, to) {
+  const ms = Date.parse(to) - Date.parse(from);
+  if (!(ms >= 0)) {
+    return "—";
+  }
+  if (ms < 60000) {
+    return `${(ms / 1000).toFixed(ms < 10000 ? 3 : 1)} s`;
+  }
+  return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
+}
+
+// showLast shows the last finished run, once per run: the findings it
+// reads cost one verification per failing session.
+function showLast(l) {
+  const box = document.getElementById("last");
+  const key = l ? `${l.started} ${l.finished}` : "none";
+  if (key === shownLast) {
+    return;
+  }
+  shownLast = key;
+  box.textContent = "";
+  if (!l) {
+    box.className = "";
+    box.append(el("p", {}, "No whole-ledger re-verification has finished since the server started."));
+    return;
+  }
+  const failedList = l.failed_sessions || [];
+  let head;
+  if (l.error) {
+    box.className = "verdict bad";
+    head = el("p", { id: "last-verdict" }, el("strong", {}, "✗ Stopped early: "), `the run ended after ${l.sessions} sessions: ${l.error}`);
+  } else if (l.failed > 0) {
+    box.className = "verdict bad";
+    head = el("p", { id: "last-verdict" }, el("strong", {}, "✗ Not verified: "), `${l.failed} of ${l.sessions} sessions did not verify.`);
+  } else {
+    box.className = "verdict ok";
+    head = el("p", { id: "last-verdict" }, el("strong", {}, "✓ Verified: "), `all ${l.sessions} sessions check out.`);
+  }
+  const dl = el("dl", { class: "summary", id: "last-summary" });
+  for (const [k, v] of [["Finished", when(l.finished)], ["Took", duration(l.started, l.finished)],
+    ["Sessions checked", l.sessions], ["Entries checked", l.entries], ["Sessions with findings", l.failed]]) {
+    dl.append(el("dt", {}, k), el("dd", {}, v));
+  }
+  box.append(el("h3", {}, "Last finished run"), head, dl);
+  if (failedList.length === 0) {
+    return;
+  }
+  const tbody = el("tbody", {});
+  for (const f of failedList) {
+    tbody.append(el("tr", {},
+      el("td", {}, el("a", { href: "/ui/sessions/" + segment(f.session_id) }, f.session_id)),
+      el("td", {}, (f.codes || []).join(", "))));
+  }
+  box.append(el("table", { id: "failed-sessions" },
+    el("caption", {}, "Sessions that did not verify, with the codes of their findings"),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Session"), el("th", { scope: "col" }, "Codes"))),
+    tbody));
+  if (l.failed > failedList.length) {
+    box.append(el("p", {}, `…and ${l.failed - failedList.length} more: a run names at most ${failedList.length}.`));
+  }
+  findingDetails(box, failedList.slice(0, DETAIL_SESSIONS), key);
+}
+
+// findingDetails reads each failing session's findings (code, entry,
+// message) from its verification, as it stands now.
+async function findingDetails(box, failed, key) {
+  const tbody = el("tbody", {});
+  const note = el("p", { class: "help" }, "Reading the findings…");
+  box.append(el("table", { class: "findings", id: "run-findings" },
+    el("caption", {}, "Findings, as each session's verification reports them now"),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Code"), el("th", { scope: "col" }, "Session"),
+      el("th", { scope: "col" }, "Entry"), el("th", { scope: "col" }, "What"))),
+    tbody), note);
+  let n = 0;
+  for (const f of failed) {
+    let rep;
+    try {
+      rep = await getJSON(`${API}/sessions/${segment(f.session_id)}/verify`);
+    } catch (e) {
+      tbody.append(el("tr", {}, el("td", {}, "—"), el("td", {}, f.session_id), el("td", {}, "—"),
+        el("td", { class: "error" }, `Could not verify: ${e.message}`)));
+      continue;
+    }
+    if (shownLast !== key) {
+      return; // a newer run is shown
+    }
+    for (const x of rep.findings || []) {
+      n++;
+      tbody.append(el("tr", {},
+        el("td", {}, el("code", {}, x.code)),
+        el("td", {}, el("a", { href: "/ui/sessions/" + segment(f.session_id) }, f.session_id)),
+        el("td", { class: "num" }, x.entry_index >= 0 ? x.entry_index : (x.where || "—")),
+        el("td", {}, x.message || "")));
+    }
+  }
+  note.textContent = n === 0 ? "The sessions verify now: no findings to show." : `${n} finding${n === 1 ? "" : "s"}.`;
+}
+
+// totals counts sessions and entries from the sessions list, and the
+// recorded policy versions.
+async function totals() {
+  const dl = document.getElementById("totals");
+  let sessions = 0;
+  let entries = 0;
+  let capped = false;
+  try {
+    let cursor = "";
+    for (let pages = 0; ; pages++) {
+      if (pages === COUNT_PAGES) {
+        capped = true;
+        break;
+      }
+      const q = new URLSearchParams({ limit: "1000" });
+      if (cursor) {
+        q.set("cursor", cursor);
+      }
+      const page = await getJSON(`${API}/sessions?${q}`);
+      sessions += page.sessions.length;
+      for (const s of page.sessions) {
+        entries += s.length;
+      }
+      cursor = page.next || "";
+      if (!cursor) {
+        break;
+      }
+    }
+  } catch (e) {
+    const p = document.getElementById("totals-status");
+    p.textContent = `Could not count sessions: ${e.message}`;
+    p.classList.add("error");
+    return;
+  }
+  totalSessions = capped ? null : sessions;
+  const more = capped ? "at least " : "";
+  const rows = [["Sessions", more + sessions], ["Entries", more + entries]];
+  try {
+    const pol = await getJSON(`${API}/policies`);
+    const list = pol.policies;
+    rows.push(["Policy bundle versions", list.length]);
+    if (list.length) {
+      const p = list[list.length - 1];
+      rows.push(["Newest recorded", `${p.policy_id} ${p.policy_version}, ${when(p.recorded_at)}`]);
+    }
+  } catch (e) {
+    rows.push(["Policy bundle versions", "—"]);
+  }
+  for (const [k, v] of rows) {
+    dl.append(el("dt", {}, k), el("dd", {}, v));
+  }
+  dl.hidden = false;
+  document.getElementById("totals-status").hidden = true;
+}
+
+// --- one decision ----------------------------------------------------------
+
+function requestIDFromPath() {
+  return decodeURIComponent(location.pathname.slice("/ui/decisions/".length));
+}
+
+function definitions(dl, rows) {
+  for (const [k, v] of rows) {
+    dl.append(el("dt", {}, k), el("dd", {}, v));
+  }
+}
+
+async function decisionPage() {
+  const id = requestIDFromPath();
+  const hint = new URLSearchParams(location.search).get("session_id") || "";
+  document.getElementById("request-id").textContent = id;
+  document.title = `Decision ${id} · acsledger`;
+  const q = hint ? "?" + new URLSearchParams({ session_id: hint }) : "";
+  let d;
+  try {
+    d = await getJSON(`${API}/decisions/${segment(id)}${q}`);
+  } catch (e) {
+    status(`Could not load the decision: ${e.message}`, true);
+    return;
+  }
+  status("");
+  const back = document.getElementById("session-link");
+  back.href = "/ui/sessions/" + segment(d.session_id);
+  back.textContent = `← Session ${d.session_id}`;
+
+  definitions(document.getElementById("step"), [
+    ["Step type", el("code", {}, d.step_type)],
+    ["Timestamp", when(d.timestamp || d.recorded_at)],
+    ["Session", el("a", { href: "/ui/sessions/" + segment(d.session_id) }, d.session_id)],
+    ["Position", d.position],
+    ["Entry hash", el("code", {}, d.entry_hash)],
+    ["Previous hash", d.previous_hash ? el("code", {}, d.previous_hash) : "— (first entry)"],
+    ["Recorded at", when(d.recorded_at)],
+  ]);
+  document.getElementById("step-section").hidden = false;
+
+  const dec = d.decision && typeof d.decision === "object" ? d.decision : null;
+  const section = document.getElementById("decision-section");
+  section.hidden = false;
+  if (!dec) {
+    const disp = typeof d.decision === "string" ? d.decision : "";
+    definitions(document.getElementById("decision"), [["Disposition", disp || "— (the step records no decision)"]]);
+    noReplay("The step records no policy decision; there is nothing to replay.");
+    return;
+  }
+  const disposition = String(dec.decision || dec.disposition || "");
+  const codes = Array.isArray(dec.reason_codes) ? dec.reason_codes.map(String) : [];
+  definitions(document.getElementById("decision"), [
+    ["Disposition", el("span", { id: "disposition", class: "disp disp-" + disposition.toLowerCase().replace(/[^a-z_]/g, "") }, disposition || "—")],
+    ["Read from", d.decision_from === "response" ? "the signed response stored beside the entry" : "the chain entry (no signed response is stored)"],
+    ["Reasoning", dec.reasoning || "—"],
+    ["Reason codes", el("span", { id: "reason-codes" }, codes.length ? codes.join(", ") : "—")],
+  ]);
+  const refs = Array.isArray(dec.policy_references) ? dec.policy_references : [];
+  const tbody = document.querySelector("#refs tbody");
+  for (const r of refs) {
+    tbody.append(el("tr", {}, el("td", {}, r.policy_id || "—"), el("td", {}, r.policy_version || "—"), el("td", {}, el("code", {}, r.rule_id || "—"))));
+  }
+  document.getElementById("refs").hidden = refs.length === 0;
+  if (dec.modifications) {
+    document.getElementById("modifications-json").textContent = JSON.stringify(dec.modifications, null, 2);
+    document.getElementById("modifications").hidden = false;
+  }
+  if (refs.length === 0 || !refs[0].policy_id) {
+    noReplay("The decision cites no policy bundle (the Guardian decided on its own); there is nothing to replay.");
+    return;
+  }
+  replayPanel(d, refs[0]);
+}
+
+function noReplay(msg) {
+  document.getElementById("replay-form").hidden = true;
+  document.getElementById("replay-result").textContent = msg;
+  document.getElementById("replay-section").hidden = false;
+}
+
+async function replayPanel(d, ref) {
+  const select = document.getElementById("version");
+  select.append(el("option", { value: "" }, `${ref.policy_version} (recorded)`));
+  try {
+    const pol = await getJSON(`${API}/policies?${new URLSearchParams({ policy_id: ref.policy_id })}`);
+    for (const p of pol.policies) {
+      if (p.policy_version !== ref.policy_version) {
+        select.append(el("option", { value: p.policy_version }, p.policy_version));
+      }
+    }
+  } catch (e) {
+    document.getElementById("replay-result").textContent = `Could not list the recorded policy versions: ${e.message}`;
+  }
+  document.getElementById("replay-section").hidden = false;
+  document.getElementById("replay-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const button = document.getElementById("replay");
+    const box = document.getElementById("replay-result");
+    const body = { session_id: d.session_id };
+    if (select.value) {
+      body.policy_version = select.value;
+    }
+    button.disabled = true;
+    box.className = "";
+    box.textContent = "Replaying…";
+    let r;
+    try {
+      r = await request(`${API}/decisions/${segment(d.request_id)}/replay`, {
+        method: "POST",
+        headers: { Accept: "application/json", "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    } catch (e) {
+      r = { ok: false, status: 0, body: { error: e.message } };
+    }
+    button.disabled = false;
+    if (!r.ok) {
+      box.className = "verdict error";
+      box.textContent = `Replay failed: ${errorOf(r)}`;
+      return;
+    }
+    replayResult(box, r.body);
+  });
+}
+
+// shown writes one field's value as JSON; absent is a dash.
+function shown(v) {
+  return v === undefined || v === null ? "—" : JSON.stringify(v);
+}
+
+function replayResult(box, res) {
+  box.textContent = "";
+  const under = `${res.policy_id} ${res.replayed_version}`;
+  const got = res.replayed ? res.replayed.decision : "";
+  if (res.same_decision) {
+    box.className = "verdict ok";
+    box.append(el("p", { id: "replay-verdict" }, el("strong", {}, "✓ Same decision: "), `${got} under ${under}, as recorded under ${res.recorded_version}.`));
+  } else {
+    box.className = "verdict bad";
+    box.append(el("p", { id: "replay-verdict" }, el("strong", {}, "✗ Different decision: "), `${got} under ${under}; recorded ${res.recorded ? res.recorded.decision : "—"} under ${res.recorded_version}.`));
+  }
+  box.append(el("p", { class: "help" },
+    `Recorded verdict read from the ${res.recorded_from === "response" ? "signed response" : "chain entry"}; params from the ${res.params_from === "ledger" ? "ledger" : "request"}.`));
+  const diff = res.diff || [];
+  if (diff.length) {
+    const tbody = el("tbody", {});
+    for (const line of diff) {
+      const i = String(line).indexOf(":");
+      const field = i > 0 ? line.slice(0, i) : String(line);
+      const rec = res.recorded ? res.recorded[field] : undefined;
+      const rep = res.replayed ? res.replayed[field] : undefined;
+      tbody.append(el("tr", {},
+        el("th", { scope: "row" }, el("code", {}, field)),
+        el("td", {}, el("code", {}, shown(rec))),
+        el("td", {}, el("code", {}, shown(rep)))));
+    }
+    box.append(el("table", { id: "diff" },
+      el("caption", {}, "Fields that differ"),
+      el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Field"), el("th", { scope: "col" }, "Recorded"), el("th", { scope: "col" }, "Replayed"))),
+      tbody));
+  }
+  const nr = res.not_reconstructed || [];
+  if (nr.length) {
+    const ul = el("ul", { id: "not-reconstructed" });
+    for (const x of nr) {
+      ul.append(el("li", {}, x));
+    }
+    box.append(el("p", {}, "Not reconstructed from the ledger (the replay may differ because of these):"), ul);
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const page = document.body.dataset.page;
   if (page === "sessions") {
     sessionsPage();
   } else if (page === "session") {
     sessionPage();
+  } else if (page === "dashboard") {
+    dashboardPage();
+  } else if (page === "decision") {
+    decisionPage();
   }
 });
