@@ -88,7 +88,10 @@ func TestPagesAndAssets(t *testing.T) {
 		{"/ui/", "text/html", []string{`data-page="sessions"`, `<table id="sessions"`, `name="agent_id"`, `name="step_type"`, `name="since"`, `name="until"`, `src="/ui/static/app.js"`}},
 		{"/ui/sessions/alpha", "text/html", []string{`data-page="session"`, `id="verdict"`, `id="bundle-link"`, `id="jsonl-link"`, `<table id="entries"`}},
 		{"/ui/sessions/" + url.PathEscape(hostileSession), "text/html", []string{`data-page="session"`}},
-		{"/ui/static/app.js", "text/javascript", []string{"textContent", "/sessions", "/verify", "format=jsonl", "/bundle"}},
+		{"/ui/dashboard", "text/html", []string{`data-page="dashboard"`, `<input id="token" type="password"`, `id="start"`, `<progress id="progress">`, `id="last"`}},
+		{"/ui/decisions/req-0002", "text/html", []string{`data-page="decision"`, `id="step"`, `<table id="refs"`, `<select id="version">`, `id="replay-result"`}},
+		{"/ui/decisions/" + url.PathEscape(hostileStep), "text/html", []string{`data-page="decision"`}},
+		{"/ui/static/app.js", "text/javascript", []string{"textContent", "/sessions", "/verify", "format=jsonl", "/bundle", "/admin/reverify", "/policies", "/replay"}},
 		{"/ui/static/style.css", "text/css", []string{".verdict"}},
 	} {
 		code, hdr, body := get(t, base+tc.path)
@@ -102,6 +105,10 @@ func TestPagesAndAssets(t *testing.T) {
 		if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
 			t.Errorf("GET %s: Content-Security-Policy %q lacks script-src 'self'", tc.path, csp)
 		}
+		// Every page links the sessions and the dashboard.
+		if strings.HasPrefix(tc.ctype, "text/html") && (!strings.Contains(body, `<a href="/ui/dashboard">Dashboard</a>`) || !strings.Contains(body, `<a href="/ui/">Sessions</a>`)) {
+			t.Errorf("GET %s: the header lacks the links to the sessions and the dashboard", tc.path)
+		}
 		for _, w := range tc.want {
 			if !strings.Contains(body, w) {
 				t.Errorf("GET %s: body lacks %q", tc.path, w)
@@ -111,6 +118,15 @@ func TestPagesAndAssets(t *testing.T) {
 		// the same shell whatever the id.
 		if strings.Contains(body, "<script>alert") || strings.Contains(body, "onerror") {
 			t.Errorf("GET %s: hostile string in served markup", tc.path)
+		}
+	}
+	// The script builds the DOM from text nodes and keeps the admin token
+	// out of persistent storage: no markup sinks, no localStorage, no
+	// cookies.
+	_, _, js := get(t, base+"/ui/static/app.js")
+	for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "localStorage.", "document.cookie", "eval("} {
+		if strings.Contains(js, sink) {
+			t.Errorf("app.js uses %s", sink)
 		}
 	}
 	code, hdr, _ := func() (int, http.Header, string) {
@@ -225,7 +241,7 @@ func TestBrowser(t *testing.T) {
 		dom := dumpDOM(t, bin, base+"/ui/sessions/alpha")
 		for _, w := range []string{
 			`steps/sessionStart`, `steps/toolCallRequest`, `steps/agentResponse`,
-			`req-0001`, `req-0002`, `req-0003`,
+			`<a href="/ui/decisions/req-0001?session_id=alpha">req-0001</a>`, `req-0002`, `req-0003`,
 			`>DENY</span>`, `>ALLOW</span>`,
 			`2026-03-14 14:02:01 UTC`,
 			// No Merkle log is configured, so the server's verdict is that

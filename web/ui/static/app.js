@@ -269,6 +269,8 @@ const COUNT_PAGES = 20;
 const DETAIL_SESSIONS = 20;
 
 let adminToken = "";
+// tokenNote is said while the token works: where it came from.
+let tokenNote = "";
 let pollTimer = null;
 let totalSessions = null;
 let shownLast = "";
@@ -326,7 +328,8 @@ async function dashboardPage() {
   adminToken = rememberedToken();
   if (adminToken) {
     remember.checked = true;
-    authMessage("Using the admin token kept for this tab.", false);
+    tokenNote = "Using the admin token kept for this tab.";
+    authMessage(tokenNote, false);
     refreshStatus();
   }
   form.addEventListener("submit", (ev) => {
@@ -338,6 +341,7 @@ async function dashboardPage() {
       return;
     }
     adminToken = token;
+    tokenNote = "";
     keepToken(remember.checked ? token : "");
     authMessage("Checking the token…", false);
     refreshStatus();
@@ -345,6 +349,7 @@ async function dashboardPage() {
   remember.addEventListener("change", () => keepToken(remember.checked ? adminToken : ""));
   document.getElementById("forget").addEventListener("click", () => {
     adminToken = "";
+    tokenNote = "";
     input.value = "";
     remember.checked = false;
     keepToken("");
@@ -409,7 +414,7 @@ async function refreshStatus() {
     refused(r);
     return;
   }
-  authMessage("", false);
+  authMessage(tokenNote, false);
   showStatus(r.body);
 }
 
@@ -433,7 +438,7 @@ async function startRun() {
     refused(r);
     return;
   }
-  authMessage("", false);
+  authMessage(tokenNote, false);
   showStatus(r.body);
 }
 

@@ -1,0 +1,445 @@
+package ui_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
+	"github.com/acsledger/acsledger/ledger/storeopen"
+	"github.com/acsledger/acsledger/web"
+	"github.com/acsledger/acsledger/web/ui"
+)
+
+// The interactive tests drive the system's Chromium over the DevTools
+// protocol (chromedp): they type, click and pick, and read the DOM the
+// scripts built. Each runs against the real API and UI over a store a real
+// Guardian wrote (evidencetest), on a loopback port.
+
+const adminToken = "dashboard-test-token"
+
+// permissiveVersion is a second recorded version of the baseline's policy
+// id that allows everything, so that a replay under it differs.
+const permissiveVersion = "0.0.0-permissive"
+
+// hostileID is a request id and reason code carrying markup that would run
+// if it reached the page as HTML.
+const hostileID = `req-<img src=x onerror=document.body.dataset.pwned=1>`
+
+// browse starts a headless Chromium for one test and returns a context
+// bounded to 30 seconds for its actions.
+func browse(t *testing.T) context.Context {
+	t.Helper()
+	bin := chromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.UserDataDir(t.TempDir()), chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true))
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	// The first run starts the browser; it must not carry the timeout,
+	// which would stop the browser with it.
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		cancelAlloc()
+		t.Fatalf("start chromium: %v", err)
+	}
+	tctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
+	t.Cleanup(func() {
+		cancelT()
+		cancel()
+		cancelAlloc()
+	})
+	return tctx
+}
+
+// serve serves the API and the UI over f's store, anchored in its log,
+// with the admin token token ("" disables the admin API).
+func serve(t *testing.T, f *evidencetest.Fixture, token string) string {
+	t.Helper()
+	h := web.New(f.Store, web.Options{Evidence: web.EvidenceOptions{
+		Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t), AdminToken: token,
+	}})
+	ui.Mount(h.Router())
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// run runs browser actions, failing the test with what it was doing.
+func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, dom(ctx))
+	}
+}
+
+// text returns the text content of the element sel ("" when absent).
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent`, sel)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
+// waitText waits until the text of sel contains want.
+func waitText(t *testing.T, ctx context.Context, sel, want string) {
+	t.Helper()
+	expr := fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent.includes(%q)`, sel, want)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("waiting for %s to say %q: %v\n%s now says %q", sel, want, err, sel, text(t, ctx, sel))
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+// dom is the page's markup for failure messages.
+func dom(ctx context.Context) string {
+	c, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(c, chromedp.OuterHTML("html"))
+	if err != nil {
+		return "(no DOM: " + err.Error() + ")"
+	}
+	return s
+}
+
+// tamper rewrites the content of one stored entry behind the store's
+// back, as someone with write access to the database file would: the
+// append-only trigger is dropped first.
+func tamper(t *testing.T, f *evidencetest.Fixture, sessionID string, position int64, from, to string) {
+	t.Helper()
+	dir := strings.TrimPrefix(f.URL, "sqlite:")
+	db, err := sql.Open("sqlite", filepath.Join(dir, storeopen.SQLiteFile)+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DROP TRIGGER entries_no_update`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Exec(`UPDATE entries SET content = CAST(replace(CAST(content AS TEXT), ?, ?) AS BLOB) WHERE session_id = ? AND position = ?`,
+		from, to, sessionID, position)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("tamper: %d rows changed", n)
+	}
+}
+
+func TestDashboard(t *testing.T) {
+	chromium(t)
+	f := evidencetest.New(t, "sqlite")
+	ctx := context.Background()
+	// Two more sessions, written without the Guardian and anchored too:
+	// four sessions in all. No signed response confirms their heads, so
+	// they fail with entry_without_response.
+	for i := range 2 {
+		sid := fmt.Sprintf("extra-%d", i)
+		if _, err := f.Store.Append(ctx, ledger.Record{SessionID: sid, AgentID: "agent-9", Entry: entry(i, fmt.Sprintf("extra-req-%d", i), "steps/toolCallRequest", "ALLOW")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		n, err := f.Log.Integrate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	// The ECDSA session's DENY (position 1) is rewritten into an ALLOW.
+	tamper(t, f, f.ECDSASession, 1, `"disposition":"deny"`, `"disposition":"allow"`)
+	base := serve(t, f, adminToken)
+	b := browse(t)
+
+	run(t, b, "open the dashboard", chromedp.Navigate(base+"/ui/dashboard"))
+	waitText(t, b, "#totals", "Sessions4")
+	if got := text(t, b, "#totals"); !strings.Contains(got, "Entries8") || !strings.Contains(got, "Policy bundle versions1") {
+		t.Errorf("totals: %q, want 4 sessions, 8 entries, 1 policy version", got)
+	}
+	if eval[bool](t, b, `document.getElementById("start").disabled`) == false {
+		t.Error("Start is enabled before any token")
+	}
+
+	t.Run("wrong token", func(t *testing.T) {
+		run(t, b, "type a wrong token", chromedp.SendKeys("#token", "not-the-token"), chromedp.Click("#use-token"))
+		waitText(t, b, "#auth", "401")
+		if got := text(t, b, "#auth"); !strings.Contains(got, "refused this admin token") {
+			t.Errorf("401 message: %q", got)
+		}
+		if eval[bool](t, b, `document.getElementById("start").disabled`) == false {
+			t.Error("Start is enabled after a refused token")
+		}
+	})
+
+	t.Run("run", func(t *testing.T) {
+		run(t, b, "type the token", chromedp.SendKeys("#token", adminToken), chromedp.Click("#use-token"))
+		waitText(t, b, "#last", "No whole-ledger re-verification has finished")
+		if got := eval[bool](t, b, `document.getElementById("auth").hidden && !document.getElementById("start").disabled`); !got {
+			t.Fatalf("the token was not accepted: %q", text(t, b, "#auth"))
+		}
+		// The token went nowhere but into page memory.
+		if got := eval[string](t, b, `location.href + "|" + document.cookie + "|" + localStorage.length + "|" + sessionStorage.length + "|" + document.getElementById("token").value`); strings.Contains(got, adminToken) || !strings.HasSuffix(got, "||0|0|") {
+			t.Errorf("the token leaked: href|cookie|localStorage|sessionStorage|input = %q", got)
+		}
+
+		run(t, b, "start", chromedp.Click("#start"))
+		// The start's answer shows the run at once, with its total from
+		// the sessions count.
+		waitText(t, b, "#running-text", "of 4 sessions checked")
+		if max := eval[float64](t, b, `document.getElementById("progress").max`); max != 4 {
+			t.Errorf("progress max %v, want 4", max)
+		}
+		waitText(t, b, "#last-verdict", "3 of 4 sessions did not verify")
+		if eval[bool](t, b, `document.getElementById("running").hidden`) == false {
+			t.Error("the progress is still shown after the run finished")
+		}
+		sum := text(t, b, "#last-summary")
+		for _, w := range []string{"Sessions checked4", "Entries checked8", "Sessions with findings3", "Finished20", "Took"} {
+			if !strings.Contains(sum, w) {
+				t.Errorf("run summary %q lacks %q", sum, w)
+			}
+		}
+		failed := eval[[][]string](t, b, `[...document.querySelectorAll("#failed-sessions tbody tr")].map(r => [...r.cells].map(c => c.textContent))`)
+		codes := map[string]string{}
+		for _, r := range failed {
+			codes[r[0]] = r[1]
+		}
+		if len(failed) != 3 || !strings.Contains(codes[f.ECDSASession], "entry_hash_mismatch") ||
+			codes["extra-0"] != "entry_without_response" || codes["extra-1"] != "entry_without_response" {
+			t.Errorf("failing sessions %q: want %s with entry_hash_mismatch and extra-0, extra-1 with entry_without_response", failed, f.ECDSASession)
+		}
+		if _, ok := codes[f.HMACSession]; ok {
+			t.Errorf("the untouched session %s is listed as failing", f.HMACSession)
+		}
+		waitText(t, b, "#last", "findings.")
+		// The findings name the code, the session, the entry and say what.
+		rows := eval[[][]string](t, b, `[...document.querySelectorAll("#run-findings tbody tr")].map(r => [...r.cells].map(c => c.textContent))`)
+		want := map[string]bool{
+			"entry_hash_mismatch " + f.ECDSASession + " 1": false,
+			"entry_without_response extra-0 0":             false,
+			"entry_without_response extra-1 0":             false,
+		}
+		for _, r := range rows {
+			if len(r) != 4 || r[3] == "" {
+				t.Errorf("finding row %q: want code, session, entry and a message", r)
+				continue
+			}
+			if _, ok := want[r[0]+" "+r[1]+" "+r[2]]; ok {
+				want[r[0]+" "+r[1]+" "+r[2]] = true
+			}
+		}
+		for k, seen := range want {
+			if !seen {
+				t.Errorf("findings rows %q lack %s", rows, k)
+			}
+		}
+		if !eval[bool](t, b, `!document.getElementById("start").disabled`) {
+			t.Error("Start stays disabled after the run")
+		}
+	})
+
+	t.Run("kept for the tab", func(t *testing.T) {
+		// Without "Keep for this tab" a reload forgets the token.
+		run(t, b, "reload", chromedp.Reload())
+		waitText(t, b, "#totals", "Sessions4")
+		if got := eval[bool](t, b, `document.getElementById("start").disabled && document.getElementById("last").textContent === ""`); !got {
+			t.Errorf("the token survived a reload without being kept: %q", text(t, b, "#last"))
+		}
+		run(t, b, "keep the token", chromedp.Click("#remember"), chromedp.SendKeys("#token", adminToken), chromedp.Click("#use-token"))
+		waitText(t, b, "#last-verdict", "3 of 4 sessions did not verify")
+		if got := eval[string](t, b, `sessionStorage.getItem("acsledger.adminToken") + "|" + localStorage.length + "|" + document.cookie`); got != adminToken+"|0|" {
+			t.Errorf("kept token: sessionStorage|localStorage|cookie = %q", got)
+		}
+		run(t, b, "reload", chromedp.Reload())
+		waitText(t, b, "#auth", "kept for this tab")
+		waitText(t, b, "#last-verdict", "3 of 4 sessions did not verify")
+		run(t, b, "forget", chromedp.Click("#forget"))
+		if got := eval[string](t, b, `String(sessionStorage.getItem("acsledger.adminToken")) + "|" + document.getElementById("last").textContent`); got != "null|" {
+			t.Errorf("after Forget: %q", got)
+		}
+	})
+
+	t.Run("admin API disabled", func(t *testing.T) {
+		off := serve(t, f, "")
+		run(t, b, "open the dashboard of a server without a token",
+			chromedp.Navigate(off+"/ui/dashboard"), chromedp.SendKeys("#token", "anything"), chromedp.Click("#use-token"))
+		waitText(t, b, "#auth", "403")
+		if got := text(t, b, "#auth"); !strings.Contains(got, "admin API is disabled") || !strings.Contains(got, "ACSLEDGER_ADMIN_TOKEN") {
+			t.Errorf("403 message: %q", got)
+		}
+	})
+}
+
+func recordPermissive(t *testing.T, st ledger.GuardianStore) {
+	t.Helper()
+	b := &policy.Bundle{ID: policy.BaselineID, Version: permissiveVersion, Modules: map[string]string{
+		"permit.rego": "package acs\n\ndecision := {\"decision\": \"allow\", \"rule_ids\": [\"permit.all\"]}\n",
+	}}
+	if _, err := policy.New(context.Background(), b, st, nil); err != nil {
+		t.Fatalf("record the permissive bundle: %v", err)
+	}
+}
+
+func TestDecisionView(t *testing.T) {
+	chromium(t)
+	f := evidencetest.New(t, "sqlite")
+	recordPermissive(t, f.Store)
+	// A step whose request id, reason code and rule id carry markup; it
+	// was written without params, so it cannot be replayed.
+	hostile := fmt.Appendf(nil, `{"entry_id":"9e1f0001-5c1d-4e2a-8b6f-00003a7c00d0","step_id":%q,"step_type":"steps/toolCallRequest",`+
+		`"timestamp":"2026-03-14T14:02:01.000Z","request_hash":"5b8b6336ec4634d5d69f3a2007aa6f483d1e23f1d68b2b29acad7ad024448b7e",`+
+		`"decision":{"disposition":"deny","reason_codes":[%q],"policy_references":[{"policy_id":%q,"policy_version":%q,"rule_id":%q}]}}`,
+		hostileID, hostileID, policy.BaselineID, policy.BaselineVersion, hostileID)
+	if _, err := f.Store.Append(context.Background(), ledger.Record{SessionID: "hostile", AgentID: "agent-9", Entry: hostile}); err != nil {
+		t.Fatal(err)
+	}
+	base := serve(t, f, adminToken)
+	b := browse(t)
+	deny := f.Step(t, "steps/toolCallRequest", "deny")
+
+	t.Run("from the timeline", func(t *testing.T) {
+		run(t, b, "open the session", chromedp.Navigate(base+"/ui/sessions/"+deny.SessionID))
+		link := fmt.Sprintf(`a[href="/ui/decisions/%s?session_id=%s"]`, deny.RequestID, deny.SessionID)
+		run(t, b, "follow the step link", chromedp.WaitVisible(link))
+		if _, err := chromedp.RunResponse(b, chromedp.Click(link)); err != nil {
+			t.Fatalf("click %s: %v", link, err)
+		}
+		if got := eval[string](t, b, `location.pathname + location.search`); got != "/ui/decisions/"+deny.RequestID+"?session_id="+deny.SessionID {
+			t.Errorf("the step link led to %s", got)
+		}
+	})
+
+	t.Run("recorded", func(t *testing.T) {
+		waitText(t, b, "#replay-section", "Replay")
+		waitText(t, b, "#version", permissiveVersion)
+		if got := text(t, b, "#request-id"); got != deny.RequestID {
+			t.Errorf("request id %q", got)
+		}
+		step := text(t, b, "#step")
+		for _, w := range []string{"Step typesteps/toolCallRequest", "Session" + deny.SessionID, "Position1", "Entry hash"} {
+			if !strings.Contains(step, w) {
+				t.Errorf("step %q lacks %q", step, w)
+			}
+		}
+		if got := text(t, b, "#disposition"); got != "deny" {
+			t.Errorf("disposition %q, want deny", got)
+		}
+		if got := text(t, b, "#reason-codes"); got != "remote_code_execution" {
+			t.Errorf("reason codes %q", got)
+		}
+		if got := text(t, b, "#decision"); !strings.Contains(got, "signed response") {
+			t.Errorf("decision source not said: %q", got)
+		}
+		refs := eval[[][]string](t, b, `[...document.querySelectorAll("#refs tbody tr")].map(r => [...r.cells].map(c => c.textContent))`)
+		if len(refs) != 1 || refs[0][0] != policy.BaselineID || refs[0][1] != policy.BaselineVersion || refs[0][2] != "shell.pipe_remote_to_interpreter" {
+			t.Errorf("policy references %q", refs)
+		}
+		opts := eval[[][]string](t, b, `[...document.querySelectorAll("#version option")].map(o => [o.value, o.textContent])`)
+		if len(opts) != 2 || opts[0][0] != "" || opts[0][1] != policy.BaselineVersion+" (recorded)" || opts[1][0] != permissiveVersion {
+			t.Errorf("version options %q", opts)
+		}
+	})
+
+	t.Run("replay as recorded", func(t *testing.T) {
+		run(t, b, "replay", chromedp.Click("#replay"))
+		waitText(t, b, "#replay-verdict", "Same decision")
+		if got := text(t, b, "#replay-verdict"); !strings.Contains(got, "deny under "+policy.BaselineID+" "+policy.BaselineVersion) {
+			t.Errorf("verdict %q", got)
+		}
+		if eval[bool](t, b, `document.getElementById("diff") !== null`) {
+			t.Error("a diff beside the same decision")
+		}
+	})
+
+	t.Run("replay under another version", func(t *testing.T) {
+		run(t, b, "pick the permissive version and replay", chromedp.SetValue("#version", permissiveVersion), chromedp.Click("#replay"))
+		waitText(t, b, "#replay-verdict", "Different decision")
+		if got := text(t, b, "#replay-verdict"); !strings.Contains(got, "allow under "+policy.BaselineID+" "+permissiveVersion) || !strings.Contains(got, "recorded deny") {
+			t.Errorf("verdict %q", got)
+		}
+		rows := eval[[][]string](t, b, `[...document.querySelectorAll("#diff tbody tr")].map(r => [...r.cells].map(c => c.textContent))`)
+		byField := map[string][]string{}
+		for _, r := range rows {
+			byField[r[0]] = r
+		}
+		if r := byField["decision"]; len(r) != 3 || r[1] != `"deny"` || r[2] != `"allow"` {
+			t.Errorf("diff rows %q lack decision \"deny\" -> \"allow\"", rows)
+		}
+		if r := byField["reason_codes"]; len(r) != 3 || r[1] != `["remote_code_execution"]` || r[2] != "—" {
+			t.Errorf("diff rows %q lack reason_codes", rows)
+		}
+		if r := byField["policy_references"]; len(r) != 3 || !strings.Contains(r[2], permissiveVersion) || !strings.Contains(r[2], "permit.all") {
+			t.Errorf("diff rows %q lack policy_references", rows)
+		}
+	})
+
+	t.Run("modifications", func(t *testing.T) {
+		mod := f.Step(t, "steps/userMessage", "modify")
+		run(t, b, "open the modify decision", chromedp.Navigate(base+"/ui/decisions/"+mod.RequestID))
+		waitText(t, b, "#disposition", "modify")
+		waitText(t, b, "#modifications-json", "[REDACTED")
+		if eval[bool](t, b, `document.getElementById("modifications").hidden`) {
+			t.Error("modifications hidden")
+		}
+	})
+
+	t.Run("hostile", func(t *testing.T) {
+		u := base + "/ui/decisions/" + url.PathEscape(hostileID) + "?session_id=hostile"
+		run(t, b, "open the hostile decision", chromedp.Navigate(u))
+		waitText(t, b, "#replay-section", "Replay")
+		if got := text(t, b, "#request-id"); got != hostileID {
+			t.Errorf("request id shown as %q", got)
+		}
+		if got := text(t, b, "#reason-codes"); got != hostileID {
+			t.Errorf("reason code shown as %q", got)
+		}
+		if got := text(t, b, "#refs tbody"); !strings.Contains(got, hostileID) {
+			t.Errorf("rule id shown as %q", got)
+		}
+		run(t, b, "replay it", chromedp.Click("#replay"))
+		waitText(t, b, "#replay-result", "Replay failed: ")
+		if got := text(t, b, "#replay-result"); !strings.Contains(got, "params are required") {
+			t.Errorf("replay error %q", got)
+		}
+		if n := eval[int](t, b, `document.querySelectorAll("img").length`); n != 0 {
+			t.Errorf("%d <img> elements from data", n)
+		}
+		if got := eval[string](t, b, `String(document.body.dataset.pwned)`); got != "undefined" {
+			t.Errorf("the hostile markup ran: pwned=%s", got)
+		}
+	})
+
+	t.Run("unknown", func(t *testing.T) {
+		run(t, b, "open an unknown decision", chromedp.Navigate(base+"/ui/decisions/no-such-request"))
+		waitText(t, b, "#status", "Could not load the decision: ")
+		if got := text(t, b, "#status"); !strings.Contains(got, "no-such-request") {
+			t.Errorf("status %q", got)
+		}
+	})
+}
