@@ -88,7 +88,7 @@ func TestPagesAndAssets(t *testing.T) {
 		{"/ui/", "text/html", []string{`data-page="sessions"`, `<table id="sessions"`, `name="agent_id"`, `name="step_type"`, `name="since"`, `name="until"`, `src="/ui/static/app.js"`}},
 		{"/ui/sessions/alpha", "text/html", []string{`data-page="session"`, `id="verdict"`, `id="bundle-link"`, `id="jsonl-link"`, `<table id="entries"`}},
 		{"/ui/sessions/" + url.PathEscape(hostileSession), "text/html", []string{`data-page="session"`}},
-		{"/ui/dashboard", "text/html", []string{`data-page="dashboard"`, `<input id="token" type="password"`, `id="start"`, `<progress id="progress">`, `id="last"`}},
+		{"/ui/dashboard", "text/html", []string{`data-page="dashboard"`, `<input id="token" type="password"`, `id="start"`, `<progress id="progress"`, `id="last"`}},
 		{"/ui/decisions/req-0002", "text/html", []string{`data-page="decision"`, `id="step"`, `<table id="refs"`, `<select id="version">`, `id="replay-result"`}},
 		{"/ui/decisions/" + url.PathEscape(hostileStep), "text/html", []string{`data-page="decision"`}},
 		{"/ui/static/app.js", "text/javascript", []string{"textContent", "/sessions", "/verify", "format=jsonl", "/bundle", "/admin/reverify", "/policies", "/replay"}},
@@ -273,6 +273,23 @@ func TestBrowser(t *testing.T) {
 		}
 		if strings.Contains(dom, "<img") || strings.Contains(dom, "data-pwned") || strings.Contains(dom, "<script>document") {
 			t.Errorf("hostile session page rendered markup from data\n%s", dom)
+		}
+	})
+
+	t.Run("decision without policy", func(t *testing.T) {
+		// A step written by another ACS writer records its decision as a
+		// string and cites no policy: shown, with nothing to replay.
+		dom := dumpDOM(t, bin, base+"/ui/decisions/req-0002?session_id=alpha")
+		for _, w := range []string{
+			`<code id="request-id">req-0002</code>`, `<dd>DENY</dd>`, `<dd>1</dd>`, `steps/toolCallRequest`,
+			`href="/ui/sessions/alpha">← Session alpha</a>`, `nothing to replay`,
+		} {
+			if !strings.Contains(dom, w) {
+				t.Errorf("decision page lacks %q\n%s", w, dom)
+			}
+		}
+		if !strings.Contains(dom, `<form id="replay-form" aria-label="Replay" hidden="">`) {
+			t.Errorf("a Replay form for a decision that cites no policy\n%s", dom)
 		}
 	})
 

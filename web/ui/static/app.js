@@ -408,6 +408,10 @@ async function refreshStatus() {
     r = await adminCall("GET");
   } catch (e) {
     authMessage(`Could not reach the admin API: ${e.message}`, true);
+    if (!document.getElementById("running").hidden) {
+      // A run was going: keep asking, more slowly.
+      pollTimer = setTimeout(refreshStatus, 3 * POLL_MS);
+    }
     return;
   }
   if (!r.ok) {
