@@ -51,7 +51,7 @@ func BenchmarkRequestPath(b *testing.B) {
 	b.Run("validate/decode-once", func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
-			if e := validateRequest(raw, method); e != nil {
+			if _, e := validateRequest(raw, method); e != nil {
 				b.Fatal(e)
 			}
 		}

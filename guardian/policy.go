@@ -37,6 +37,10 @@ type Input struct {
 	// included; Payload is params.payload.
 	Params  json.RawMessage
 	Payload json.RawMessage
+	// ParamsValue is Params decoded (maps, slices, strings, bools, nil and
+	// json.Number), or nil when the caller has only the bytes. A policy
+	// may read it instead of decoding Params again; nobody modifies it.
+	ParamsValue map[string]any
 	// Intent is the session's Intent (§8.4) as it stands before this step,
 	// nil when none was established.
 	Intent *Intent

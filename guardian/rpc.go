@@ -34,6 +34,10 @@ type request struct {
 	// form serve made of the body; nil when there is none (a batch
 	// element), and then request_hash canonicalizes params itself.
 	canonParams []byte
+	// paramsDoc is params decoded once (schemas.Decode's form: numbers
+	// are json.Number), shared read-only by the policy input and the
+	// provenance log.
+	paramsDoc map[string]any
 
 	acsVersion string
 	requestID  string
@@ -195,9 +199,11 @@ func (g *Guardian) parse(raw []byte) (*request, *rpcerr.Error) {
 	if e := req.readParams(); e != nil {
 		return req, e
 	}
-	if e := validateRequest(raw, req.method); e != nil {
+	doc, e := validateRequest(raw, req.method)
+	if e != nil {
 		return req, e
 	}
+	req.paramsDoc = doc
 	return req, nil
 }
 

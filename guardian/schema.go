@@ -36,25 +36,33 @@ var payloadSchemas = map[string]string{
 // raw already passed the strict parse (serve canonicalizes the body), so
 // it is decoded once here and the payload schema checks the decoded
 // params.payload, not a second parse of it.
-func validateRequest(raw []byte, method string) *rpcerr.Error {
+//
+// It returns the decoded params (schemas.Decode's form) for the policy
+// input and the provenance log, so that nothing decodes them again.
+func validateRequest(raw []byte, method string) (map[string]any, *rpcerr.Error) {
 	doc, err := schemas.Decode(raw)
 	if err != nil {
-		return refuse(rpcerr.InvalidRequest, "schema_violation", fmt.Sprintf("%s: %v", schemas.RequestEnvelope, err))
+		return nil, refuse(rpcerr.InvalidRequest, "schema_violation", fmt.Sprintf("%s: %v", schemas.RequestEnvelope, err))
 	}
 	if e := schemaError(schemas.RequestEnvelope, "", doc); e != nil {
-		return e
+		return nil, e
 	}
+	// The envelope schema made params and params.payload objects.
+	params, _ := doc.(map[string]any)["params"].(map[string]any)
 	name, ok := payloadSchemas[method]
 	if !ok {
-		return nil
+		return params, nil
 	}
-	// The envelope schema made params and params.payload objects; a
-	// missing one would fail the payload schema's type check, not panic.
+	// A missing payload would fail the payload schema's type check, not
+	// panic.
 	var payload any
-	if params, ok := doc.(map[string]any)["params"].(map[string]any); ok {
+	if params != nil {
 		payload = params["payload"]
 	}
-	return schemaError(name, "/params/payload", payload)
+	if e := schemaError(name, "/params/payload", payload); e != nil {
+		return nil, e
+	}
+	return params, nil
 }
 
 func schemaError(name, prefix string, doc any) *rpcerr.Error {

@@ -85,7 +85,7 @@ func TestValidateRequestDecodeOnce(t *testing.T) {
 			if err := json.Unmarshal([]byte(body), &env); err != nil {
 				t.Fatal(err)
 			}
-			got := validateRequest([]byte(body), method)
+			_, got := validateRequest([]byte(body), method)
 			want := validateRequestTwoParses([]byte(body), method, env.Params.Payload)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("decode once: %+v\ntwo parses:  %+v", got, want)

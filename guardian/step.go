@@ -173,7 +173,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	default:
 		in := Input{
 			Method: req.method, SessionID: s.id, AgentID: s.agentID, RequestID: req.requestID,
-			TurnID: req.turnID, Params: req.params, Payload: req.payload,
+			TurnID: req.turnID, Params: req.params, Payload: req.payload, ParamsValue: req.paramsDoc,
 			Intent: s.intent.clone(), Grants: grants, Provenance: s.prov.snapshot(), Session: state,
 		}
 		if newIntent != nil {
@@ -265,7 +265,11 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	s.seen.add(req.requestID, req.nonce)
 	head := app.EntryHash
 	s.head, s.length = &head, app.Position+1
-	s.prov.add(req.payload)
+	if payload, ok := req.paramsDoc["payload"]; ok {
+		s.prov.walk(payload)
+	} else {
+		s.prov.add(req.payload)
+	}
 	s.grants = nil
 	if d.Disposition == Defer {
 		s.deferrals++

@@ -45,8 +45,9 @@ func (p *Policy) Decide(ctx context.Context, in guardian.Input) (guardian.Decisi
 func input(in guardian.Input) (*policy.Input, error) {
 	approverCapable := in.Session.ApproverCapable
 	out := &policy.Input{
-		Method: in.Method,
-		Params: in.Params,
+		Method:      in.Method,
+		Params:      in.Params,
+		ParamsValue: in.ParamsValue,
 		Session: policy.Session{
 			SessionID:       in.SessionID,
 			AgentID:         in.AgentID,

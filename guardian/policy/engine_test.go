@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/gowebpki/jcs"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/format"
+	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/acsledger/acsledger/ledger"
 )
@@ -543,5 +545,38 @@ decision := {"decision": "allow", "rule_ids": ["probe"]} if not input.params.pay
 	if len(m.Redactions) != 1 || *m.Redactions[0].Replacement != "ls" ||
 		string(m.ParameterOverrides["timeout_s"]) != "30" || string(m.ParameterOverrides["/payload/tool/version"]) != `"2"` {
 		t.Fatalf("modifications = %+v", m)
+	}
+}
+
+// TestParamsValueSameDecision: a caller that hands the engine params it
+// already decoded (Input.ParamsValue) gets exactly the decision the engine
+// reaches from the bytes, for an allow, a deny and a modify.
+func TestParamsValueSameDecision(t *testing.T) {
+	ctx := context.Background()
+	e, err := New(ctx, Baseline(), newMemRecorder(), nil)
+	must(t, err)
+	for _, c := range []struct {
+		command string
+		want    Disposition
+	}{
+		{"go test ./...", Allow},
+		{"rm -rf /", Deny},
+		{"git clone https://x:ghp_0123456789abcdefghijklmnopqrstuvwxyzAB@github.com/o/r", Modify},
+	} {
+		in := toolCall(t, "bash", c.command)
+		fromBytes, err := e.Decide(ctx, in)
+		must(t, err)
+		var v map[string]any
+		must(t, util.UnmarshalJSON(in.Params, &v))
+		decoded := *in
+		decoded.ParamsValue = v
+		fromValue, err := e.Decide(ctx, &decoded)
+		must(t, err)
+		if fromBytes.Disposition != c.want {
+			t.Errorf("%q: %s, want %s", c.command, fromBytes.Disposition, c.want)
+		}
+		if !reflect.DeepEqual(fromBytes, fromValue) {
+			t.Errorf("%q: from bytes %+v\nfrom value %+v", c.command, fromBytes, fromValue)
+		}
 	}
 }

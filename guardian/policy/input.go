@@ -27,6 +27,11 @@ type Input struct {
 	// Params is the request's params exactly as received; it must be a
 	// JSON object.
 	Params json.RawMessage
+	// ParamsValue, when not nil, is Params already decoded (maps, slices,
+	// strings, bools, nil and json.Number, as util.UnmarshalJSON decodes
+	// them) and is used instead of decoding Params again. It is read, never
+	// modified.
+	ParamsValue map[string]any
 	// Session is where the step sits.
 	Session Session
 	// Intent is the session's committed Intent (ACS §8.4), or nil.
@@ -104,7 +109,9 @@ func (in *Input) value() (ast.Value, any, error) {
 		return nil, nil, fmt.Errorf("%w: empty method", ErrBadInput)
 	}
 	var params any
-	if err := util.UnmarshalJSON(in.Params, &params); err != nil {
+	if in.ParamsValue != nil {
+		params = in.ParamsValue
+	} else if err := util.UnmarshalJSON(in.Params, &params); err != nil {
 		return nil, nil, fmt.Errorf("%w: params of %s: %v", ErrBadInput, in.Method, err)
 	}
 	if _, ok := params.(map[string]any); !ok {
