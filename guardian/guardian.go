@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,6 +100,10 @@ type Config struct {
 	// The chain itself is in the ledger; an evicted session continues
 	// after a new handshake.
 	SessionIdle time.Duration
+	// PolicyWorkers is how many policy evaluations run at once (default
+	// twice GOMAXPROCS); more requests wait for a free evaluator, within
+	// their decision timeout.
+	PolicyWorkers int
 }
 
 // Guardian is an ACS Guardian. It is safe for concurrent use; requests of
@@ -108,6 +113,8 @@ type Guardian struct {
 	keys     *sig.KeySet
 	hmacKeys map[string]*sig.PrivateKey
 	algs     []string
+
+	evals *evalPool
 
 	mu        sync.Mutex
 	sessions  map[string]*session
@@ -228,9 +235,13 @@ func New(cfg Config) (*Guardian, error) {
 	if c.SessionIdle <= 0 {
 		c.SessionIdle = DefaultSessionIdle
 	}
+	if c.PolicyWorkers <= 0 {
+		c.PolicyWorkers = 2 * runtime.GOMAXPROCS(0)
+	}
 	if c.EvaluatorVersion == "" {
 		c.EvaluatorVersion = "acsledger-guardian/" + Version
 	}
+	g.evals = newEvalPool(c.PolicyWorkers)
 	return g, nil
 }
 

@@ -319,15 +319,26 @@ func (g *Guardian) ledgerFailure(ctx context.Context, req *request, s *session, 
 
 // decide asks the policy within the method's timeout. A panicking policy is
 // a failed decision, not a dead Guardian.
-func (g *Guardian) decide(ctx context.Context, method string, in Input) (d Decision, err error) {
+func (g *Guardian) decide(ctx context.Context, method string, in Input) (Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout(method))
 	defer cancel()
-	defer func() {
-		if p := recover(); p != nil {
-			d, err = Decision{}, fmt.Errorf("policy panicked: %v", p)
-		}
-	}()
-	return g.cfg.Policy.Decide(ctx, in)
+	var d Decision
+	var err error
+	done := make(chan struct{})
+	eval := func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				d, err = Decision{}, fmt.Errorf("policy panicked: %v", p)
+			}
+		}()
+		d, err = g.cfg.Policy.Decide(ctx, in)
+	}
+	if err := g.evals.run(ctx, eval); err != nil {
+		return Decision{}, fmt.Errorf("no policy evaluator was free within the decision timeout: %w", err)
+	}
+	<-done
+	return d, err
 }
 
 func (g *Guardian) timeout(method string) time.Duration {
