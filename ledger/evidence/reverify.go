@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,8 +18,13 @@ import (
 // ErrRunning is returned by Reverifier.Start while a run is in progress.
 var ErrRunning = errors.New("a re-verification run is already in progress")
 
-// MaxFailedListed bounds the failing sessions a run's result names.
-const MaxFailedListed = 100
+// A run's result is bounded whatever the ledger holds: it names at most
+// MaxFailedListed failing sessions and keeps at most MaxFindingsPerSession
+// findings of each, so at most 1000 findings in all.
+const (
+	MaxFailedListed       = 100
+	MaxFindingsPerSession = 10
+)
 
 // A Reverifier re-verifies the whole ledger, session by session, as
 // Verify does for one: for an operator who wants to know that nothing was
@@ -43,21 +49,35 @@ type RunStatus struct {
 	Running  bool      `json:"running"`
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished,omitzero"`
+	// Counting is true while the run counts the sessions, before it
+	// verifies any; Total is 0 until it is done.
+	Counting bool `json:"counting"`
+	// Total is the number of sessions in the ledger when the run started.
+	// Sessions created during the run are checked too, so Sessions may end
+	// above Total; a run that stopped early ends below it.
+	Total int64 `json:"total"`
 	// Sessions checked so far; Failed of them had findings.
 	Sessions int64 `json:"sessions"`
 	Entries  int64 `json:"entries"`
 	Failed   int64 `json:"failed"`
 	// FailedSessions names up to MaxFailedListed failing sessions with the
-	// codes of their findings.
+	// findings the run saw.
 	FailedSessions []FailedSession `json:"failed_sessions"`
 	// Error is set when the run stopped before checking every session.
 	Error string `json:"error,omitempty"`
 }
 
-// FailedSession is a session that did not verify.
+// FailedSession is a session that did not verify, as this run saw it: the
+// findings are what its verification reported then, not what the session
+// verifies to now (someone may have "repaired" a row since).
 type FailedSession struct {
-	SessionID string   `json:"session_id"`
-	Codes     []string `json:"codes"`
+	SessionID string `json:"session_id"`
+	// Codes are the distinct codes of all its findings, first seen first.
+	Codes []string `json:"codes"`
+	// Findings are its first MaxFindingsPerSession findings, in the order
+	// the verification reported them; FindingsTotal is how many it had.
+	Findings      []verify.Finding `json:"findings"`
+	FindingsTotal int              `json:"findings_total"`
 }
 
 // NewReverifier returns a Reverifier over store and log (nil: no
@@ -81,7 +101,7 @@ func (r *Reverifier) Start(ctx context.Context) error {
 	if r.current != nil {
 		return ErrRunning
 	}
-	r.current = &RunStatus{Running: true, Started: r.now().UTC(), FailedSessions: []FailedSession{}}
+	r.current = r.newRun()
 	go r.run(ctx)
 	return nil
 }
@@ -93,11 +113,15 @@ func (r *Reverifier) RunNow(ctx context.Context) (RunStatus, error) {
 		r.mu.Unlock()
 		return RunStatus{}, ErrRunning
 	}
-	r.current = &RunStatus{Running: true, Started: r.now().UTC(), FailedSessions: []FailedSession{}}
+	r.current = r.newRun()
 	r.mu.Unlock()
 	r.run(ctx)
 	_, last := r.Status()
 	return *last, nil
+}
+
+func (r *Reverifier) newRun() *RunStatus {
+	return &RunStatus{Running: true, Counting: true, Started: r.now().UTC(), FailedSessions: []FailedSession{}}
 }
 
 // Status returns the current run (nil when idle) and the last finished one
@@ -164,8 +188,17 @@ func (r *Reverifier) run(ctx context.Context) {
 	}
 }
 
-// each verifies every session, a page of sessions at a time.
+// each counts the sessions, then verifies every session, a page of
+// sessions at a time.
 func (r *Reverifier) each(ctx context.Context) error {
+	total, err := r.count(ctx)
+	r.mu.Lock()
+	r.current.Counting = false
+	r.current.Total = total
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	f := ledger.SessionFilter{Limit: ledger.MaxPageSize}
 	for {
 		page, err := r.store.Sessions(ctx, f)
@@ -184,7 +217,7 @@ func (r *Reverifier) each(ctx context.Context) error {
 			if !rep.Verified() {
 				st.Failed++
 				if len(st.FailedSessions) < MaxFailedListed {
-					st.FailedSessions = append(st.FailedSessions, FailedSession{SessionID: s.SessionID, Codes: codes(rep.Findings)})
+					st.FailedSessions = append(st.FailedSessions, failedSession(s.SessionID, rep.Findings))
 				}
 			}
 			r.mu.Unlock()
@@ -193,6 +226,36 @@ func (r *Reverifier) each(ctx context.Context) error {
 			return nil
 		}
 		f.Cursor = page.Next
+	}
+}
+
+// count pages through the sessions without verifying any, so that the
+// run's progress has a denominator. It costs one read of the sessions
+// table, small beside verifying every entry.
+func (r *Reverifier) count(ctx context.Context) (int64, error) {
+	var n int64
+	f := ledger.SessionFilter{Limit: ledger.MaxPageSize}
+	for {
+		page, err := r.store.Sessions(ctx, f)
+		if err != nil {
+			return 0, fmt.Errorf("couldn't count sessions: %w", err)
+		}
+		n += int64(len(page.Sessions))
+		if page.Next == "" {
+			return n, nil
+		}
+		f.Cursor = page.Next
+	}
+}
+
+// failedSession keeps what the run saw of a failing session: its codes and
+// its first findings, copied so that the rest of the report is not held.
+func failedSession(id string, fs []verify.Finding) FailedSession {
+	return FailedSession{
+		SessionID:     id,
+		Codes:         codes(fs),
+		Findings:      slices.Clone(fs[:min(len(fs), MaxFindingsPerSession)]),
+		FindingsTotal: len(fs),
 	}
 }
 
