@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/guardian/policy"
@@ -73,16 +74,49 @@ func input(in guardian.Input) (*policy.Input, error) {
 		pi.Parsed = append(pi.Parsed, in.Grants...)
 		out.Intent = pi
 	}
-	for _, raw := range in.Provenance {
+	out.Provenance = decoded.provenance(in.Provenance)
+	return out, nil
+}
+
+// decoded caches decoded provenance objects by their bytes. The Guardian
+// hands over a session's whole provenance log (up to 4,096 objects) on
+// every step, and it only grows, so each object is decoded once rather
+// than on every later step of its session.
+var decoded = provenanceCache{m: map[string]policy.Provenance{}}
+
+// maxCachedProvenance bounds the cache; when full it starts again empty.
+const maxCachedProvenance = 1 << 16
+
+type provenanceCache struct {
+	mu sync.Mutex
+	m  map[string]policy.Provenance
+}
+
+func (c *provenanceCache) provenance(raws []json.RawMessage) []policy.Provenance {
+	if len(raws) == 0 {
+		return nil
+	}
+	out := make([]policy.Provenance, 0, len(raws))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, raw := range raws {
+		if pv, ok := c.m[string(raw)]; ok {
+			out = append(out, pv)
+			continue
+		}
 		var pv policy.Provenance
 		if err := json.Unmarshal(raw, &pv); err != nil {
 			// The Guardian keeps objects with a string provenance_id; a
 			// malformed rest is left out rather than failing the step.
 			continue
 		}
-		out.Provenance = append(out.Provenance, pv)
+		if len(c.m) >= maxCachedProvenance {
+			clear(c.m)
+		}
+		c.m[string(raw)] = pv
+		out = append(out, pv)
 	}
-	return out, nil
+	return out
 }
 
 func (p *Policy) decision(d *policy.Decision) (guardian.Decision, error) {
