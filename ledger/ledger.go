@@ -47,7 +47,8 @@ const (
 //     the original result with Replayed set.
 //   - ErrAgentMismatch: the record names an agent id that differs from the
 //     one the session was created with.
-//   - ErrNotFound: Session or Entries on an unknown session.
+//   - ErrNotFound: Session or Entries on an unknown session. EntriesByStep
+//     never returns it: no match is an empty slice.
 //   - ErrClosed: an append on a closed store.
 //
 // AppendBatch is all-or-nothing: on any error nothing of the batch is
@@ -76,9 +77,24 @@ type Store interface {
 	// unknown session and an empty slice past the end of the chain.
 	Entries(ctx context.Context, sessionID string, from int64, limit int) ([]Entry, error)
 
+	// EntriesByStep returns the entries whose step_id is stepID: in session
+	// sessionID only, or in every session when sessionID is "". It returns
+	// at most MaxEntriesByStep of them, in session_id order, and an empty
+	// slice (not ErrNotFound) when none matches, also for an unknown
+	// session. One session holds a step_id at most once, so the caller
+	// learns "none", "one" or "several sessions" from one indexed lookup
+	// whose cost does not grow with the ledger (migration 0004): a Guardian
+	// step's step_id is its request_id, and decisions are looked up by it.
+	EntriesByStep(ctx context.Context, stepID, sessionID string) ([]Entry, error)
+
 	// Close releases the store's connections.
 	Close() error
 }
+
+// MaxEntriesByStep bounds Store.EntriesByStep: two matches are enough to
+// tell a step_id found in one session from one found in several, and
+// keep the lookup's cost independent of how many sessions reuse it.
+const MaxEntriesByStep = 2
 
 // Record is one ContextEntry submitted for a session.
 type Record struct {

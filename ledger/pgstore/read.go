@@ -102,3 +102,34 @@ func (s *Store) Entries(ctx context.Context, sessionID string, from int64, limit
 	}
 	return es, nil
 }
+
+// EntriesByStep implements ledger.Store.
+func (s *Store) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error) {
+	var rows pgx.Rows
+	var err error
+	if sessionID != "" {
+		rows, err = s.pool.Query(ctx, q["EntryByStep"], sessionID, stepID)
+	} else {
+		rows, err = s.pool.Query(ctx, q["EntriesByStep"], stepID, ledger.MaxEntriesByStep)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)
+	}
+	defer rows.Close()
+	es := []ledger.Entry{}
+	for rows.Next() {
+		var e ledger.Entry
+		var eh, ph []byte
+		if err := rows.Scan(&e.SessionID, &e.Position, &e.EntryID, &e.StepID, &e.StepType, &e.Timestamp, &e.RecordedAt, &e.Content, &eh, &ph); err != nil {
+			return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)
+		}
+		e.RecordedAt = e.RecordedAt.UTC()
+		copy(e.EntryHash[:], eh)
+		e.PreviousHash = hashPtr(ph)
+		es = append(es, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)
+	}
+	return es, nil
+}

@@ -49,6 +49,25 @@ WHERE session_id = ? AND position >= ?
 ORDER BY position
 LIMIT ?;
 
+-- name: EntriesByStep
+-- The index entries_step_id (step_id, session_id) of migration 0004 gives
+-- the rows in session_id order, so LIMIT stops after as many index entries
+-- however many sessions reuse the step_id.
+SELECT session_id, position, entry_id, step_id, step_type, entry_timestamp, recorded_at,
+    content, entry_hash, previous_hash
+FROM entries
+WHERE step_id = ?
+ORDER BY session_id
+LIMIT ?;
+
+-- name: EntryByStep
+-- One session holds a step_id at most once (its unique key), which serves
+-- this lookup.
+SELECT session_id, position, entry_id, step_id, step_type, entry_timestamp, recorded_at,
+    content, entry_hash, previous_hash
+FROM entries
+WHERE session_id = ? AND step_id = ?;
+
 -- name: InsertResponse
 INSERT INTO responses (session_id, position, response, recorded_at) VALUES (?, ?, ?, ?);
 

@@ -408,6 +408,38 @@ func (s *Store) Entries(ctx context.Context, sessionID string, from int64, limit
 	return es, nil
 }
 
+// EntriesByStep implements ledger.Store.
+func (s *Store) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error) {
+	var rows *sql.Rows
+	var err error
+	if sessionID != "" {
+		rows, err = s.read.QueryContext(ctx, sqlq.Must(q, "EntryByStep"), sessionID, stepID)
+	} else {
+		rows, err = s.read.QueryContext(ctx, sqlq.Must(q, "EntriesByStep"), stepID, ledger.MaxEntriesByStep)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)
+	}
+	defer rows.Close()
+	es := []ledger.Entry{}
+	for rows.Next() {
+		var e ledger.Entry
+		var rec int64
+		var eh, ph []byte
+		if err := rows.Scan(&e.SessionID, &e.Position, &e.EntryID, &e.StepID, &e.StepType, &e.Timestamp, &rec, &e.Content, &eh, &ph); err != nil {
+			return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)
+		}
+		e.RecordedAt = time.UnixMicro(rec).UTC()
+		copy(e.EntryHash[:], eh)
+		e.PreviousHash = hashPtr(ph)
+		es = append(es, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)
+	}
+	return es, nil
+}
+
 // storedResponses fills in the stored response of every replayed record
 // that asked for one (nil if its entry was appended without a response).
 func storedResponses(ctx context.Context, tx *sql.Tx, ps []plan.Prepared, p *plan.Plan) error {

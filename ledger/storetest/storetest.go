@@ -256,6 +256,7 @@ func Run(t *testing.T, open Open) {
 		{"ConcurrentRetries", testConcurrentRetries},
 		{"Sessions", testSessions},
 		{"Entries", testEntries},
+		{"EntriesByStep", testEntriesByStep},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -861,4 +862,102 @@ func testEntries(t *testing.T, open Open) {
 	if es := verifyChain(t, s, "s"); len(es) != n {
 		t.Fatalf("%d entries, want %d", len(es), n)
 	}
+}
+
+// testEntriesByStep looks entries up by step_id across sessions: the
+// entries come back exactly as Entries reads them, in session_id order, at
+// most ledger.MaxEntriesByStep of them, and only the named session's when
+// one is named.
+func testEntriesByStep(t *testing.T, open Open) {
+	clock := NewClock()
+	s := open(t, ledger.Options{Now: clock.Now})
+	ctx := context.Background()
+	// step-1 is in sessions a, b and c (at positions 1, 0 and 2); step-0
+	// and step-9 in a only; nothing has step-404.
+	for _, r := range []struct {
+		session string
+		n       int
+	}{{"sess-b", 1}, {"sess-a", 0}, {"sess-a", 1}, {"sess-c", 5}, {"sess-c", 6}, {"sess-c", 1}, {"sess-a", 9}} {
+		clock.Advance(time.Second)
+		if _, err := s.Append(ctx, ledger.Record{SessionID: r.session, Entry: Synthetic(r.n, r.session)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := func(session string, pos int64) ledger.Entry {
+		t.Helper()
+		es, err := s.Entries(ctx, session, pos, 1)
+		if err != nil || len(es) != 1 {
+			t.Fatalf("entry %d of %s: %v, %v", pos, session, es, err)
+		}
+		// The bytes the entry_hash commits to, computed apart from the store.
+		var prev *acs.Hash
+		if pos > 0 {
+			before, err := s.Entries(ctx, session, pos-1, 1)
+			if err != nil || len(before) != 1 {
+				t.Fatalf("entry %d of %s: %v, %v", pos-1, session, before, err)
+			}
+			prev = &before[0].EntryHash
+		}
+		content, hash := oracle(t, Synthetic(mustStep(t, es[0].StepID), session), prev)
+		if string(es[0].Content) != string(content) || es[0].EntryHash != hash {
+			t.Fatalf("entry %d of %s: stored %s (%s), want %s (%s)", pos, session, es[0].Content, es[0].EntryHash, content, hash)
+		}
+		return es[0]
+	}
+	for _, tc := range []struct {
+		name, step, session string
+		want                []ledger.Entry
+	}{
+		{"one session", "step-9", "", []ledger.Entry{stored("sess-a", 2)}},
+		{"first entry", "step-0", "", []ledger.Entry{stored("sess-a", 0)}},
+		{"several sessions, first two by id", "step-1", "", []ledger.Entry{stored("sess-a", 1), stored("sess-b", 0)}},
+		{"named session", "step-1", "sess-c", []ledger.Entry{stored("sess-c", 2)}},
+		{"named session, other position", "step-1", "sess-b", []ledger.Entry{stored("sess-b", 0)}},
+		{"unknown step", "step-404", "", nil},
+		{"step of another session", "step-9", "sess-b", nil},
+		{"unknown session", "step-1", "sess-nope", nil},
+		{"empty step", "", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.EntriesByStep(ctx, tc.step, tc.session)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == nil {
+				t.Error("nil slice, want an empty one")
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d entries %s, want %d %s", len(got), entryKeys(got), len(tc.want), entryKeys(tc.want))
+			}
+			for i, e := range got {
+				w := tc.want[i]
+				if e.SessionID != w.SessionID || e.Position != w.Position || e.EntryID != w.EntryID || e.StepID != tc.step ||
+					e.StepType != w.StepType || e.Timestamp != w.Timestamp || !e.RecordedAt.Equal(w.RecordedAt) ||
+					string(e.Content) != string(w.Content) || e.EntryHash != w.EntryHash || !sameHash(e.PreviousHash, w.PreviousHash) {
+					t.Errorf("entry %d: got %+v\nwant %+v", i, e, w)
+				}
+			}
+		})
+	}
+	if ledger.MaxEntriesByStep != 2 {
+		t.Fatalf("MaxEntriesByStep is %d; the cases above assume 2", ledger.MaxEntriesByStep)
+	}
+}
+
+// mustStep returns n of a Synthetic entry's step id "step-n".
+func mustStep(t testing.TB, stepID string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscanf(stepID, "step-%d", &n); err != nil || fmt.Sprintf("step-%d", n) != stepID {
+		t.Fatalf("step id %q is not a Synthetic one", stepID)
+	}
+	return n
+}
+
+func entryKeys(es []ledger.Entry) string {
+	var ks []string
+	for _, e := range es {
+		ks = append(ks, fmt.Sprintf("%s/%d", e.SessionID, e.Position))
+	}
+	return "[" + strings.Join(ks, " ") + "]"
 }

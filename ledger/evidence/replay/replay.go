@@ -62,7 +62,7 @@ var (
 // Request asks for one replay.
 type Request struct {
 	RequestID string
-	// SessionID narrows the lookup to one session (cheap); "" scans every
+	// SessionID narrows the lookup to one session; "" looks in every
 	// session (see FindEntry).
 	SessionID string
 	// Params optionally supply the recorded request's params exactly as
@@ -135,56 +135,27 @@ type recordedIntent struct {
 	ScopeMode        string             `json:"scope_mode"`
 }
 
-// FindEntry finds the entry whose step_id is requestID. With a sessionID it
-// reads that session's chain only. Without one it scans every session's
-// chain, page by page: the cost is one read of the whole ledger, O(entries),
-// because the stores index step_id only within a session. An index on
-// entries(step_id) would make it one lookup.
+// FindEntry finds the entry whose step_id is requestID (a Guardian step's
+// step_id is its request_id): in session sessionID, or in any session when
+// sessionID is "". Either way it is one indexed lookup
+// (ledger.Store.EntriesByStep), whose cost does not grow with the ledger.
+// It returns ledger.ErrNotFound when no entry matches, and ErrAmbiguous,
+// naming two of the sessions, when the step_id is in several sessions and
+// no session was named.
 func FindEntry(ctx context.Context, store ledger.Store, requestID, sessionID string) (ledger.Entry, error) {
-	if sessionID != "" {
-		return findIn(ctx, store, requestID, sessionID)
+	es, err := store.EntriesByStep(ctx, requestID, sessionID)
+	if err != nil {
+		return ledger.Entry{}, err
 	}
-	var found *ledger.Entry
-	f := ledger.SessionFilter{Limit: ledger.MaxPageSize}
-	for {
-		page, err := store.Sessions(ctx, f)
-		if err != nil {
-			return ledger.Entry{}, fmt.Errorf("couldn't list sessions: %w", err)
-		}
-		for _, s := range page.Sessions {
-			e, err := findIn(ctx, store, requestID, s.SessionID)
-			if errors.Is(err, ledger.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return ledger.Entry{}, err
-			}
-			if found != nil {
-				return ledger.Entry{}, fmt.Errorf("%w: request_id %s is a step of sessions %s and %s", ErrAmbiguous, requestID, found.SessionID, e.SessionID)
-			}
-			found = &e
-		}
-		if page.Next == "" {
-			break
-		}
-		f.Cursor = page.Next
-	}
-	if found == nil {
+	switch {
+	case len(es) == 0 && sessionID != "":
+		return ledger.Entry{}, fmt.Errorf("session %s has no entry with step_id %s: %w", sessionID, requestID, ledger.ErrNotFound)
+	case len(es) == 0:
 		return ledger.Entry{}, fmt.Errorf("no entry has step_id %s: %w", requestID, ledger.ErrNotFound)
+	case len(es) > 1:
+		return ledger.Entry{}, fmt.Errorf("%w: request_id %s is a step of sessions %s and %s", ErrAmbiguous, requestID, es[0].SessionID, es[1].SessionID)
 	}
-	return *found, nil
-}
-
-func findIn(ctx context.Context, store ledger.Store, requestID, sessionID string) (ledger.Entry, error) {
-	for e, err := range ledger.AllEntries(ctx, store, sessionID) {
-		if err != nil {
-			return ledger.Entry{}, fmt.Errorf("couldn't read session %s: %w", sessionID, err)
-		}
-		if e.StepID == requestID {
-			return e, nil
-		}
-	}
-	return ledger.Entry{}, fmt.Errorf("session %s has no entry with step_id %s: %w", sessionID, requestID, ledger.ErrNotFound)
+	return es[0], nil
 }
 
 // Replay re-evaluates the decision recorded for req.RequestID and compares

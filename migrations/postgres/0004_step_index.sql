@@ -1,0 +1,19 @@
+-- 0004: find an entry by its step_id alone. Run as the owner role.
+--
+-- A Guardian step's step_id is its request_id, and a decision is looked up
+-- by request_id without its session (replay.FindEntry, behind GET and POST
+-- /api/v1/decisions/{request_id} and acsledger replay). UNIQUE (session_id,
+-- step_id) of 0001 serves the lookup within a session only; without this
+-- index the lookup read every session's chain.
+--
+-- session_id is the second key so that ledger.Store.EntriesByStep's
+-- "ORDER BY session_id LIMIT 2" reads at most two index entries, however
+-- many sessions reuse the step_id.
+--
+-- Not CONCURRENTLY: Migrate runs every migration in a transaction, where
+-- CREATE INDEX CONCURRENTLY is refused. A plain CREATE INDEX blocks writes
+-- to entries (reads go on) until the build ends, which on a large ledger
+-- can be minutes. IF NOT EXISTS lets an operator avoid that pause by
+-- building the index beforehand, outside a transaction, with
+-- CREATE INDEX CONCURRENTLY (docs/storage.md, "Migrations").
+CREATE INDEX IF NOT EXISTS entries_step_id ON entries (step_id, session_id);
