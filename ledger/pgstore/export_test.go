@@ -1,6 +1,9 @@
 package pgstore
 
-import "github.com/acsledger/acsledger/ledger/internal/plan"
+import (
+	"github.com/acsledger/acsledger/ledger/internal/plan"
+	"github.com/acsledger/acsledger/ledger/internal/sqlq"
+)
 
 // Replans returns the number of transactions retried after losing a race.
 func (s *Store) Replans() int64 { return s.replans.Load() }
@@ -17,3 +20,6 @@ func (s *Store) FailWritesOf(sessionID string, err error) {
 		return nil
 	}
 }
+
+// Query returns the named query of queries.sql.
+func Query(name string) string { return sqlq.Must(q, name) }

@@ -1,0 +1,68 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/internal/sqlq"
+	"github.com/acsledger/acsledger/ledger/storetest"
+)
+
+// TestStepLookupPlan checks that EntriesByStep is one index lookup, as
+// SQLite plans it: the lookup without a session searches entries_step_id
+// (migration 0004) and takes session_id order from it, with no temporary
+// sort, so its LIMIT bounds the rows read; the lookup in one session
+// searches an index on both keys.
+func TestStepLookupPlan(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var rs []ledger.Record
+	for i := range 100 {
+		for n := range 3 {
+			rs = append(rs, ledger.Record{SessionID: fmt.Sprintf("s-%03d", i), Entry: storetest.Synthetic(i*3+n, "")})
+		}
+	}
+	if _, err := s.AppendBatch(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	explain := func(query string, args ...any) string {
+		t.Helper()
+		rows, err := s.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var lines []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, detail)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	if plan := explain(sqlq.Must(q, "EntriesByStep"), "step-151", ledger.MaxEntriesByStep); plan != "SEARCH entries USING INDEX entries_step_id (step_id=?)" {
+		t.Errorf("EntriesByStep is not a bounded search of entries_step_id:\n%s", plan)
+	}
+	if plan := explain(sqlq.Must(q, "EntryByStep"), "s-050", "step-151"); !strings.HasPrefix(plan, "SEARCH entries USING INDEX ") ||
+		!strings.Contains(plan, "session_id=?") || !strings.Contains(plan, "step_id=?") || strings.Contains(plan, "\n") {
+		t.Errorf("EntryByStep is not one index search on both keys:\n%s", plan)
+	}
+	es, err := s.EntriesByStep(ctx, "step-151", "")
+	if err != nil || len(es) != 1 || es[0].SessionID != "s-050" || es[0].Position != 1 {
+		t.Fatalf("step-151: %+v, %v; want session s-050 position 1", es, err)
+	}
+}
