@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/acsledger/acsledger/guardian/policy"
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/web"
@@ -70,14 +73,77 @@ func browse(t *testing.T) context.Context {
 // with the admin token token ("" disables the admin API).
 func serve(t *testing.T, f *evidencetest.Fixture, token string) string {
 	t.Helper()
+	return serveWith(t, f, token, nil, nil)
+}
+
+// serveWith is serve with the re-verification run by rv (nil: the
+// server's own) and every request's path noted in reqs (when not nil).
+func serveWith(t *testing.T, f *evidencetest.Fixture, token string, rv *evidence.Reverifier, reqs *requests) string {
+	t.Helper()
 	h := web.New(f.Store, web.Options{Evidence: web.EvidenceOptions{
-		Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t), AdminToken: token,
+		Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t), AdminToken: token, Reverifier: rv,
 	}})
 	ui.Mount(h.Router())
-	srv := httptest.NewServer(h)
+	var hh http.Handler = h
+	if reqs != nil {
+		hh = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			reqs.note(r.Method + " " + r.URL.Path)
+			h.ServeHTTP(w, r)
+		})
+	}
+	srv := httptest.NewServer(hh)
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// requests are the requests a server answered, as "METHOD path".
+type requests struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *requests) note(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, s)
+}
+
+// take returns the requests noted since the last take.
+func (r *requests) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.seen
+	r.seen = nil
+	return out
+}
+
+// gatedStore is a real store that holds a re-verification run when it
+// reaches session at, until open: the test can then see the run's
+// progress however fast the run is.
+type gatedStore struct {
+	ledger.GuardianStore
+	at      string
+	reached chan struct{} // closed when the run reaches at
+	release chan struct{}
+	hold    sync.Once
+	opened  sync.Once
+}
+
+func newGate(st ledger.GuardianStore, at string) *gatedStore {
+	return &gatedStore{GuardianStore: st, at: at, reached: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gatedStore) Session(ctx context.Context, id string) (ledger.Session, error) {
+	if id == g.at {
+		g.hold.Do(func() {
+			close(g.reached)
+			<-g.release
+		})
+	}
+	return g.GuardianStore.Session(ctx, id)
+}
+
+func (g *gatedStore) open() { g.opened.Do(func() { close(g.release) }) }
 
 // run runs browser actions, failing the test with what it was doing.
 func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
@@ -137,7 +203,7 @@ func tamper(t *testing.T, f *evidencetest.Fixture, sessionID string, position in
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`DROP TRIGGER entries_no_update`); err != nil {
+	if _, err := db.Exec(`DROP TRIGGER IF EXISTS entries_no_update`); err != nil {
 		t.Fatal(err)
 	}
 	res, err := db.Exec(`UPDATE entries SET content = CAST(replace(CAST(content AS TEXT), ?, ?) AS BLOB) WHERE session_id = ? AND position = ?`,
@@ -147,6 +213,20 @@ func tamper(t *testing.T, f *evidencetest.Fixture, sessionID string, position in
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		t.Fatalf("tamper: %d rows changed", n)
+	}
+}
+
+// integrate anchors everything written to f's store in its log.
+func integrate(t *testing.T, f *evidencetest.Fixture) {
+	t.Helper()
+	for {
+		n, err := f.Log.Integrate(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
 	}
 }
 
@@ -163,18 +243,15 @@ func TestDashboard(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for {
-		n, err := f.Log.Integrate(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-	}
+	integrate(t, f)
 	// The ECDSA session's DENY (position 1) is rewritten into an ALLOW.
 	tamper(t, f, f.ECDSASession, 1, `"disposition":"deny"`, `"disposition":"allow"`)
-	base := serve(t, f, adminToken)
+	// The run stops at the ECDSA session, the second, until the test has
+	// seen its progress.
+	gate := newGate(f.Store, f.ECDSASession)
+	t.Cleanup(gate.open)
+	var reqs requests
+	base := serveWith(t, f, adminToken, evidence.NewReverifier(gate, f.Log, f.Options(), f.Trust(t), nil, nil), &reqs)
 	b := browse(t)
 
 	run(t, b, "open the dashboard", chromedp.Navigate(base+"/ui/dashboard"))
@@ -185,6 +262,16 @@ func TestDashboard(t *testing.T) {
 	if eval[bool](t, b, `document.getElementById("start").disabled`) == false {
 		t.Error("Start is enabled before any token")
 	}
+	// A fifth session, of 12 steps without responses, written after the
+	// page counted four: the run's total (5) is not the page's, and the
+	// run keeps 10 of its 12 findings.
+	const many = 12
+	for i := range many {
+		if _, err := f.Store.Append(ctx, ledger.Record{SessionID: "extra-2", AgentID: "agent-9", Entry: entry(10+i, fmt.Sprintf("extra-2-req-%d", i), "steps/toolCallRequest", "ALLOW")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	integrate(t, f)
 
 	t.Run("wrong token", func(t *testing.T) {
 		run(t, b, "type a wrong token", chromedp.SendKeys("#token", "not-the-token"), chromedp.Click("#use-token"))
@@ -208,77 +295,78 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("the token leaked: href|cookie|localStorage|sessionStorage|input = %q", got)
 		}
 
+		reqs.take()
 		run(t, b, "start", chromedp.Click("#start"))
-		// The start's answer shows the run at once, with its total from
-		// the sessions count.
-		waitText(t, b, "#running-text", "of 4 sessions checked")
-		if max := eval[float64](t, b, `document.getElementById("progress").max`); max != 4 {
-			t.Errorf("progress max %v, want 4", max)
+		select {
+		case <-gate.reached:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the run never reached the second session")
 		}
-		waitText(t, b, "#last-verdict", "3 of 4 sessions did not verify")
+		// The progress is the run's: one session checked of the five it
+		// counted when it started.
+		waitText(t, b, "#running-text", "1 of 5 sessions checked")
+		if got := eval[[]float64](t, b, `[document.getElementById("progress").max, document.getElementById("progress").value]`); len(got) != 2 || got[0] != 5 || got[1] != 1 {
+			t.Errorf("progress [max, value] = %v, want [5, 1]", got)
+		}
+		gate.open()
+		waitText(t, b, "#last-verdict", "4 of 5 sessions did not verify")
 		if eval[bool](t, b, `document.getElementById("running").hidden`) == false {
 			t.Error("the progress is still shown after the run finished")
 		}
 		sum := text(t, b, "#last-summary")
-		for _, w := range []string{"Sessions checked4", "Entries checked8", "Sessions with findings3", "Finished20", "Took"} {
+		for _, w := range []string{"Sessions at start5", "Sessions checked5", "Entries checked20", "Sessions with findings4", "Finished20", "Took"} {
 			if !strings.Contains(sum, w) {
 				t.Errorf("run summary %q lacks %q", sum, w)
 			}
 		}
 		failed := eval[[][]string](t, b, `[...document.querySelectorAll("#failed-sessions tbody tr")].map(r => [...r.cells].map(c => c.textContent))`)
-		codes := map[string]string{}
+		codes := map[string][]string{}
 		for _, r := range failed {
-			codes[r[0]] = r[1]
+			codes[r[0]] = r[1:]
 		}
-		if len(failed) != 3 || !strings.Contains(codes[f.ECDSASession], "entry_hash_mismatch") ||
-			codes["extra-0"] != "entry_without_response" || codes["extra-1"] != "entry_without_response" {
-			t.Errorf("failing sessions %q: want %s with entry_hash_mismatch and extra-0, extra-1 with entry_without_response", failed, f.ECDSASession)
+		if len(failed) != 4 || len(codes[f.ECDSASession]) != 2 || !strings.Contains(codes[f.ECDSASession][0], "entry_hash_mismatch") ||
+			fmt.Sprint(codes["extra-0"]) != "[entry_without_response 1]" || fmt.Sprint(codes["extra-1"]) != "[entry_without_response 1]" ||
+			fmt.Sprint(codes["extra-2"]) != "[entry_without_response 12]" {
+			t.Errorf("failing sessions %q: want %s with entry_hash_mismatch, extra-0 and extra-1 with one entry_without_response, extra-2 with 12", failed, f.ECDSASession)
 		}
 		if _, ok := codes[f.HMACSession]; ok {
 			t.Errorf("the untouched session %s is listed as failing", f.HMACSession)
 		}
-		waitText(t, b, "#last", "findings.")
-		// The findings name the code, the session, the entry and say what.
-		rows := eval[[][]string](t, b, `[...document.querySelectorAll("#run-findings tbody tr")].map(r => [...r.cells].map(c => c.textContent))`)
-		want := map[string]bool{
-			"entry_hash_mismatch " + f.ECDSASession + " 1": false,
-			"entry_without_response extra-0 0":             false,
-			"entry_without_response extra-1 0":             false,
-		}
-		for _, r := range rows {
-			if len(r) != 4 || r[3] == "" {
-				t.Errorf("finding row %q: want code, session, entry and a message", r)
-				continue
-			}
-			if _, ok := want[r[0]+" "+r[1]+" "+r[2]]; ok {
-				want[r[0]+" "+r[1]+" "+r[2]] = true
-			}
-		}
-		for k, seen := range want {
-			if !seen {
-				t.Errorf("findings rows %q lack %s", rows, k)
-			}
-		}
+		checkRunFindings(t, b, f)
 		if !eval[bool](t, b, `!document.getElementById("start").disabled`) {
 			t.Error("Start stays disabled after the run")
+		}
+		// The findings came with the run's status: the page verified no
+		// session itself.
+		for _, r := range reqs.take() {
+			if strings.HasSuffix(r, "/verify") {
+				t.Errorf("the dashboard asked %s", r)
+			}
 		}
 	})
 
 	t.Run("kept for the tab", func(t *testing.T) {
+		// The rewritten entry is put back: the session verifies now, but
+		// the run's findings are what the run saw.
+		tamper(t, f, f.ECDSASession, 1, `"disposition":"allow"`, `"disposition":"deny"`)
+		if rep, err := evidence.Verify(ctx, f.Store, f.Log, f.ECDSASession, f.Options(), f.Trust(t)); err != nil || !rep.Verified() {
+			t.Fatalf("the repaired session does not verify: %v %+v", err, rep)
+		}
 		// Without "Keep for this tab" a reload forgets the token.
 		run(t, b, "reload", chromedp.Reload())
-		waitText(t, b, "#totals", "Sessions4")
+		waitText(t, b, "#totals", "Sessions5")
 		if got := eval[bool](t, b, `document.getElementById("start").disabled && document.getElementById("last").textContent === ""`); !got {
 			t.Errorf("the token survived a reload without being kept: %q", text(t, b, "#last"))
 		}
 		run(t, b, "keep the token", chromedp.Click("#remember"), chromedp.SendKeys("#token", adminToken), chromedp.Click("#use-token"))
-		waitText(t, b, "#last-verdict", "3 of 4 sessions did not verify")
+		waitText(t, b, "#last-verdict", "4 of 5 sessions did not verify")
 		if got := eval[string](t, b, `sessionStorage.getItem("acsledger.adminToken") + "|" + localStorage.length + "|" + document.cookie`); got != adminToken+"|0|" {
 			t.Errorf("kept token: sessionStorage|localStorage|cookie = %q", got)
 		}
 		run(t, b, "reload", chromedp.Reload())
 		waitText(t, b, "#auth", "kept for this tab")
-		waitText(t, b, "#last-verdict", "3 of 4 sessions did not verify")
+		waitText(t, b, "#last-verdict", "4 of 5 sessions did not verify")
+		checkRunFindings(t, b, f)
 		run(t, b, "forget", chromedp.Click("#forget"))
 		if got := eval[string](t, b, `String(sessionStorage.getItem("acsledger.adminToken")) + "|" + document.getElementById("last").textContent`); got != "null|" {
 			t.Errorf("after Forget: %q", got)
@@ -294,6 +382,46 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("403 message: %q", got)
 		}
 	})
+}
+
+// checkRunFindings checks the findings table of TestDashboard's run: the
+// code, session, entry and message of each finding the run kept, 10 of
+// extra-2's 12 and a row saying so.
+func checkRunFindings(t *testing.T, b context.Context, f *evidencetest.Fixture) {
+	t.Helper()
+	rows := eval[[][]string](t, b, `[...document.querySelectorAll("#run-findings tbody tr:not(.more)")].map(r => [...r.cells].map(c => c.textContent))`)
+	bySession := map[string][][]string{}
+	for _, r := range rows {
+		if len(r) != 4 || r[3] == "" {
+			t.Errorf("finding row %q: want code, session, entry and a message", r)
+			continue
+		}
+		bySession[r[1]] = append(bySession[r[1]], r)
+	}
+	if got := bySession[f.ECDSASession]; len(got) == 0 || got[0][0] != "entry_hash_mismatch" || got[0][2] != "1" || !strings.Contains(got[0][3], "not to its stated entry_hash") {
+		t.Errorf("findings of %s: %q; want first entry_hash_mismatch at entry 1 saying the content no longer hashes to it", f.ECDSASession, got)
+	}
+	for _, sid := range []string{"extra-0", "extra-1"} {
+		if got := bySession[sid]; len(got) != 1 || got[0][0] != "entry_without_response" || got[0][2] != "0" || !strings.Contains(got[0][3], "No signed response publishes the head") {
+			t.Errorf("findings of %s: %q; want one entry_without_response at entry 0", sid, got)
+		}
+	}
+	got := bySession["extra-2"]
+	if len(got) != evidence.MaxFindingsPerSession {
+		t.Errorf("extra-2 shows %d findings, want the %d the run kept", len(got), evidence.MaxFindingsPerSession)
+	}
+	for i, r := range got {
+		if r[0] != "entry_without_response" || r[2] != fmt.Sprint(i) {
+			t.Errorf("extra-2 finding %d: %q", i, r)
+		}
+	}
+	if _, ok := bySession[f.HMACSession]; ok {
+		t.Errorf("findings of the untouched session %s: %q", f.HMACSession, bySession[f.HMACSession])
+	}
+	more := eval[[]string](t, b, `[...document.querySelectorAll("#run-findings tbody tr.more")].map(r => r.textContent)`)
+	if len(more) != 1 || !strings.Contains(more[0], "2 more findings of extra-2") || !strings.Contains(more[0], "12 in all") {
+		t.Errorf("the rows saying what was not kept: %q; want one for extra-2's 2 more of 12", more)
+	}
 }
 
 func recordPermissive(t *testing.T, st ledger.GuardianStore) {

@@ -265,14 +265,11 @@ const TOKEN_KEY = "acsledger.adminToken";
 const POLL_MS = 1000;
 // COUNT_PAGES bounds the sessions the totals count (pages of 1000).
 const COUNT_PAGES = 20;
-// DETAIL_SESSIONS bounds the failing sessions whose findings are read.
-const DETAIL_SESSIONS = 20;
 
 let adminToken = "";
 // tokenNote is said while the token works: where it came from.
 let tokenNote = "";
 let pollTimer = null;
-let totalSessions = null;
 let shownLast = "";
 
 // request fetches url and answers its status and JSON body (null when the
@@ -452,26 +449,34 @@ function showStatus(st) {
   const cur = st.current;
   start.disabled = !!cur;
   if (cur) {
-    const total = totalSessions !== null && totalSessions >= cur.sessions ? totalSessions : null;
-    const of = total !== null ? ` of ${total}` : "";
-    document.getElementById("running-text").textContent =
-      `Running since ${when(cur.started)}: ${cur.sessions}${of} sessions checked, ${cur.entries} entries, ` +
-      `${cur.failed} session${cur.failed === 1 ? "" : "s"} not verified so far.`;
-    const bar = document.getElementById("progress");
-    if (total !== null && total > 0) {
-      bar.max = total;
-      bar.value = cur.sessions;
-      bar.textContent = `${cur.sessions} of ${total}`;
-    } else {
-      bar.removeAttribute("value");
-      bar.textContent = `${cur.sessions} sessions`;
-    }
+    showProgress(cur);
     box.hidden = false;
     pollTimer = setTimeout(refreshStatus, POLL_MS);
   } else {
     box.hidden = true;
   }
   showLast(st.last);
+}
+
+// showProgress shows the running run against the total it counted when it
+// started. Sessions created during the run are checked too, so the count
+// can pass the total; the bar then stays full rather than overflowing.
+function showProgress(cur) {
+  const text = document.getElementById("running-text");
+  const bar = document.getElementById("progress");
+  const since = `Running since ${when(cur.started)}: `;
+  if (cur.counting) {
+    text.textContent = since + "counting the sessions…";
+    bar.removeAttribute("value");
+    bar.textContent = "counting";
+    return;
+  }
+  const of = cur.sessions > cur.total ? ` (total at start: ${cur.total})` : ` of ${cur.total}`;
+  text.textContent = since + `${cur.sessions}${of} sessions checked, ${cur.entries} entries, ` +
+    `${cur.failed} session${cur.failed === 1 ? "" : "s"} not verified so far.`;
+  bar.max = Math.max(cur.total, cur.sessions, 1);
+  bar.value = cur.sessions;
+  bar.textContent = cur.sessions + of;
 }
 
 function duration(from, to) {
@@ -485,8 +490,8 @@ function duration(from, to) {
   return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
 }
 
-// showLast shows the last finished run, once per run: the findings it
-// reads cost one verification per failing session.
+// showLast shows the last finished run, once per run (the status is polled
+// every second while a run goes).
 function showLast(l) {
   const box = document.getElementById("last");
   const key = l ? `${l.started} ${l.finished}` : "none";
@@ -514,7 +519,8 @@ function showLast(l) {
   }
   const dl = el("dl", { class: "summary", id: "last-summary" });
   for (const [k, v] of [["Finished", when(l.finished)], ["Took", duration(l.started, l.finished)],
-    ["Sessions checked", l.sessions], ["Entries checked", l.entries], ["Sessions with findings", l.failed]]) {
+    ["Sessions at start", l.total], ["Sessions checked", l.sessions], ["Entries checked", l.entries],
+    ["Sessions with findings", l.failed]]) {
     dl.append(el("dt", {}, k), el("dd", {}, v));
   }
   box.append(el("h3", {}, "Last finished run"), head, dl);
@@ -524,52 +530,51 @@ function showLast(l) {
   const tbody = el("tbody", {});
   for (const f of failedList) {
     tbody.append(el("tr", {},
-      el("td", {}, el("a", { href: "/ui/sessions/" + segment(f.session_id) }, f.session_id)),
-      el("td", {}, (f.codes || []).join(", "))));
+      el("td", {}, sessionLink(f.session_id)),
+      el("td", {}, (f.codes || []).join(", ")),
+      el("td", { class: "num" }, f.findings_total)));
   }
   box.append(el("table", { id: "failed-sessions" },
     el("caption", {}, "Sessions that did not verify, with the codes of their findings"),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Session"), el("th", { scope: "col" }, "Codes"))),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Session"), el("th", { scope: "col" }, "Codes"),
+      el("th", { scope: "col" }, "Findings"))),
     tbody));
   if (l.failed > failedList.length) {
     box.append(el("p", {}, `…and ${l.failed - failedList.length} more: a run names at most ${failedList.length}.`));
   }
-  findingDetails(box, failedList.slice(0, DETAIL_SESSIONS), key);
+  box.append(runFindings(failedList),
+    el("p", { class: "help" }, "These are the findings the run saw. A session's own page verifies it again, as it stands now."));
 }
 
-// findingDetails reads each failing session's findings (code, entry,
-// message) from its verification, as it stands now.
-async function findingDetails(box, failed, key) {
+function sessionLink(id) {
+  return el("a", { href: "/ui/sessions/" + segment(id) }, id);
+}
+
+// runFindings lists the findings the run kept: the first few of each
+// failing session, with a row saying how many more it had.
+function runFindings(failed) {
   const tbody = el("tbody", {});
-  const note = el("p", { class: "help" }, "Reading the findings…");
-  box.append(el("table", { class: "findings", id: "run-findings" },
-    el("caption", {}, "Findings, as each session's verification reports them now"),
-    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Code"), el("th", { scope: "col" }, "Session"),
-      el("th", { scope: "col" }, "Entry"), el("th", { scope: "col" }, "What"))),
-    tbody), note);
-  let n = 0;
   for (const f of failed) {
-    let rep;
-    try {
-      rep = await getJSON(`${API}/sessions/${segment(f.session_id)}/verify`);
-    } catch (e) {
-      tbody.append(el("tr", {}, el("td", {}, "—"), el("td", {}, f.session_id), el("td", {}, "—"),
-        el("td", { class: "error" }, `Could not verify: ${e.message}`)));
-      continue;
-    }
-    if (shownLast !== key) {
-      return; // a newer run is shown
-    }
-    for (const x of rep.findings || []) {
-      n++;
+    const kept = f.findings || [];
+    for (const x of kept) {
       tbody.append(el("tr", {},
         el("td", {}, el("code", {}, x.code)),
-        el("td", {}, el("a", { href: "/ui/sessions/" + segment(f.session_id) }, f.session_id)),
+        el("td", {}, sessionLink(f.session_id)),
         el("td", { class: "num" }, x.entry_index >= 0 ? x.entry_index : (x.where || "—")),
         el("td", {}, x.message || "")));
     }
+    const more = (f.findings_total || 0) - kept.length;
+    if (more > 0) {
+      tbody.append(el("tr", { class: "more" }, el("td", { colspan: "4" },
+        `…and ${more} more finding${more === 1 ? "" : "s"} of `, sessionLink(f.session_id),
+        ` (${f.findings_total} in all; the run keeps the first ${kept.length}).`)));
+    }
   }
-  note.textContent = n === 0 ? "The sessions verify now: no findings to show." : `${n} finding${n === 1 ? "" : "s"}.`;
+  return el("table", { class: "findings", id: "run-findings" },
+    el("caption", {}, "Findings of the run, as it saw them"),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Code"), el("th", { scope: "col" }, "Session"),
+      el("th", { scope: "col" }, "Entry"), el("th", { scope: "col" }, "What"))),
+    tbody);
 }
 
 // totals counts sessions and entries from the sessions list, and the
@@ -606,7 +611,6 @@ async function totals() {
     p.classList.add("error");
     return;
   }
-  totalSessions = capped ? null : sessions;
   const more = capped ? "at least " : "";
   const rows = [["Sessions", more + sessions], ["Entries", more + entries]];
   try {
