@@ -244,3 +244,76 @@ func TestReplayStoredParams(t *testing.T) {
 		t.Fatalf("after erasing earlier params: %+v, %v", res, err)
 	}
 }
+
+// TestFindEntry looks request ids up with and without a session, on both
+// stores: one match is the entry, none is ledger.ErrNotFound, and a
+// request id that is a step of several sessions is ErrAmbiguous naming
+// two of them unless the session is named.
+func TestFindEntry(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			st := findLedger(t, kind)
+			for _, c := range []struct {
+				name, requestID, session string
+				wantSession              string
+				wantPos                  int64
+				wantErr                  error
+				wantMsg                  string
+			}{
+				{"one session", "r-only", "", "sess-b", 1, nil, ""},
+				{"one session, named", "r-only", "sess-b", "sess-b", 1, nil, ""},
+				{"several sessions", "r-shared", "", "", 0, replay.ErrAmbiguous, "request_id r-shared is a step of sessions sess-a and sess-b"},
+				{"several sessions, one named", "r-shared", "sess-c", "sess-c", 2, nil, ""},
+				{"unknown request", "r-none", "", "", 0, ledger.ErrNotFound, "no entry has step_id r-none"},
+				{"not in the named session", "r-only", "sess-a", "", 0, ledger.ErrNotFound, "session sess-a has no entry with step_id r-only"},
+				{"unknown session", "r-shared", "sess-none", "", 0, ledger.ErrNotFound, "session sess-none has no entry with step_id r-shared"},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					e, err := replay.FindEntry(ctx, st, c.requestID, c.session)
+					if c.wantErr != nil {
+						if !errors.Is(err, c.wantErr) || !strings.Contains(err.Error(), c.wantMsg) {
+							t.Fatalf("err %v, want %v saying %q", err, c.wantErr, c.wantMsg)
+						}
+						return
+					}
+					if err != nil || e.SessionID != c.wantSession || e.Position != c.wantPos || e.StepID != c.requestID ||
+						!strings.Contains(string(e.Content), fmt.Sprintf(`"entry_id":"%s/%s"`, c.wantSession, c.requestID)) {
+						t.Fatalf("got %s position %d %s, %v; want %s position %d", e.SessionID, e.Position, e.Content, err, c.wantSession, c.wantPos)
+					}
+				})
+			}
+		})
+	}
+}
+
+// findLedger returns a store where r-shared is a step of sess-a
+// (position 0), sess-b (0) and sess-c (2), and r-only of sess-b (1).
+func findLedger(t *testing.T, kind string) ledger.Store {
+	t.Helper()
+	ctx := context.Background()
+	url := "sqlite:" + t.TempDir()
+	if kind == "postgres" {
+		url = pgtest.NewDatabase(t)
+		if err := storeopen.Migrate(ctx, url); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := storeopen.Open(ctx, url, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var rs []ledger.Record
+	for _, s := range []struct{ session, step string }{
+		{"sess-c", "r-c0"}, {"sess-c", "r-c1"}, {"sess-b", "r-shared"}, {"sess-a", "r-shared"},
+		{"sess-b", "r-only"}, {"sess-c", "r-shared"},
+	} {
+		rs = append(rs, ledger.Record{SessionID: s.session, AgentID: "agent-7", Entry: fmt.Appendf(nil,
+			`{"entry_id":"%s/%s","step_id":"%s","step_type":"steps/toolCallRequest","timestamp":"2026-11-30T10:00:00Z"}`, s.session, s.step, s.step)})
+	}
+	if _, err := st.AppendBatch(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
