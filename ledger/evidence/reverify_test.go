@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
@@ -193,4 +194,66 @@ func TestReverifyKeepsFindings(t *testing.T) {
 			t.Errorf("total %d, sessions %d, failed %d; want the 3 counted, 4 checked (the late one too), 3 failed", st.Total, st.Sessions, st.Failed)
 		}
 	})
+}
+
+// heldSessions is a real store whose listing waits for the test on the
+// call-th call, so that a run can be seen between its phases.
+type heldSessions struct {
+	ledger.GuardianStore
+	call    int
+	reached chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	calls   int
+}
+
+func (s *heldSessions) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.SessionPage, error) {
+	s.mu.Lock()
+	s.calls++
+	hold := s.calls == s.call
+	s.mu.Unlock()
+	if hold {
+		close(s.reached)
+		<-s.release
+	}
+	return s.GuardianStore.Sessions(ctx, f)
+}
+
+// TestReverifyPhases watches a run while it counts (running, counting,
+// total 0) and once it has counted (total known, nothing checked yet).
+func TestReverifyPhases(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	for _, tc := range []struct {
+		name     string
+		call     int
+		counting bool
+		total    int64
+	}{
+		{"counting", 1, true, 0},
+		{"counted", 2, false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &heldSessions{GuardianStore: f.Store, call: tc.call, reached: make(chan struct{}), release: make(chan struct{})}
+			r := evidence.NewReverifier(st, f.Log, f.Options(), f.Trust(t), nil, nil)
+			if err := r.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			<-st.reached
+			cur, _ := r.Status()
+			close(st.release)
+			if cur == nil || !cur.Running || cur.Counting != tc.counting || cur.Total != tc.total || cur.Sessions != 0 {
+				t.Errorf("held at listing %d: %+v; want running, counting %v, total %d, nothing checked", tc.call, cur, tc.counting, tc.total)
+			}
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+				if cur, last := r.Status(); cur == nil {
+					if last == nil || last.Counting || last.Total != 2 || last.Sessions != 2 || last.Failed != 0 {
+						t.Errorf("finished run: %+v", last)
+					}
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			t.Fatal("the run did not finish in 10 s")
+		})
+	}
 }
