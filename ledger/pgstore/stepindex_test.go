@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -120,4 +121,49 @@ func TestStepIndexPrebuilt(t *testing.T) {
 			t.Fatalf("prebuilt %v: %s, want %s", prebuild, got, want)
 		}
 	}
+}
+
+// BenchmarkStepIndexWriteCost measures what entries_step_id costs appends:
+// batches of 1,000 entries over 10 sessions go alternately into a
+// database with the index and into one where it was dropped, so both
+// figures come from the same moments of a noisy machine.
+func BenchmarkStepIndexWriteCost(b *testing.B) {
+	ctx := context.Background()
+	with := openStore(b, newDB(b), pgstore.Options{})
+	url := newDB(b)
+	owner, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, "DROP INDEX entries_step_id"); err != nil {
+		b.Fatal(err)
+	}
+	owner.Close(ctx)
+	without := openStore(b, url, pgstore.Options{})
+
+	const batch, sessions = 1000, 10
+	var n int64
+	write := func(s *pgstore.Store) time.Duration {
+		rs := make([]ledger.Record, batch)
+		for i := range rs {
+			rs[i] = ledger.Record{SessionID: fmt.Sprintf("s-%d", i%sessions), Entry: benchEntry(n)}
+			n++
+		}
+		start := time.Now()
+		if _, err := s.AppendBatch(ctx, rs); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var dWith, dWithout time.Duration
+	for b.Loop() {
+		m := n
+		dWith += write(with)
+		n = m // the same step ids in both databases
+		dWithout += write(without)
+	}
+	rows := float64(b.N * batch)
+	b.ReportMetric(rows/dWith.Seconds(), "rows/s-index")
+	b.ReportMetric(rows/dWithout.Seconds(), "rows/s-no-index")
+	b.ReportMetric(float64(dWith)/float64(dWithout), "x-time")
 }
