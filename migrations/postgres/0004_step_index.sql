@@ -15,5 +15,6 @@
 -- to entries (reads go on) until the build ends, which on a large ledger
 -- can be minutes. IF NOT EXISTS lets an operator avoid that pause by
 -- building the index beforehand, outside a transaction, with
--- CREATE INDEX CONCURRENTLY (docs/storage.md, "Migrations").
+-- CREATE INDEX CONCURRENTLY (docs/storage.md, "Upgrading a large
+-- ledger").
 CREATE INDEX IF NOT EXISTS entries_step_id ON entries (step_id, session_id);
