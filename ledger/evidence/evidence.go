@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"runtime/debug"
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/sig"
@@ -100,8 +102,9 @@ func Build(ctx context.Context, store ledger.GuardianStore, log Log, sessionID s
 	}
 	var anchor *verify.Anchor
 	var checkpoint []byte
+	var treeSize uint64
 	if log != nil && sess.Length > 0 {
-		checkpoint, anchor, err = anchorSession(ctx, log, sessionID, sess.Length)
+		checkpoint, treeSize, anchor, err = anchorSession(ctx, log, sessionID, sess.Length)
 		if err != nil {
 			return sum, err
 		}
@@ -117,7 +120,9 @@ func Build(ctx context.Context, store ledger.GuardianStore, log Log, sessionID s
 	if checkpoint != nil {
 		bw.WriteString(`,"checkpoints":`)
 		writeJSON(bw, []string{string(checkpoint)})
-		sum.TreeSize = anchor.TreeSize
+		// The checkpoint's size, also when none of the session's entries
+		// is in it yet (no anchor).
+		sum.TreeSize = treeSize
 	}
 	if anchor != nil {
 		bw.WriteString(`,"anchors":`)
@@ -245,21 +250,21 @@ func policyRecords(ctx context.Context, store ledger.GuardianStore, content bool
 // A session's entries enter the log in chain order (each append waits for
 // the one before it to commit, and leaves follow commit order), so the
 // covered positions are a prefix of the chain: try the head, then search.
-func anchorSession(ctx context.Context, log Log, sessionID string, length int64) ([]byte, *verify.Anchor, error) {
+func anchorSession(ctx context.Context, log Log, sessionID string, length int64) (signed []byte, size uint64, _ *verify.Anchor, _ error) {
 	signed, err := log.Checkpoint(ctx)
 	if errors.Is(err, tlog.ErrNotFound) {
-		return nil, nil, nil
+		return nil, 0, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("couldn't read the latest checkpoint: %w", err)
+		return nil, 0, nil, fmt.Errorf("couldn't read the latest checkpoint: %w", err)
 	}
 	text, _, ok := bytes.Cut(signed, []byte("\n\n"))
 	if !ok {
-		return nil, nil, fmt.Errorf("the log's latest checkpoint is not a signed note")
+		return nil, 0, nil, fmt.Errorf("the log's latest checkpoint is not a signed note")
 	}
 	cp, err := tlog.ParseCheckpoint(append(text, '\n'))
 	if err != nil {
-		return nil, nil, fmt.Errorf("couldn't parse the log's latest checkpoint: %w", err)
+		return nil, 0, nil, fmt.Errorf("couldn't parse the log's latest checkpoint: %w", err)
 	}
 	covered := func(pos int64) (uint64, bool, error) {
 		_, idx, err := log.EntryProof(ctx, sessionID, pos)
@@ -274,7 +279,7 @@ func anchorSession(ctx context.Context, log Log, sessionID string, length int64)
 	pos := length - 1
 	idx, ok, err := covered(pos)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	if !ok {
 		// Largest covered position in [0, length-1), if any.
@@ -284,7 +289,7 @@ func anchorSession(ctx context.Context, log Log, sessionID string, length int64)
 			mid := lo + (hi-lo)/2
 			i, c, err := covered(mid)
 			if err != nil {
-				return nil, nil, err
+				return nil, 0, nil, err
 			}
 			if c {
 				pos, idx, found = mid, i, true
@@ -294,14 +299,14 @@ func anchorSession(ctx context.Context, log Log, sessionID string, length int64)
 			}
 		}
 		if !found {
-			return signed, nil, nil
+			return signed, cp.Size, nil, nil
 		}
 	}
 	proof, err := log.InclusionProof(ctx, idx, cp.Size)
 	if err != nil {
-		return nil, nil, fmt.Errorf("couldn't prove leaf %d in the tree of size %d: %w", idx, cp.Size, err)
+		return nil, 0, nil, fmt.Errorf("couldn't prove leaf %d in the tree of size %d: %w", idx, cp.Size, err)
 	}
-	return signed, &verify.Anchor{Position: uint64(pos), LeafIndex: idx, TreeSize: cp.Size, Proof: proof}, nil
+	return signed, cp.Size, &verify.Anchor{Position: uint64(pos), LeafIndex: idx, TreeSize: cp.Size, Proof: proof}, nil
 }
 
 // Report is the JSON report of a verification, the same shape as
@@ -335,9 +340,20 @@ func Verify(ctx context.Context, store ledger.GuardianStore, log Log, sessionID 
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		_, err := Build(ctx, store, log, sessionID, pw, opts)
-		pw.CloseWithError(err)
-		done <- err
+		var err error
+		// Build runs on a goroutine of its own, outside the recovery of
+		// whoever called Verify (an HTTP handler, a re-verification
+		// run): a fault in it becomes this session's error rather than
+		// the end of the process.
+		defer func() {
+			if p := recover(); p != nil {
+				slog.Error("evidence: building a bundle panicked", "session_id", sessionID, "panic", p, "stack", string(debug.Stack()))
+				err = fmt.Errorf("internal error: building the bundle of session %s panicked: %v", sessionID, p)
+			}
+			pw.CloseWithError(err)
+			done <- err
+		}()
+		_, err = Build(ctx, store, log, sessionID, pw, opts)
 	}()
 	rep, verr := verify.VerifyBundle(pr, trust)
 	pr.CloseWithError(errors.New("verifier stopped reading"))

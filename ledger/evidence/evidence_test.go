@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"slices"
 	"testing"
 
 	"github.com/acsledger/acsledger/internal/pgtest"
@@ -187,5 +188,38 @@ func TestVerifyAndReverify(t *testing.T) {
 	}
 	if cur, last := r.Status(); cur != nil || last == nil || last.Sessions != 2 {
 		t.Errorf("status after a run: %+v %+v", cur, last)
+	}
+}
+
+// TestBuildNotYetInTheLog: a session appended after the log's latest
+// checkpoint (none of its entries has a leaf yet) gets a bundle with that
+// checkpoint and no anchor, verifying to not_anchored; and a whole-ledger
+// re-verification over it finishes, counting it as failing, rather than
+// crashing the server it runs in.
+func TestBuildNotYetInTheLog(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	appendPlain(t, f.Store, "late", 2)
+	b, sum := build(t, f, f.Log, "late", f.Options())
+	if sum.Anchored || sum.TreeSize == 0 || !bytes.Contains(b, []byte(`"checkpoints"`)) || bytes.Contains(b, []byte(`"anchors"`)) {
+		t.Fatalf("summary %+v: want the checkpoint (size > 0) and no anchor", sum)
+	}
+	rep := verifyBytes(t, b, f.Trust(t))
+	if got := codesOf(rep.Findings); !slices.Contains(got, verify.CodeNotAnchored) {
+		t.Errorf("findings %v, want %s among them", got, verify.CodeNotAnchored)
+	}
+
+	r := evidence.NewReverifier(f.Store, f.Log, f.Options(), f.Trust(t), nil, nil)
+	st, err := r.RunNow(context.Background())
+	if err != nil || st.Error != "" {
+		t.Fatalf("run: %v, status error %q", err, st.Error)
+	}
+	var late *evidence.FailedSession
+	for i := range st.FailedSessions {
+		if st.FailedSessions[i].SessionID == "late" {
+			late = &st.FailedSessions[i]
+		}
+	}
+	if st.Sessions != 3 || late == nil || !slices.Contains(late.Codes, verify.CodeNotAnchored) {
+		t.Errorf("run %+v: want 3 sessions and %q failing with %s", st, "late", verify.CodeNotAnchored)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -159,7 +160,7 @@ func (r *Reverifier) Schedule(ctx context.Context, interval time.Duration) {
 }
 
 func (r *Reverifier) run(ctx context.Context) {
-	err := r.each(ctx)
+	err := r.eachRecovered(ctx)
 	r.mu.Lock()
 	st := r.current
 	st.Running = false
@@ -186,6 +187,19 @@ func (r *Reverifier) run(ctx context.Context) {
 		reverifyFailed.Record(bg, st.Failed)
 		reverifySessions.Record(bg, st.Sessions)
 	}
+}
+
+// eachRecovered is each, with a panic turned into the run's error: a run
+// goes on in the background of a server, and a fault in it must end the
+// run, not the server.
+func (r *Reverifier) eachRecovered(ctx context.Context) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.slog.Error("re-verification panicked", "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("internal error: the run panicked: %v", p)
+		}
+	}()
+	return r.each(ctx)
 }
 
 // each counts the sessions, then verifies every session, a page of

@@ -257,3 +257,26 @@ func TestReverifyPhases(t *testing.T) {
 		})
 	}
 }
+
+// faultyLog is the fixture's log with a fault planted in one call: the
+// kind of bug a background run must survive.
+type faultyLog struct{ evidence.Log }
+
+func (faultyLog) Checkpoint(context.Context) ([]byte, error) { panic("planted fault") }
+
+// TestReverifyPanicEndsTheRun: a panic inside a run ends the run with an
+// error in its status; the process, a server in production, goes on.
+func TestReverifyPanicEndsTheRun(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	r := evidence.NewReverifier(f.Store, faultyLog{f.Log}, f.Options(), f.Trust(t), nil, nil)
+	st, err := r.RunNow(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(st.Error, "planted fault") || st.Running || st.Finished.IsZero() {
+		t.Errorf("status %+v: want a finished run whose error names the panic", st)
+	}
+	if cur, last := r.Status(); cur != nil || last == nil || last.Error != st.Error {
+		t.Errorf("Status() = %+v, %+v: want no run going and the failed one last", cur, last)
+	}
+}
