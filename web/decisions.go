@@ -93,9 +93,9 @@ type decisionJSON struct {
 	DecisionFrom string          `json:"decision_from"`
 }
 
-// getDecision finds the entry whose step_id is the request id: in the
-// session named by session_id (one read of that chain), or else in every
-// session (one read of the whole ledger; replay.FindEntry).
+// getDecision finds the entry whose step_id is the request id, in the
+// session named by session_id or in any session: one indexed lookup
+// either way (replay.FindEntry, migration 0004).
 func (a *evidenceAPI) getDecision(w http.ResponseWriter, r *http.Request) {
 	gs, err := a.store()
 	if err != nil {
