@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/acsledger/acsledger/internal/pgtest"
