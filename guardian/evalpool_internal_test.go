@@ -9,12 +9,16 @@ import (
 )
 
 // TestEvalPoolBoundsConcurrency: however many callers, at most the pool's
-// workers evaluate at once, and every job runs exactly once.
+// workers evaluate at once, all of them do when there is work, and every
+// job runs exactly once.
 func TestEvalPoolBoundsConcurrency(t *testing.T) {
-	p := newEvalPool(3)
+	const workers, jobs = 3, 40
+	p := newEvalPool(workers)
 	var running, peak, ran atomic.Int32
+	full := make(chan struct{}) // closed once all workers run at once
+	var once sync.Once
 	var wg sync.WaitGroup
-	for range 40 {
+	for range jobs {
 		wg.Go(func() {
 			done := make(chan struct{})
 			err := p.run(context.Background(), func() {
@@ -26,7 +30,15 @@ func TestEvalPoolBoundsConcurrency(t *testing.T) {
 						break
 					}
 				}
-				time.Sleep(2 * time.Millisecond)
+				if n == workers {
+					once.Do(func() { close(full) })
+				}
+				// The first jobs wait until every worker is busy, so
+				// the pool is seen full; later ones pass straight on.
+				select {
+				case <-full:
+				case <-time.After(5 * time.Second):
+				}
 				running.Add(-1)
 				ran.Add(1)
 			})
@@ -38,11 +50,11 @@ func TestEvalPoolBoundsConcurrency(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := ran.Load(); got != 40 {
-		t.Errorf("%d jobs ran, want 40", got)
+	if got := ran.Load(); got != jobs {
+		t.Errorf("%d jobs ran, want %d", got, jobs)
 	}
-	if got := peak.Load(); got > 3 || got < 2 {
-		t.Errorf("at most %d ran at once, want 2 or 3 with 3 workers", got)
+	if got := peak.Load(); got != workers {
+		t.Errorf("at most %d ran at once, want exactly %d", got, workers)
 	}
 }
 
