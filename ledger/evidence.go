@@ -3,7 +3,10 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrReplay is returned by RecordRequest when a session has already seen the
@@ -38,7 +41,18 @@ var ErrReplay = errors.New("replayed request")
 // session's entry at position, or ErrNotFound.
 //
 // Request returns the exact params bytes stored beside a session's entry at
-// position, or ErrNotFound when none were stored (or they were erased).
+// position. Params that were erased are an *ErasedError (matching
+// ErrErased, not ErrNotFound), carrying when, why and by whom; params never
+// stored are ErrNotFound.
+//
+// EraseParams erases the params stored beside a session's entry at
+// position, in one transaction: it records the erasure (reason must not be
+// blank) and deletes the params, and returns the record. The entry, with
+// its request_hash, and the response stay byte for byte, so the chain and
+// every proof over it still verify (docs/storage.md, "Request params").
+// It returns ErrNotFound when no params are stored there and never were,
+// and an *ErasedError naming the earlier erasure when they were already
+// erased; either way it writes nothing.
 //
 // RecordRequest remembers a request's request_id and nonce (nonce may be
 // "") for a session and returns ErrReplay if the session has seen either
@@ -55,11 +69,69 @@ type GuardianStore interface {
 	AppendRequest(ctx context.Context, r Record, params []byte, seen Seen, sign func(Appended) ([]byte, error)) (Appended, []byte, error)
 	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
 	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)
+	EraseParams(ctx context.Context, sessionID string, position int64, reason, by string) (Erasure, error)
 	RecordRequest(ctx context.Context, sessionID, requestID, nonce string, at time.Time) error
 	PutPolicyBundle(ctx context.Context, b PolicyBundle) error
 	PolicyBundle(ctx context.Context, id, version string) (PolicyBundle, error)
 	PolicyBundles(ctx context.Context) ([]PolicyBundle, error)
 }
+
+// ErrErased is matched by the *ErasedError of GuardianStore.Request and
+// EraseParams: the step's params were erased.
+var ErrErased = errors.New("request params erased")
+
+// Erasure records the erasure of the params stored beside one entry.
+type Erasure struct {
+	SessionID string
+	Position  int64
+	ErasedAt  time.Time
+	// Reason is why they were erased (never blank), ErasedBy who asked
+	// ("" when not given), both as given to EraseParams.
+	Reason   string
+	ErasedBy string
+}
+
+// MaxErasureText caps the bytes of an erasure's reason and of its erased_by.
+const MaxErasureText = 4096
+
+// Check reports an erasure request the stores refuse before writing: an
+// empty session id, a negative position, a blank reason, or a reason or
+// erased_by that is not UTF-8 or longer than MaxErasureText bytes.
+func (e Erasure) Check() error {
+	where := fmt.Sprintf("erasure of session %q position %d", e.SessionID, e.Position)
+	switch {
+	case e.SessionID == "":
+		return fmt.Errorf("%s: empty session id", where)
+	case e.Position < 0:
+		return fmt.Errorf("%s: negative position", where)
+	case strings.TrimSpace(e.Reason) == "":
+		return fmt.Errorf("%s: the reason must not be blank", where)
+	}
+	for _, f := range []struct{ name, v string }{{"reason", e.Reason}, {"erased_by", e.ErasedBy}} {
+		if !utf8.ValidString(f.v) {
+			return fmt.Errorf("%s: %s is not valid UTF-8", where, f.name)
+		}
+		if len(f.v) > MaxErasureText {
+			return fmt.Errorf("%s: %s is %d bytes, more than %d", where, f.name, len(f.v), MaxErasureText)
+		}
+	}
+	return nil
+}
+
+// ErasedError reports params that were erased, with the erasure's record.
+// It matches ErrErased.
+type ErasedError struct{ Erasure Erasure }
+
+func (e *ErasedError) Error() string {
+	by := ""
+	if e.Erasure.ErasedBy != "" {
+		by = fmt.Sprintf(" by %q", e.Erasure.ErasedBy)
+	}
+	return fmt.Sprintf("the request params of session %q position %d were erased at %s%s, reason: %q",
+		e.Erasure.SessionID, e.Erasure.Position, e.Erasure.ErasedAt.UTC().Format(time.RFC3339Nano), by, e.Erasure.Reason)
+}
+
+func (e *ErasedError) Is(target error) bool { return target == ErrErased }
 
 // Seen is a request's replay key (ACS §10.3): its request_id and nonce
 // ("" when it had none), and when the Guardian saw it.

@@ -96,6 +96,8 @@ func statusFor(err error) int {
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, errBadRequest), errors.Is(err, ledger.ErrInvalidEntry):
 		return http.StatusBadRequest
+	case errors.Is(err, ledger.ErrErased):
+		return http.StatusGone
 	case errors.Is(err, ledger.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, ledger.ErrHashMismatch), errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrAgentMismatch):

@@ -113,6 +113,15 @@ func (s *Store) Request(ctx context.Context, sessionID string, position int64) (
 	var b []byte
 	err := s.pool.QueryRow(ctx, q["RequestParams"], sessionID, position).Scan(&b)
 	if errors.Is(err, pgx.ErrNoRows) {
+		// Rarely taken (a step without params, or erased ones), so the
+		// erasure is read only then.
+		e, err := readErasure(ctx, s.pool, sessionID, position)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			return nil, &ledger.ErasedError{Erasure: *e}
+		}
 		return nil, fmt.Errorf("request params for session %q position %d: %w", sessionID, position, ledger.ErrNotFound)
 	}
 	if err != nil {

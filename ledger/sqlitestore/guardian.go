@@ -83,6 +83,15 @@ func (s *Store) Request(ctx context.Context, sessionID string, position int64) (
 	var b []byte
 	err := s.read.QueryRowContext(ctx, sqlq.Must(q, "RequestParams"), sessionID, position).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
+		// Rarely taken (a step without params, or erased ones), so the
+		// erasure is read only then.
+		e, err := readErasure(ctx, s.read, sessionID, position)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			return nil, &ledger.ErasedError{Erasure: *e}
+		}
 		return nil, fmt.Errorf("request params for session %q position %d: %w", sessionID, position, ledger.ErrNotFound)
 	}
 	if err != nil {

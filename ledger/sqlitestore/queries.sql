@@ -98,3 +98,21 @@ SELECT id, version, digest, content, recorded_at FROM policy_bundles WHERE id = 
 
 -- name: PolicyBundles
 SELECT id, version, digest, recorded_at FROM policy_bundles ORDER BY seq;
+
+-- name: InsertErasure
+-- Records the erasure only where params are stored and no erasure is: no
+-- row inserted means there is nothing to erase, or it was erased already
+-- (the caller reads Erasure to tell which).
+INSERT INTO erasures (session_id, position, erased_at, reason, erased_by)
+SELECT session_id, position, ?3, ?4, ?5
+FROM request_params
+WHERE session_id = ?1 AND position = ?2
+ON CONFLICT (session_id, position) DO NOTHING;
+
+-- name: DeleteRequestParams
+-- Allowed by the trigger request_params_erased_only only after
+-- InsertErasure, in the same transaction.
+DELETE FROM request_params WHERE session_id = ? AND position = ?;
+
+-- name: Erasure
+SELECT erased_at, reason, erased_by FROM erasures WHERE session_id = ? AND position = ?;

@@ -25,6 +25,8 @@ var guardianTests = []struct {
 	{"AppendRequest", testAppendRequest},
 	{"AppendRequestConcurrent", testAppendRequestConcurrent},
 	{"PolicyBundles", testPolicyBundles},
+	{"EraseParams", testEraseParams},
+	{"EraseParamsConcurrent", testEraseParamsConcurrent},
 }
 
 func runGuardian(t *testing.T, open Open) {

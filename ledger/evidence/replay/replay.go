@@ -37,9 +37,11 @@ import (
 
 // Errors a caller maps to its own (one switch in web, exit codes in cmd).
 var (
-	// ErrParamsRequired: the ledger holds no params for the step (they
-	// were erased, or the entry was written without them) and the caller
-	// supplied none.
+	// ErrParamsRequired: the ledger holds no params for the step (the
+	// entry was written without them) and the caller supplied none. Params
+	// that were erased (ledger.GuardianStore.EraseParams) and not supplied
+	// are an error matching ledger.ErrErased instead, whose
+	// *ledger.ErasedError says when, why and by whom.
 	ErrParamsRequired = errors.New("the request's params are required: the ledger holds none for this step")
 	// ErrParamsMismatch: the supplied params do not hash to the entry's
 	// request_hash, so they are not the request that was decided.
@@ -231,8 +233,9 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 // present, must hash to the entry's request_hash.
 func requestParams(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, rec *recordedEntry, req Request, res *Result) (json.RawMessage, error) {
 	stored, err := store.Request(ctx, e.SessionID, e.Position)
+	var erased *ledger.ErasedError
 	switch {
-	case errors.Is(err, ledger.ErrNotFound):
+	case errors.Is(err, ledger.ErrNotFound), errors.As(err, &erased):
 		stored = nil
 	case err != nil:
 		return nil, err
@@ -250,6 +253,9 @@ func requestParams(ctx context.Context, store ledger.GuardianStore, e ledger.Ent
 		}
 		res.ParamsFrom = "request"
 		return req.Params, nil
+	}
+	if erased != nil {
+		return nil, fmt.Errorf("step %s cannot be replayed from the ledger alone: %w; supply the params as sent (they must hash to the entry's request_hash)", req.RequestID, erased)
 	}
 	if stored == nil {
 		return nil, fmt.Errorf("%w: session %s position %d (step %s)", ErrParamsRequired, e.SessionID, e.Position, req.RequestID)
@@ -370,10 +376,10 @@ func input(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, rec 
 
 // storedPayload returns params.payload of the request stored beside an
 // earlier step, after checking the params against its request_hash; ok is
-// false when none are stored.
+// false when none are stored, or they were erased.
 func storedPayload(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, requestHash string) (json.RawMessage, bool, error) {
 	params, err := store.Request(ctx, e.SessionID, e.Position)
-	if errors.Is(err, ledger.ErrNotFound) {
+	if errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrErased) {
 		return nil, false, nil
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acsledger/acsledger/guardian/policy"
 	"github.com/acsledger/acsledger/internal/pgtest"
@@ -185,11 +186,12 @@ func TestReplayTimeNowNS(t *testing.T) {
 	}
 }
 
-// TestReplayStoredParams tampers with and erases stored params behind the
-// store's back (dropping the SQLite triggers, as only someone holding the
-// file can): a changed blob is reported, never evaluated; an erased one
-// needs the caller's params, and the provenance of later steps is then
-// named as not reconstructed.
+// TestReplayStoredParams tampers with stored params behind the store's
+// back (dropping the SQLite trigger, as only someone holding the file can):
+// a changed blob is reported, never evaluated. Params erased through the
+// store (EraseParams) need the caller's params, the refusal says when and
+// why they were erased, and the provenance of later steps is then named as
+// not reconstructed. Params never stored are ErrParamsRequired.
 func TestReplayStoredParams(t *testing.T) {
 	ctx := context.Background()
 	f := evidencetest.New(t, "sqlite")
@@ -217,7 +219,6 @@ func TestReplayStoredParams(t *testing.T) {
 		}
 	}
 	exec("DROP TRIGGER request_params_no_update")
-	exec("DROP TRIGGER request_params_no_delete")
 
 	// Stored params that are not the recorded request.
 	exec("UPDATE request_params SET params = ? WHERE session_id = ? AND position = ?", []byte(first.Params), deny.SessionID, pos(deny))
@@ -228,20 +229,45 @@ func TestReplayStoredParams(t *testing.T) {
 	}
 
 	// Erased params.
-	exec("DELETE FROM request_params WHERE session_id = ? AND position = ?", deny.SessionID, pos(deny))
-	if _, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: deny.RequestID}); !errors.Is(err, replay.ErrParamsRequired) {
-		t.Errorf("erased params, none supplied: %v", err)
+	const reason = "data subject request #7"
+	erasure, err := f.Store.EraseParams(ctx, deny.SessionID, pos(deny), reason, "dpo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = replay.Replay(ctx, f.Store, replay.Request{RequestID: deny.RequestID})
+	var ee *ledger.ErasedError
+	if !errors.As(err, &ee) || errors.Is(err, replay.ErrParamsRequired) || ee.Erasure.Reason != reason {
+		t.Errorf("erased params, none supplied: %v; want a *ledger.ErasedError", err)
+	}
+	for _, part := range []string{deny.RequestID, "erased at " + erasure.ErasedAt.Format(time.RFC3339Nano), reason, `by "dpo"`, "supply the params"} {
+		if err == nil || !strings.Contains(err.Error(), part) {
+			t.Errorf("error %q does not say %q", err, part)
+		}
 	}
 	res, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: deny.RequestID, Params: deny.Params})
 	if err != nil || !res.Same || res.ParamsFrom != "request" || len(res.NotReconstructed) != 0 {
 		t.Fatalf("erased params, supplied: %+v, %v", res, err)
 	}
+	if _, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: deny.RequestID, Params: first.Params}); !errors.Is(err, replay.ErrParamsMismatch) {
+		t.Errorf("erased params, other ones supplied: %v, want ErrParamsMismatch", err)
+	}
 	// A later step's input lacks the erased step's provenance.
-	exec("DELETE FROM request_params WHERE session_id = ? AND position = ?", first.SessionID, pos(first))
+	if _, err := f.Store.EraseParams(ctx, first.SessionID, pos(first), reason, ""); err != nil {
+		t.Fatal(err)
+	}
 	later := f.Step(t, "steps/userMessage", "modify")
 	res, err = replay.Replay(ctx, f.Store, replay.Request{RequestID: later.RequestID})
 	if err != nil || res.ParamsFrom != "ledger" || strings.Join(res.NotReconstructed, ",") != "provenance" {
 		t.Fatalf("after erasing earlier params: %+v, %v", res, err)
+	}
+
+	// Params never stored (an entry appended without them).
+	if _, err := f.Store.Append(ctx, ledger.Record{SessionID: "plain", AgentID: "a", Entry: []byte(
+		`{"entry_id":"e-plain","step_id":"r-plain","step_type":"steps/toolCallRequest","timestamp":"2026-11-30T10:00:00Z","request_hash":"0000000000000000000000000000000000000000000000000000000000000000"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: "r-plain"}); !errors.Is(err, replay.ErrParamsRequired) || errors.Is(err, ledger.ErrErased) {
+		t.Errorf("params never stored: %v, want ErrParamsRequired", err)
 	}
 }
 

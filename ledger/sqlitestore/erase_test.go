@@ -1,0 +1,94 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/sqlitestore"
+	"github.com/acsledger/acsledger/ledger/storetest"
+)
+
+// TestErasureEnforced proves that the SQLite triggers, not the code, limit
+// erasure, for a connection that bypasses the store: a row of
+// request_params goes only once an erasure names it, UPDATE stays
+// refused, and erasures is append-only.
+func TestErasureEnforced(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := sqlitestore.Open(ctx, path, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, f := range storetest.Fixtures(t) {
+		_, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, fmt.Appendf(nil, `{"payload":{"i":%d}}`, i),
+			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
+		if err != nil {
+			t.Fatalf("fixture %d: %v", i, err)
+		}
+	}
+	before, err := s.Session(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	count := func(table string) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	refuse := func(sql, want string) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, sql); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error containing %q", sql, err, want)
+		}
+	}
+	const appendOnly, noErasure = "append-only", "no erasure is recorded"
+	refuse("DELETE FROM request_params", noErasure)
+	refuse("DELETE FROM request_params WHERE session_id = 's' AND position = 1", noErasure)
+	refuse("UPDATE request_params SET params = x'00'", appendOnly)
+	refuse("INSERT INTO erasures VALUES ('s', 9, 0, 'why', 'who')", "FOREIGN KEY")
+	refuse("INSERT INTO erasures VALUES ('s', 1, 0, ' ', 'who')", "CHECK")
+
+	if _, err := db.ExecContext(ctx, "INSERT INTO erasures VALUES ('s', 1, 0, 'test', 'test')"); err != nil {
+		t.Fatal(err)
+	}
+	refuse("UPDATE request_params SET params = x'00' WHERE position = 1", appendOnly)
+	// A DELETE reaching a row without an erasure fails whole.
+	refuse("DELETE FROM request_params WHERE position IN (1, 2)", noErasure)
+	if n := count("request_params"); n != 4 {
+		t.Fatalf("%d params rows after the refused statements, want 4", n)
+	}
+	refuse("UPDATE erasures SET reason = 'other'", appendOnly)
+	refuse("DELETE FROM erasures", appendOnly)
+	refuse("DELETE FROM erasures WHERE position = 1", appendOnly)
+
+	res, err := db.ExecContext(ctx, "DELETE FROM request_params WHERE session_id = 's' AND position = 1")
+	if err != nil {
+		t.Fatalf("DELETE of an erased row: %v", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 || count("request_params") != 3 || count("erasures") != 1 {
+		t.Fatalf("deleted %d rows; %d params rows and %d erasures left, want 3 and 1", n, count("request_params"), count("erasures"))
+	}
+	var ee *ledger.ErasedError
+	if _, err := s.Request(ctx, "s", 1); !errors.As(err, &ee) || ee.Erasure.Reason != "test" {
+		t.Fatalf("Request of the erased row: %v", err)
+	}
+	after, err := s.Session(ctx, "s")
+	if err != nil || after != before {
+		t.Fatalf("session changed: %+v became %+v (%v)", before, after, err)
+	}
+}
