@@ -4,6 +4,8 @@
 //	acsledger migrate --db URL                             apply SQL migrations
 //	acsledger guardian --stdio [--db URL] [--keys DIR]     the Guardian over stdio
 //	acsledger keygen --dir DIR [--alg ALG,...]             write signing keys
+//	acsledger erase --db URL --session ID --position N --reason TEXT [--by NAME]
+//	                                                       erase a step's request params
 //
 // With no --db the service keeps its evidence in an embedded SQLite store
 // under ./acsledger-data; --db postgres://... uses PostgreSQL.
@@ -36,6 +38,7 @@ func commands() []command {
 		{"witness", "run a minimal tlog-witness for one log", runWitness},
 		{"export", "write a session's evidence bundle (--session ID)", runExport},
 		{"replay", "re-evaluate a recorded decision (REQUEST_ID)", runReplay},
+		{"erase", "erase a step's stored request params (--session ID --position N --reason TEXT)", runErase},
 		{"bench", "measure the Guardian under load beside bare OPA (bench guardian)", runBench},
 		{"demo", "send a short agent workload to a running server and verify its evidence", runDemo},
 	}
