@@ -69,22 +69,35 @@ var defaultKeys = []struct {
 // does not exist, and adds the --hmac-key keys.
 func (f *guardianFlags) loadKeys(storeURL string, log *slog.Logger) ([]*sig.PrivateKey, *sig.KeySet, error) {
 	dir := f.keysDir
+	var generate bool
 	if dir == "" {
+		// The default directory is created with fresh keys when missing.
 		dir = defaultKeysDir(storeURL)
-		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			var keys []*sig.PrivateKey
-			for _, k := range defaultKeys {
-				pk, err := sig.GenerateKey(k.alg, k.id)
-				if err != nil {
-					return nil, nil, err
-				}
-				keys = append(keys, pk)
-			}
-			if err := sig.WriteKeyDir(dir, keys...); err != nil {
-				return nil, nil, fmt.Errorf("couldn't create keys in %s: %w", dir, err)
-			}
-			log.Info("generated Guardian keys", "dir", dir)
+		_, err := os.Stat(dir)
+		generate = errors.Is(err, fs.ErrNotExist)
+	} else {
+		// A directory given with --keys must exist (a mistyped path is an
+		// error, not a new key set); an existing one without any key file
+		// (a fresh volume, say) gets fresh keys, as the default one does.
+		none, err := noKeyFiles(dir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("couldn't read key directory %s: %w", dir, err)
 		}
+		generate = none
+	}
+	if generate {
+		var keys []*sig.PrivateKey
+		for _, k := range defaultKeys {
+			pk, err := sig.GenerateKey(k.alg, k.id)
+			if err != nil {
+				return nil, nil, err
+			}
+			keys = append(keys, pk)
+		}
+		if err := sig.WriteKeyDir(dir, keys...); err != nil {
+			return nil, nil, fmt.Errorf("couldn't create keys in %s: %w", dir, err)
+		}
+		log.Info("generated Guardian keys", "dir", dir)
 	}
 	kd, err := sig.LoadKeyDir(dir)
 	if err != nil {
@@ -102,6 +115,22 @@ func (f *guardianFlags) loadKeys(storeURL string, log *slog.Logger) ([]*sig.Priv
 		keys = append(keys, k)
 	}
 	return keys, kd.KeySet, nil
+}
+
+// noKeyFiles reports whether dir, which must exist, holds no Guardian key
+// files (*.key.json, *.pub.json); other files, such as the Merkle log's
+// key, do not count.
+func noKeyFiles(dir string) (bool, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range ents {
+		if n := e.Name(); strings.HasSuffix(n, ".key.json") || strings.HasSuffix(n, ".pub.json") {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // bundle returns the policy bundle to decide with.

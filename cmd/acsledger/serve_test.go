@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -333,4 +335,41 @@ func testShutdownKeepsAcknowledged(t *testing.T, dir string) {
 	}
 	t.Logf("%d acknowledged appends all present after SIGTERM and restart", len(acks))
 	s.stop(t, syscall.SIGTERM)
+}
+
+// TestServeKeysDir: a --keys directory that exists but holds no key files
+// (a fresh container volume) gets fresh keys and the server answers signed
+// steps with them; a --keys directory that does not exist is an error,
+// not a new key set.
+func TestServeKeysDir(t *testing.T) {
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys")
+	if err := os.Mkdir(keys, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "--db", filepath.Join(dir, "data"), "--keys", keys)
+	for _, f := range []string{"acsledger-hmac.key.json", "acsledger-ecdsa-p256.key.json", "acsledger-ecdsa-p256.pub.json", logKeyFile} {
+		if _, err := os.Stat(filepath.Join(keys, f)); err != nil {
+			t.Errorf("serve did not write %s: %v\n%s", f, err, s.log())
+		}
+	}
+	s.stop(t, os.Interrupt)
+	// Started again, it keeps the keys it wrote.
+	before, err := os.ReadFile(filepath.Join(keys, "acsledger-hmac.key.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = startServer(t, "--db", filepath.Join(dir, "data"), "--keys", keys)
+	s.stop(t, os.Interrupt)
+	if after, _ := os.ReadFile(filepath.Join(keys, "acsledger-hmac.key.json")); !bytes.Equal(before, after) {
+		t.Error("a second start replaced the keys")
+	}
+
+	out, err := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "data2"), "--keys", filepath.Join(dir, "no-such-dir")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no-such-dir") {
+		t.Errorf("serve with a missing --keys directory: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "no-such-dir")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("serve created the missing --keys directory: %v", err)
+	}
 }
