@@ -103,6 +103,9 @@ type bundleState struct {
 	tail   *Finding
 	proven [][2]uint64
 
+	// entryBuf holds the entry of the step being read.
+	entryBuf []byte
+
 	findings, notices []Finding
 }
 
@@ -126,12 +129,11 @@ func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
 	if trust != nil {
 		s.trust = *trust
 	}
-	dec := json.NewDecoder(r)
-	dec.UseNumber()
+	vr := newValueReader(r)
 	fail := func(member string, err error) (*Report, error) {
-		return nil, &InputError{File: "bundle", Offset: dec.InputOffset(), Member: member, Err: err}
+		return nil, &InputError{File: "bundle", Offset: vr.offset(), Member: member, Err: err}
 	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	if c, err := vr.peek(); err != nil || c != '{' {
 		if err == nil {
 			err = errors.New("a bundle is a JSON object")
 		}
@@ -141,53 +143,50 @@ func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
 	seen := map[string]bool{}
 	var format string
 	var version json.Number
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return fail("", err)
-		}
-		name, _ := t.(string)
+	read := func(name string) error {
 		i := slices.Index(bundleMembers, name)
 		switch {
 		case i < 0:
-			return fail(name, fmt.Errorf("unknown member %q", name))
+			return fmt.Errorf("unknown member %q", name)
 		case i <= rank:
-			return fail(name, fmt.Errorf("member %q after %q: members must appear in the order %v", name, bundleMembers[rank], bundleMembers))
+			return fmt.Errorf("member %q after %q: members must appear in the order %v", name, bundleMembers[rank], bundleMembers)
 		}
 		rank = i
 		seen[name] = true
 		if i > 1 && (format != BundleFormat || version.String() != strconv.Itoa(BundleVersion)) {
-			return fail(name, fmt.Errorf("bundle does not start with \"format\": %q, \"version\": %d", BundleFormat, BundleVersion))
+			return fmt.Errorf("bundle does not start with \"format\": %q, \"version\": %d", BundleFormat, BundleVersion)
 		}
 		switch name {
 		case "format":
-			err = dec.Decode(&format)
+			return decodeValue(vr, &format)
 		case "version":
-			err = dec.Decode(&version)
+			return decodeValue(vr, &version)
 		case "session_id":
-			err = dec.Decode(&s.sessionID)
-			if err == nil && s.sessionID == "" {
-				err = errors.New("empty session_id")
+			if err := decodeValue(vr, &s.sessionID); err != nil {
+				return err
+			}
+			if s.sessionID == "" {
+				return errors.New("empty session_id")
 			}
 		case "keys":
-			err = s.readKeys(dec)
+			return s.readKeys(vr)
 		case "policy_bundles":
-			err = eachElement(dec, func(k int) error { return s.readPolicy(dec, k) })
+			return vr.elements(func(k int) error { return s.readPolicy(vr, k) })
 		case "checkpoints":
-			err = eachElement(dec, func(k int) error { return s.readCheckpoint(dec, k) })
+			return vr.elements(func(k int) error { return s.readCheckpoint(vr, k) })
 		case "consistency_proofs":
-			err = eachElement(dec, func(k int) error { return s.readConsistency(dec, k) })
+			return vr.elements(func(k int) error { return s.readConsistency(vr, k) })
 		case "anchors":
-			err = eachElement(dec, func(k int) error { return s.readAnchor(dec, k) })
+			return vr.elements(func(k int) error { return s.readAnchor(vr, k) })
 		case "responses":
 			s.startHeads()
-			err = eachElement(dec, func(k int) error { return s.readResponse(dec) })
+			return vr.elements(func(k int) error { return s.readResponse(vr) })
 		case "entries", "steps":
 			if seen["entries"] && seen["steps"] {
-				return fail(name, errors.New(`a bundle has "entries" or "steps", not both`))
+				return errors.New(`a bundle has "entries" or "steps", not both`)
 			}
 			if seen["responses"] && name == "steps" {
-				return fail(name, errors.New(`a bundle with "steps" carries its responses in them, not in "responses"`))
+				return errors.New(`a bundle with "steps" carries its responses in them, not in "responses"`)
 			}
 			if !seen["responses"] && name == "entries" {
 				s.noHeads = true
@@ -196,20 +195,29 @@ func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
 			}
 			s.startHeads()
 			if name == "steps" {
-				err = eachElement(dec, func(k int) error { return s.readStep(dec, k) })
-			} else {
-				err = eachElement(dec, func(k int) error { return s.readEntry(dec, k) })
+				return vr.elements(func(k int) error { return s.readStep(vr, k) })
 			}
+			return vr.elements(func(k int) error { return s.readEntry(vr, k) })
 		}
-		if err != nil {
-			return fail(name, err)
-		}
+		return nil
 	}
-	if _, err := dec.Token(); err != nil {
+	var member string // the member being read, for errors
+	err := vr.members(func(name string) error {
+		member = name
+		if err := read(name); err != nil {
+			return err
+		}
+		member = ""
+		return nil
+	})
+	if err != nil {
+		return fail(member, err)
+	}
+	if end, err := vr.atEnd(); err != nil || !end {
+		if err == nil {
+			err = errors.New("data after the bundle object")
+		}
 		return fail("", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fail("", errors.New("data after the bundle object"))
 	}
 	for _, m := range []string{"format", "version", "session_id"} {
 		if !seen[m] {
@@ -226,38 +234,35 @@ func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
 	return &Report{Entries: s.chain.Entries(), Head: s.chain.Head(), Findings: s.findings, Notices: s.notices}, nil
 }
 
-// eachElement reads a JSON array, calling f for each element with its
-// 0-based index; f decodes the element.
-func eachElement(dec *json.Decoder, f func(i int) error) error {
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		if err == nil {
-			err = errors.New("not an array")
-		}
+// decodeValue decodes the next value into v with encoding/json.
+func decodeValue(vr *valueReader, v any) error {
+	raw, err := vr.value()
+	if err != nil {
 		return err
 	}
-	for i := 0; dec.More(); i++ {
-		if err := f(i); err != nil {
-			return fmt.Errorf("[%d]: %w", i, err)
-		}
-	}
-	_, err := dec.Token()
-	return err
+	return json.Unmarshal(raw, v)
 }
 
 // decodeStrict decodes the next value into v, refusing unknown members.
-func decodeStrict(dec *json.Decoder, v any) error {
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
+func decodeStrict(vr *valueReader, v any) error {
+	raw, err := vr.value()
+	if err != nil {
 		return err
 	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
-	return d.Decode(v)
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return errors.New("data after the value")
+	}
+	return nil
 }
 
 // readKeys reads the keys the bundle carries; each must parse.
-func (s *bundleState) readKeys(dec *json.Decoder) error {
-	if err := decodeStrict(dec, &s.bundle); err != nil {
+func (s *bundleState) readKeys(vr *valueReader) error {
+	if err := decodeStrict(vr, &s.bundle); err != nil {
 		return err
 	}
 	var carried Trust
@@ -308,9 +313,9 @@ func (s *bundleState) checkpointPolicy() *CheckpointPolicy {
 	return &s.trust.Checkpoint
 }
 
-func (s *bundleState) readPolicy(dec *json.Decoder, i int) error {
+func (s *bundleState) readPolicy(vr *valueReader, i int) error {
 	var p PolicyBundleRecord
-	if err := decodeStrict(dec, &p); err != nil {
+	if err := decodeStrict(vr, &p); err != nil {
 		return err
 	}
 	if p.PolicyID == "" || p.PolicyVersion == "" {
@@ -336,9 +341,9 @@ func (s *bundleState) readPolicy(dec *json.Decoder, i int) error {
 	return nil
 }
 
-func (s *bundleState) readCheckpoint(dec *json.Decoder, i int) error {
+func (s *bundleState) readCheckpoint(vr *valueReader, i int) error {
 	var note string
-	if err := dec.Decode(&note); err != nil {
+	if err := decodeValue(vr, &note); err != nil {
 		return err
 	}
 	where := fmt.Sprintf("checkpoints[%d]", i)
@@ -360,9 +365,9 @@ func (s *bundleState) readCheckpoint(dec *json.Decoder, i int) error {
 	return nil
 }
 
-func (s *bundleState) readConsistency(dec *json.Decoder, i int) error {
+func (s *bundleState) readConsistency(vr *valueReader, i int) error {
 	var p ConsistencyProof
-	if err := decodeStrict(dec, &p); err != nil {
+	if err := decodeStrict(vr, &p); err != nil {
 		return err
 	}
 	where := fmt.Sprintf("consistency_proofs[%d]", i)
@@ -384,9 +389,9 @@ func (s *bundleState) readConsistency(dec *json.Decoder, i int) error {
 	return nil
 }
 
-func (s *bundleState) readAnchor(dec *json.Decoder, i int) error {
+func (s *bundleState) readAnchor(vr *valueReader, i int) error {
 	var a Anchor
-	if err := decodeStrict(dec, &a); err != nil {
+	if err := decodeStrict(vr, &a); err != nil {
 		return err
 	}
 	if _, ok := s.bySize[a.TreeSize]; !ok {
@@ -397,9 +402,9 @@ func (s *bundleState) readAnchor(dec *json.Decoder, i int) error {
 	return nil
 }
 
-func (s *bundleState) readResponse(dec *json.Decoder) error {
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
+func (s *bundleState) readResponse(vr *valueReader) error {
+	raw, err := vr.value()
+	if err != nil {
 		return err
 	}
 	return s.addResponse(raw)
@@ -416,32 +421,49 @@ func (s *bundleState) addResponse(raw []byte) error {
 }
 
 // readStep reads one element of "steps": an entry with the response that
-// published its head, if any, so that neither is held past its step.
-func (s *bundleState) readStep(dec *json.Decoder, i int) error {
-	var st struct {
-		Entry    json.RawMessage `json:"entry"`
-		Response json.RawMessage `json:"response"`
-	}
-	if err := decodeStrict(dec, &st); err != nil {
+// published its head, if any, so that neither is held past its step. The
+// response is checked as soon as it is read, the entry (copied into a
+// buffer kept from step to step) once the step is read whole: a response
+// is added before the entry of its step is checked.
+func (s *bundleState) readStep(vr *valueReader, i int) error {
+	hasEntry, hasResponse := false, false
+	err := vr.members(func(name string) error {
+		switch {
+		case name == "entry" && !hasEntry:
+			hasEntry = true
+			raw, err := vr.value()
+			s.entryBuf = append(s.entryBuf[:0], raw...)
+			return err
+		case name == "response" && !hasResponse:
+			hasResponse = true
+			raw, err := vr.value()
+			if err != nil || string(raw) == "null" {
+				return err
+			}
+			if err := s.addResponse(raw); err != nil {
+				return fmt.Errorf("response: %w", err)
+			}
+			return nil
+		case name == "entry" || name == "response":
+			return fmt.Errorf("duplicate member %q", name)
+		}
+		return fmt.Errorf("unknown field %q", name)
+	})
+	if err != nil {
 		return err
 	}
-	if len(st.Entry) == 0 {
+	if !hasEntry {
 		return errors.New(`step has no "entry"`)
 	}
-	if len(st.Response) > 0 && !bytes.Equal(st.Response, []byte("null")) {
-		if err := s.addResponse(st.Response); err != nil {
-			return fmt.Errorf("response: %w", err)
-		}
-	}
-	if err := s.checkEntry(st.Entry, i); err != nil {
+	if err := s.checkEntry(s.entryBuf, i); err != nil {
 		return fmt.Errorf("entry: %w", err)
 	}
 	return nil
 }
 
-func (s *bundleState) readEntry(dec *json.Decoder, i int) error {
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
+func (s *bundleState) readEntry(vr *valueReader, i int) error {
+	raw, err := vr.value()
+	if err != nil {
 		return err
 	}
 	return s.checkEntry(raw, i)
@@ -468,7 +490,7 @@ func (s *bundleState) checkEntry(raw []byte, i int) error {
 	} else if s.tail == nil {
 		s.tail = &Finding{Code: CodeNotAnchored, EntryIndex: i, EntryID: e.EntryID, StepID: e.StepID}
 	}
-	fs = append(fs, s.checkPolicies(i, e, raw)...)
+	fs = append(fs, s.checkPolicies(i, e)...)
 	s.findings = append(s.findings, fs...)
 	return nil
 }
@@ -499,32 +521,24 @@ func (s *bundleState) checkAnchors(i int, e *acs.Entry, head acs.Hash) []Finding
 
 // policyRef is one element of a decision's policy_references.
 type policyRef struct {
-	PolicyID      string `json:"policy_id"`
-	PolicyVersion string `json:"policy_version"`
-	RuleID        string `json:"rule_id"`
+	PolicyID, PolicyVersion, RuleID string
 }
 
 // checkPolicies resolves the entry's policy references: those of its
-// decision object (the Guardian's shape), or of a top-level
-// policy_references member.
-func (s *bundleState) checkPolicies(i int, e *acs.Entry, raw []byte) []Finding {
-	if !bytes.Contains(raw, []byte(`"policy_references"`)) {
+// decision object (the Guardian's shape), and of a top-level
+// policy_references member. It reads them from the entry's canonical
+// content.
+func (s *bundleState) checkPolicies(i int, e *acs.Entry) []Finding {
+	if !bytes.Contains(e.Content, []byte(`"policy_references"`)) {
 		return nil
 	}
-	var doc struct {
-		Decision         json.RawMessage `json:"decision"`
-		PolicyReferences []policyRef     `json:"policy_references"`
-	}
-	if json.Unmarshal(raw, &doc) != nil {
+	refs, ok := policyRefs(canonicalMember(e.Content, "policy_references"))
+	if !ok {
 		return nil
 	}
-	refs := doc.PolicyReferences
-	if d := bytes.TrimSpace(doc.Decision); len(d) > 0 && d[0] == '{' {
-		var dec struct {
-			PolicyReferences []policyRef `json:"policy_references"`
-		}
-		if json.Unmarshal(d, &dec) == nil {
-			refs = append(refs, dec.PolicyReferences...)
+	if d := canonicalMember(e.Content, "decision"); len(d) > 0 && d[0] == '{' {
+		if more, ok := policyRefs(canonicalMember(d, "policy_references")); ok {
+			refs = append(refs, more...)
 		}
 	}
 	decided, terr := time.Parse(time.RFC3339Nano, e.Timestamp)
@@ -544,6 +558,44 @@ func (s *bundleState) checkPolicies(i int, e *acs.Entry, raw []byte) []Finding {
 		}
 	}
 	return fs
+}
+
+// policyRefs reads a canonical policy_references value: an array of
+// objects whose policy_id, policy_version and rule_id are strings. Absent
+// or null, it holds no reference; a null element or member reads as empty.
+// ok is false when the value is not of that shape: its references are then
+// not read, as they were not written the way the Guardian writes them.
+func policyRefs(v []byte) (refs []policyRef, ok bool) {
+	if v == nil || string(v) == "null" {
+		return nil, true
+	}
+	shaped := true
+	isArray := canonicalElements(v, func(elem []byte) {
+		var ref policyRef
+		if string(elem) != "null" {
+			if elem[0] != '{' {
+				shaped = false
+				return
+			}
+			for _, m := range []struct {
+				name string
+				to   *string
+			}{{"policy_id", &ref.PolicyID}, {"policy_version", &ref.PolicyVersion}, {"rule_id", &ref.RuleID}} {
+				mv := canonicalMember(elem, m.name)
+				if mv == nil || string(mv) == "null" {
+					continue
+				}
+				str, isString := canonicalString(mv)
+				if !isString {
+					shaped = false
+					return
+				}
+				*m.to = str
+			}
+		}
+		refs = append(refs, ref)
+	})
+	return refs, isArray && shaped
 }
 
 // finish adds what only the end of the bundle shows.

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +35,9 @@ type HeadChecker struct {
 	hmacGiven bool
 	responses int
 
+	// verifiers holds the verifier of each key used so far.
+	verifiers map[*sig.PublicKey]sig.Verifier
+
 	// published maps request_id to the heads the responses for it carry,
 	// until the entry of that step is checked.
 	published map[string]*publishedHead
@@ -59,21 +61,13 @@ func NewHeadChecker(keys *sig.KeySet, sessionID string) *HeadChecker {
 	if keys == nil {
 		keys = new(sig.KeySet)
 	}
-	h := &HeadChecker{keys: keys, sessionID: sessionID, published: make(map[string]*publishedHead)}
+	h := &HeadChecker{keys: keys, sessionID: sessionID, published: make(map[string]*publishedHead), verifiers: make(map[*sig.PublicKey]sig.Verifier)}
 	for _, id := range keys.KeyIDs() {
 		if k, _ := keys.Get(id); k.Algorithm().Symmetric() {
 			h.hmacGiven = true
 		}
 	}
 	return h
-}
-
-// responseFields are the members of a response the head check reads.
-type responseFields struct {
-	Result *struct {
-		RequestID *string `json:"request_id"`
-		ChainHash *string `json:"chain_hash"`
-	} `json:"result"`
 }
 
 // AddResponse checks one signed response envelope, exactly as sent, and
@@ -84,20 +78,15 @@ type responseFields struct {
 func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding, err error) {
 	i := h.responses
 	h.responses++
-	var rf responseFields
-	if err := json.Unmarshal(envelope, &rf); err != nil {
+	rf, verr, err := h.check(envelope)
+	if err != nil {
 		return nil, nil, fmt.Errorf("response %d: %w", i, err)
-	}
-	requestID := ""
-	if rf.Result != nil && rf.Result.RequestID != nil {
-		requestID = *rf.Result.RequestID
 	}
 	where := fmt.Sprintf("response %d", i)
 	mk := func(code, expected, actual, msg string) Finding {
-		return Finding{Code: code, EntryIndex: -1, StepID: requestID, Where: where, Expected: expected, Actual: actual, Message: msg}
+		return Finding{Code: code, EntryIndex: -1, StepID: rf.requestID, Where: where, Expected: expected, Actual: actual, Message: msg}
 	}
 
-	_, verr := sig.VerifyEnvelope(envelope, h.keys, h.sessionID)
 	trusted := verr == nil
 	if verr != nil {
 		var se *sig.Error
@@ -117,7 +106,7 @@ func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding,
 				fmt.Sprintf("The response's signature check failed: %s.", sigCause(verr))))
 		}
 	}
-	if rf.Result == nil || rf.Result.ChainHash == nil || requestID == "" {
+	if !rf.result || rf.chainHash == nil || rf.requestID == "" {
 		// An error response or a response for a step that wrote no
 		// entry: it publishes no head.
 		return findings, notices, nil
@@ -125,16 +114,111 @@ func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding,
 	if !trusted {
 		// Its head is not to be trusted, but its step did get a
 		// response: the entry is not also reported as without one.
-		h.record(requestID, i)
+		h.record(rf.requestID, i)
 		return findings, notices, nil
 	}
-	head, err := acs.ParseHash(*rf.Result.ChainHash)
+	head, err := acs.ParseHash(*rf.chainHash)
 	if err != nil {
 		return nil, nil, fmt.Errorf("response %d: result.chain_hash: %w", i, err)
 	}
-	p := h.record(requestID, i)
+	p := h.record(rf.requestID, i)
 	p.heads = append(p.heads, head)
 	return findings, notices, nil
+}
+
+// responseFields are the members of a response the head check reads.
+type responseFields struct {
+	result    bool // result is an object
+	requestID string
+	chainHash *string
+}
+
+// check reads the envelope's result.request_id and result.chain_hash and
+// verifies its signature: verr is what sig.VerifyEnvelope returns. err
+// says the envelope could not be read.
+//
+// A signed result that verifies is checked from one canonicalization:
+// sig.Split's output is canonical and is the signed input. Everything else
+// (error responses, signatures that fail, keys not given) goes to
+// sig.VerifyEnvelope, whose error says why.
+func (h *HeadChecker) check(envelope []byte) (rf responseFields, verr, err error) {
+	input, s, serr := sig.Split(envelope, sig.Result)
+	if serr == nil && canonicalMember(input, "method") == nil && canonicalMember(input, "error") == nil {
+		// A response signed in result, as sig.MemberOf classifies it.
+		if rf, err = readResponseFields(input); err != nil {
+			return rf, nil, err
+		}
+		if s != nil && h.verifies(input, s) {
+			return rf, nil, nil
+		}
+		_, verr = sig.VerifyEnvelope(envelope, h.keys, h.sessionID)
+		return rf, verr, nil
+	}
+	canon, err := acs.Canonicalize(envelope)
+	if err != nil {
+		return rf, nil, err
+	}
+	if rf, err = readResponseFields(canon); err != nil {
+		return rf, nil, err
+	}
+	_, verr = sig.VerifyEnvelope(envelope, h.keys, h.sessionID)
+	return rf, verr, nil
+}
+
+// verifies reports whether s, by a key of h.keys, verifies input. The
+// verifier of each key is made once: for HMAC-SHA256, making it derives
+// the session key.
+func (h *HeadChecker) verifies(input []byte, s *sig.Signature) bool {
+	k, ok := h.keys.Get(s.KeyID)
+	if !ok || k.Algorithm() != s.Algorithm {
+		return false
+	}
+	v, ok := h.verifiers[k]
+	if !ok {
+		var err error
+		if v, err = k.Verifier(h.sessionID); err != nil {
+			return false
+		}
+		h.verifiers[k] = v
+	}
+	return v.Verify(input, s.Value) == nil
+}
+
+// readResponseFields reads result.request_id and result.chain_hash from a
+// canonical envelope. result must be an object or null, and each of the
+// two a string or null, if present.
+func readResponseFields(canon []byte) (responseFields, error) {
+	var rf responseFields
+	if len(canon) == 0 {
+		return rf, errors.New("empty response")
+	}
+	if canon[0] != '{' {
+		return rf, fmt.Errorf("a response is a JSON object, not %s", kindOrChar(canon[0]))
+	}
+	result := canonicalMember(canon, "result")
+	if result == nil || string(result) == "null" {
+		return rf, nil
+	}
+	if result[0] != '{' {
+		return rf, fmt.Errorf("result is %s, want an object", kindOrChar(result[0]))
+	}
+	rf.result = true
+	for _, name := range []string{"request_id", "chain_hash"} {
+		v := canonicalMember(result, name)
+		if v == nil || string(v) == "null" {
+			continue
+		}
+		str, ok := canonicalString(v)
+		if !ok {
+			return rf, fmt.Errorf("result.%s is %s, want a string", name, kindOrChar(v[0]))
+		}
+		if name == "request_id" {
+			rf.requestID = str
+		} else {
+			rf.chainHash = &str
+		}
+	}
+	return rf, nil
 }
 
 // record returns the record of a request's published heads, making it.

@@ -1,0 +1,301 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/acsledger/acsledger/acs"
+)
+
+// maxValueBytes bounds one value of a bundle read whole (an entry, a
+// response, a step's member, a policy bundle's content), so that a bundle
+// cannot make the verifier hold an unbounded value: the canonicalizer
+// refuses longer input anyway.
+const maxValueBytes = acs.MaxInput
+
+// A valueReader reads a JSON text from a stream a piece at a time: the
+// punctuation of the objects and arrays its caller walks, and each value
+// inside them whole, as the bytes of the input. It only finds where a value
+// ends (strings, and brackets outside strings); it checks nothing else, so
+// every value it returns must go to a strict parser (acs.ParseEntry,
+// acs.Canonicalize, encoding/json), which then sees each byte once.
+//
+// Memory is one buffer, as large as the largest value read so far.
+type valueReader struct {
+	r    io.Reader
+	buf  []byte
+	pos  int   // buf[pos:end] is read and not yet consumed
+	end  int   //
+	base int64 // input offset of buf[0]
+	err  error // what r returned last, once it is not nil
+}
+
+func newValueReader(r io.Reader) *valueReader {
+	return &valueReader{r: r, buf: make([]byte, 64<<10)}
+}
+
+// offset is the input offset of the next unconsumed byte.
+func (v *valueReader) offset() int64 { return v.base + int64(v.pos) }
+
+// fill reads more input behind buf[pos:end], moving it to the front of
+// buf or into a larger one first when buf is full. It reports false when
+// the input has ended or failed and nothing was added.
+func (v *valueReader) fill() bool {
+	if v.pos > 0 {
+		v.end = copy(v.buf, v.buf[v.pos:v.end])
+		v.base += int64(v.pos)
+		v.pos = 0
+	}
+	if v.end == len(v.buf) {
+		buf := make([]byte, 2*len(v.buf))
+		copy(buf, v.buf[:v.end])
+		v.buf = buf
+	}
+	for v.err == nil {
+		n, err := v.r.Read(v.buf[v.end:])
+		v.end += n
+		v.err = err
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// failed is the error for input that ended where more was needed.
+func (v *valueReader) failed() error {
+	if v.err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("couldn't read: %w", v.err)
+}
+
+// peek skips JSON whitespace and returns the next byte without consuming it.
+func (v *valueReader) peek() (byte, error) {
+	for {
+		for ; v.pos < v.end; v.pos++ {
+			if c := v.buf[v.pos]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+				return c, nil
+			}
+		}
+		if !v.fill() {
+			return 0, v.failed()
+		}
+	}
+}
+
+// atEnd skips JSON whitespace and reports whether the input ends there.
+func (v *valueReader) atEnd() (bool, error) {
+	_, err := v.peek()
+	if err == io.ErrUnexpectedEOF {
+		return true, nil
+	}
+	return false, err
+}
+
+// value returns the next value whole. It stays valid until the next call
+// of any method.
+func (v *valueReader) value() ([]byte, error) {
+	c, err := v.peek()
+	if err != nil {
+		return nil, err
+	}
+	if c == ',' || c == ':' || c == ']' || c == '}' {
+		return nil, invalidChar(c, "looking for beginning of value")
+	}
+	// A string or a bracketed value ends at its closing quote or bracket,
+	// anything else (a number or a literal) at the next delimiter.
+	bracketed := c == '{' || c == '[' || c == '"'
+	depth, inString, escaped := 0, false, false
+	j := v.pos
+	for {
+		for ; j < v.end; j++ {
+			b := v.buf[j]
+			if inString {
+				switch {
+				case escaped:
+					escaped = false
+				case b == '\\':
+					escaped = true
+				case b == '"':
+					inString = false
+					if depth == 0 {
+						return v.take(j + 1), nil
+					}
+				}
+				continue
+			}
+			switch b {
+			case '"':
+				inString = true
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 && bracketed {
+					return v.take(j + 1), nil
+				}
+				if !bracketed {
+					return v.take(j), nil
+				}
+			case ' ', '\t', '\n', '\r', ',', ':':
+				if !bracketed {
+					return v.take(j), nil
+				}
+			}
+		}
+		if j-v.pos > maxValueBytes {
+			return nil, fmt.Errorf("value longer than %d bytes", maxValueBytes)
+		}
+		rel := j - v.pos
+		if !v.fill() {
+			if !bracketed && v.err == io.EOF {
+				return v.take(v.end), nil
+			}
+			return nil, v.failed()
+		}
+		j = v.pos + rel
+	}
+}
+
+// take consumes buf[pos:end] and returns it.
+func (v *valueReader) take(end int) []byte {
+	b := v.buf[v.pos:end:end]
+	v.pos = end
+	return b
+}
+
+// open consumes the opening bracket of an object or array.
+func (v *valueReader) open(bracket byte) error {
+	c, err := v.peek()
+	if err != nil {
+		return err
+	}
+	if c != bracket {
+		return fmt.Errorf("%s, not %s", map[byte]string{'{': "want an object", '[': "want an array"}[bracket], kindOrChar(c))
+	}
+	v.pos++
+	return nil
+}
+
+// elements walks the array that starts next, calling f for each element
+// with its 0-based index; f reads the element.
+func (v *valueReader) elements(f func(i int) error) error {
+	if err := v.open('['); err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		c, err := v.peek()
+		if err != nil {
+			return err
+		}
+		switch {
+		case c == ']':
+			v.pos++
+			return nil
+		case i > 0 && c != ',':
+			return invalidChar(c, "after array element")
+		case i > 0:
+			v.pos++
+		}
+		if err := f(i); err != nil {
+			return fmt.Errorf("[%d]: %w", i, err)
+		}
+	}
+}
+
+// members walks the object that starts next, calling f with each member's
+// name; f reads its value.
+func (v *valueReader) members(f func(name string) error) error {
+	if err := v.open('{'); err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		c, err := v.peek()
+		if err != nil {
+			return err
+		}
+		switch {
+		case c == '}':
+			v.pos++
+			return nil
+		case i > 0 && c != ',':
+			return invalidChar(c, "after object member")
+		case i > 0:
+			v.pos++
+			if c, err = v.peek(); err != nil {
+				return err
+			}
+		}
+		if c != '"' {
+			return invalidChar(c, "looking for beginning of object key string")
+		}
+		raw, err := v.value()
+		if err != nil {
+			return err
+		}
+		name, err := memberName(raw)
+		if err != nil {
+			return err
+		}
+		if c, err = v.peek(); err != nil {
+			return err
+		}
+		if c != ':' {
+			return invalidChar(c, "after object key")
+		}
+		v.pos++
+		if err := f(name); err != nil {
+			return err
+		}
+	}
+}
+
+// memberName decodes a member name, a JSON string, as strictly as
+// acs.Canonicalize reads one: no invalid UTF-8, no lone surrogate.
+func memberName(raw []byte) (string, error) {
+	name := raw[1 : len(raw)-1]
+	for _, c := range name {
+		if c < ' ' || c == '\\' || c >= 0x80 {
+			return escapedName(raw)
+		}
+	}
+	return string(name), nil
+}
+
+func escapedName(raw []byte) (string, error) {
+	canon, err := acs.Canonicalize(raw)
+	if err != nil {
+		return "", fmt.Errorf("member name: %w", err)
+	}
+	var name string
+	if err := json.Unmarshal(canon, &name); err != nil {
+		return "", fmt.Errorf("member name: %w", err)
+	}
+	return name, nil
+}
+
+// invalidChar is the error for byte c where it cannot be.
+func invalidChar(c byte, where string) error {
+	return fmt.Errorf("invalid character %q %s", rune(c), where)
+}
+
+// kindOrChar names the value that starts with c, or c itself.
+func kindOrChar(c byte) string {
+	switch {
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == '"':
+		return "a string"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
+	case c == '-' || '0' <= c && c <= '9':
+		return "a number"
+	}
+	return fmt.Sprintf("%q", rune(c))
+}
