@@ -68,12 +68,7 @@ func skipCanonical(b []byte, i int) int {
 	for j := i; j < len(b); j++ {
 		switch b[j] {
 		case '"':
-			for j++; j < len(b) && b[j] != '"'; j++ {
-				if b[j] == '\\' {
-					j++
-				}
-			}
-			if j >= len(b) {
+			if j = closingQuote(b, j+1); j < 0 {
 				return -1
 			}
 			if depth == 0 {

@@ -82,9 +82,8 @@ func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding,
 	if err != nil {
 		return nil, nil, fmt.Errorf("response %d: %w", i, err)
 	}
-	where := fmt.Sprintf("response %d", i)
 	mk := func(code, expected, actual, msg string) Finding {
-		return Finding{Code: code, EntryIndex: -1, StepID: rf.requestID, Where: where, Expected: expected, Actual: actual, Message: msg}
+		return Finding{Code: code, EntryIndex: -1, StepID: rf.requestID, Where: fmt.Sprintf("response %d", i), Expected: expected, Actual: actual, Message: msg}
 	}
 
 	trusted := verr == nil

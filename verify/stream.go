@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -107,26 +108,24 @@ func (v *valueReader) value() ([]byte, error) {
 	// A string or a bracketed value ends at its closing quote or bracket,
 	// anything else (a number or a literal) at the next delimiter.
 	bracketed := c == '{' || c == '[' || c == '"'
-	depth, inString, escaped := 0, false, false
+	depth, inString := 0, false
 	j := v.pos
 	for {
 		for ; j < v.end; j++ {
-			b := v.buf[j]
 			if inString {
-				switch {
-				case escaped:
-					escaped = false
-				case b == '\\':
-					escaped = true
-				case b == '"':
-					inString = false
-					if depth == 0 {
-						return v.take(j + 1), nil
-					}
+				q := closingQuote(v.buf[:v.end], j)
+				if q < 0 {
+					j = v.end - 1
+					continue
+				}
+				j = q
+				inString = false
+				if depth == 0 {
+					return v.take(j + 1), nil
 				}
 				continue
 			}
-			switch b {
+			switch v.buf[j] {
 			case '"':
 				inString = true
 			case '{', '[':
@@ -156,6 +155,28 @@ func (v *valueReader) value() ([]byte, error) {
 			return nil, v.failed()
 		}
 		j = v.pos + rel
+	}
+}
+
+// closingQuote returns the index of the first unescaped '"' in b at or
+// after i, inside a string whose opening quote is in b before i, or -1.
+// A quote is escaped when an odd number of backslashes runs up to it; the
+// run cannot reach past the opening quote.
+func closingQuote(b []byte, i int) int {
+	for {
+		k := bytes.IndexByte(b[i:], '"')
+		if k < 0 {
+			return -1
+		}
+		q := i + k
+		n := 0
+		for p := q - 1; b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
 	}
 }
 
