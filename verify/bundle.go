@@ -532,12 +532,22 @@ func (s *bundleState) checkPolicies(i int, e *acs.Entry) []Finding {
 	if !bytes.Contains(e.Content, []byte(`"policy_references"`)) {
 		return nil
 	}
-	refs, ok := policyRefs(canonicalMember(e.Content, "policy_references"))
+	var top, decision []byte
+	canonicalMembers(e.Content, func(key, v []byte) bool {
+		switch string(key) {
+		case "decision":
+			decision = v
+		case "policy_references":
+			top = v
+		}
+		return true
+	})
+	refs, ok := policyRefs(top)
 	if !ok {
 		return nil
 	}
-	if d := canonicalMember(e.Content, "decision"); len(d) > 0 && d[0] == '{' {
-		if more, ok := policyRefs(canonicalMember(d, "policy_references")); ok {
+	if len(decision) > 0 && decision[0] == '{' {
+		if more, ok := policyRefs(canonicalMember(decision, "policy_references")); ok {
 			refs = append(refs, more...)
 		}
 	}

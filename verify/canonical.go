@@ -15,27 +15,42 @@ import (
 // canonicalMember returns the value of member name of obj, a canonical
 // object, or nil when obj is not an object or has no such member.
 func canonicalMember(obj []byte, name string) []byte {
+	var value []byte
+	canonicalMembers(obj, func(key, v []byte) bool {
+		if string(key) == name {
+			value = v
+			return false
+		}
+		return true
+	})
+	return value
+}
+
+// canonicalMembers calls f with each member of obj, a canonical object:
+// its name as written between the quotes, and its value, until f returns
+// false. It reports false when obj is not an object.
+func canonicalMembers(obj []byte, f func(key, value []byte) bool) bool {
 	if len(obj) < 2 || obj[0] != '{' {
-		return nil
+		return false
 	}
 	for i := 1; i < len(obj) && obj[i] != '}'; {
 		if obj[i] == ',' {
 			i++
 		}
 		keyEnd := skipCanonical(obj, i)
-		if keyEnd < 0 || keyEnd >= len(obj) || obj[keyEnd] != ':' {
-			return nil
+		if keyEnd < i+2 || keyEnd >= len(obj) || obj[keyEnd] != ':' {
+			return false
 		}
 		end := skipCanonical(obj, keyEnd+1)
 		if end < 0 {
-			return nil
+			return false
 		}
-		if key := obj[i:keyEnd]; len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
-			return obj[keyEnd+1 : end]
+		if !f(obj[i+1:keyEnd-1], obj[keyEnd+1:end]) {
+			return true
 		}
 		i = end
 	}
-	return nil
+	return true
 }
 
 // canonicalElements calls f with each element of arr, a canonical array.

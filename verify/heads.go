@@ -142,8 +142,7 @@ type responseFields struct {
 // sig.VerifyEnvelope, whose error says why.
 func (h *HeadChecker) check(envelope []byte) (rf responseFields, verr, err error) {
 	input, s, serr := sig.Split(envelope, sig.Result)
-	if serr == nil && canonicalMember(input, "method") == nil && canonicalMember(input, "error") == nil {
-		// A response signed in result, as sig.MemberOf classifies it.
+	if serr == nil && signedInResult(input) {
 		if rf, err = readResponseFields(input); err != nil {
 			return rf, nil, err
 		}
@@ -162,6 +161,18 @@ func (h *HeadChecker) check(envelope []byte) (rf responseFields, verr, err error
 	}
 	_, verr = sig.VerifyEnvelope(envelope, h.keys, h.sessionID)
 	return rf, verr, nil
+}
+
+// signedInResult reports whether a canonical envelope with a result member
+// is signed in result, as sig.MemberOf classifies it: it has neither a
+// method (a request) nor an error member (neither result nor error).
+func signedInResult(canon []byte) bool {
+	other := false
+	canonicalMembers(canon, func(key, _ []byte) bool {
+		other = string(key) == "method" || string(key) == "error"
+		return !other
+	})
+	return !other
 }
 
 // verifies reports whether s, by a key of h.keys, verifies input. The
