@@ -154,7 +154,7 @@ func (h *HeadChecker) check(envelope []byte) (rf responseFields, verr, err error
 	}
 	canon, err := acs.Canonicalize(envelope)
 	if err != nil {
-		return rf, nil, err
+		return rf, nil, &sig.Error{Kind: sig.ErrMalformedEnvelope, Err: err}
 	}
 	if rf, err = readResponseFields(canon); err != nil {
 		return rf, nil, err

@@ -24,12 +24,12 @@ const maxValueBytes = acs.MaxInput
 //
 // Memory is one buffer, as large as the largest value read so far.
 type valueReader struct {
-	r    io.Reader
-	buf  []byte
-	pos  int   // buf[pos:end] is read and not yet consumed
-	end  int   //
-	base int64 // input offset of buf[0]
-	err  error // what r returned last, once it is not nil
+	r   io.Reader
+	buf []byte
+	// buf[pos:end] is read from r and not yet consumed.
+	pos, end int
+	base     int64 // input offset of buf[0]
+	err      error // what r returned last, once it is not nil
 }
 
 func newValueReader(r io.Reader) *valueReader {
@@ -39,9 +39,9 @@ func newValueReader(r io.Reader) *valueReader {
 // offset is the input offset of the next unconsumed byte.
 func (v *valueReader) offset() int64 { return v.base + int64(v.pos) }
 
-// fill reads more input behind buf[pos:end], moving it to the front of
-// buf or into a larger one first when buf is full. It reports false when
-// the input has ended or failed and nothing was added.
+// fill reads more input behind buf[pos:end], first moving buf[pos:end] to
+// the front of buf, and into a buffer twice as large when it fills buf. It
+// reports false when the input has ended or failed and nothing was added.
 func (v *valueReader) fill() bool {
 	if v.pos > 0 {
 		v.end = copy(v.buf, v.buf[v.pos:v.end])
@@ -194,7 +194,11 @@ func (v *valueReader) open(bracket byte) error {
 		return err
 	}
 	if c != bracket {
-		return fmt.Errorf("%s, not %s", map[byte]string{'{': "want an object", '[': "want an array"}[bracket], kindOrChar(c))
+		want := "an object"
+		if bracket == '[' {
+			want = "an array"
+		}
+		return fmt.Errorf("want %s, not %s", want, kindOrChar(c))
 	}
 	v.pos++
 	return nil

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/sig"
 )
 
 // TestBundleReadInPieces: a bundle read one byte at a time, or with the
@@ -87,5 +91,81 @@ func TestBundleStrictSteps(t *testing.T) {
 	r, err := VerifyBundle(strings.NewReader(escaped), nil)
 	if err != nil || r.Entries != 1 {
 		t.Fatalf("names written with escapes: %v, %+v", err, r)
+	}
+}
+
+// TestAddResponseRefuses: a response that is not JSON the canonicalizer
+// accepts is a malformed envelope, and one whose result, request_id or
+// chain_hash has the wrong type is refused, each with an error naming
+// the response and the problem; none is a finding.
+func TestAddResponseRefuses(t *testing.T) {
+	t.Parallel()
+	hash := strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		in, want  string
+		malformed bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{"request_id":"r1","chain_hash":"` + hash + `"}`, "response 0: malformed envelope", true},
+		{`{"jsonrpc":"2.0","id":1,"id":2,"result":{"request_id":"r1","chain_hash":"` + hash + `"}}`, "duplicate", true},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"request_id\":\"r\xff\",\"chain_hash\":\"" + hash + "\"}}", "UTF-8", true},
+		{`{"jsonrpc":"2.0","id":1,"result":{"request_id":"r1","chain_hash":"` + hash + `"}} x`, "after the JSON value", true},
+		{`{"jsonrpc":"2.0","id":1,"result":"done"}`, "response 0: result is a string, want an object", false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"request_id":["r1"],"chain_hash":"` + hash + `"}}`, "result.request_id is an array, want a string", false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"request_id":"r1","chain_hash":7}}`, "result.chain_hash is a number, want a string", false},
+		{`[{"jsonrpc":"2.0","id":1,"result":{}}]`, "a response is a JSON object, not an array", false},
+	} {
+		hc := NewHeadChecker(nil, "s")
+		fs, ns, err := hc.AddResponse([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) || errors.Is(err, sig.ErrMalformedEnvelope) != c.malformed || fs != nil || ns != nil {
+			t.Errorf("%q: findings %v, notices %v, error %v; want an error containing %q (malformed envelope: %v)", c.in, fs, ns, err, c.want, c.malformed)
+		}
+	}
+}
+
+// TestResponseFieldsAgree: on every response of the corpus, the one-pass
+// reading of request_id and chain_hash agrees with encoding/json's.
+func TestResponseFieldsAgree(t *testing.T) {
+	t.Parallel()
+	n := 0
+	for _, name := range []string{"valid.responses.jsonl", "forged.responses.jsonl", "missing.responses.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "corpus", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+			var want struct {
+				Result *struct {
+					RequestID *string `json:"request_id"`
+					ChainHash *string `json:"chain_hash"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(line, &want); err != nil {
+				t.Fatal(err)
+			}
+			canon, err := acs.Canonicalize(line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := readResponseFields(canon)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			if got.result != (want.Result != nil) {
+				t.Fatalf("%s: result %v", line, got.result)
+			}
+			if want.Result == nil {
+				continue
+			}
+			n++
+			if w := want.Result.RequestID; w != nil && *w != got.requestID || w == nil && got.requestID != "" {
+				t.Errorf("%s: request_id %q", line, got.requestID)
+			}
+			if w := want.Result.ChainHash; (w == nil) != (got.chainHash == nil) || w != nil && *w != *got.chainHash {
+				t.Errorf("%s: chain_hash %v", line, got.chainHash)
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d responses with a result", n)
 	}
 }
