@@ -130,6 +130,9 @@ type responseFields struct {
 	result    bool // result is an object
 	requestID string
 	chainHash *string
+	// methodOrError says the envelope has a method or an error member,
+	// so that sig.MemberOf does not classify it as signed in result.
+	methodOrError bool
 }
 
 // check reads the envelope's result.request_id and result.chain_hash and
@@ -142,11 +145,12 @@ type responseFields struct {
 // sig.VerifyEnvelope, whose error says why.
 func (h *HeadChecker) check(envelope []byte) (rf responseFields, verr, err error) {
 	input, s, serr := sig.Split(envelope, sig.Result)
-	if serr == nil && signedInResult(input) {
+	if serr == nil {
 		if rf, err = readResponseFields(input); err != nil {
 			return rf, nil, err
 		}
-		if s != nil && h.verifies(input, s) {
+		// Signed in result, as sig.MemberOf classifies it, and verified.
+		if !rf.methodOrError && s != nil && h.verifies(input, s) {
 			return rf, nil, nil
 		}
 		_, verr = sig.VerifyEnvelope(envelope, h.keys, h.sessionID)
@@ -161,18 +165,6 @@ func (h *HeadChecker) check(envelope []byte) (rf responseFields, verr, err error
 	}
 	_, verr = sig.VerifyEnvelope(envelope, h.keys, h.sessionID)
 	return rf, verr, nil
-}
-
-// signedInResult reports whether a canonical envelope with a result member
-// is signed in result, as sig.MemberOf classifies it: it has neither a
-// method (a request) nor an error member (neither result nor error).
-func signedInResult(canon []byte) bool {
-	other := false
-	canonicalMembers(canon, func(key, _ []byte) bool {
-		other = string(key) == "method" || string(key) == "error"
-		return !other
-	})
-	return !other
 }
 
 // verifies reports whether s, by a key of h.keys, verifies input. The
@@ -205,7 +197,16 @@ func readResponseFields(canon []byte) (responseFields, error) {
 	if canon[0] != '{' {
 		return rf, fmt.Errorf("a response is a JSON object, not %s", kindOrChar(canon[0]))
 	}
-	result := canonicalMember(canon, "result")
+	var result []byte
+	canonicalMembers(canon, func(key, v []byte) bool {
+		switch string(key) {
+		case "result":
+			result = v
+		case "method", "error":
+			rf.methodOrError = true
+		}
+		return true
+	})
 	if result == nil || string(result) == "null" {
 		return rf, nil
 	}
