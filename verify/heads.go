@@ -214,22 +214,23 @@ func readResponseFields(canon []byte) (responseFields, error) {
 		return rf, fmt.Errorf("result is %s, want an object", kindOrChar(result[0]))
 	}
 	rf.result = true
-	for _, name := range []string{"request_id", "chain_hash"} {
-		v := canonicalMember(result, name)
-		if v == nil || string(v) == "null" {
-			continue
+	var err error
+	canonicalMembers(result, func(key, v []byte) bool {
+		if string(key) != "request_id" && string(key) != "chain_hash" || string(v) == "null" {
+			return true
 		}
 		str, ok := canonicalString(v)
-		if !ok {
-			return rf, fmt.Errorf("result.%s is %s, want a string", name, kindOrChar(v[0]))
-		}
-		if name == "request_id" {
+		switch {
+		case !ok:
+			err = fmt.Errorf("result.%s is %s, want a string", key, kindOrChar(v[0]))
+		case string(key) == "request_id":
 			rf.requestID = str
-		} else {
+		default:
 			rf.chainHash = &str
 		}
-	}
-	return rf, nil
+		return err == nil
+	})
+	return rf, err
 }
 
 // record returns the record of a request's published heads, making it.
