@@ -122,8 +122,11 @@ type bundleState struct {
 // "steps", where each entry comes with its response, memory stays flat
 // whatever the session's length.
 //
-// A bundle that cannot be read or parsed, or whose members are out of
-// order, is an *InputError naming the member and the byte offset.
+// Each entry and response is parsed strictly once, by acs.ParseEntry and
+// the canonicalizer; a step object may hold only "entry" and "response",
+// each at most once. A bundle that cannot be read or parsed, whose members
+// are out of order, or with a value longer than acs.MaxInput, is an
+// *InputError naming the member and the byte offset.
 func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
 	s := &bundleState{policies: map[[2]string]PolicyBundleRecord{}, bySize: map[uint64]int{}, anchors: map[uint64][]int{}}
 	if trust != nil {
