@@ -87,7 +87,10 @@ func VerifyHMAC(envelope []byte, keyID string, ikm []byte, sessionID string) err
 	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write(in)
-	got, err := base64.StdEncoding.DecodeString(s.Value)
+	// Strict: a signature value has one spelling. The lenient decoder
+	// ignores the padding bits of the last character, so a changed last
+	// character could still decode to the same signature.
+	got, err := base64.StdEncoding.Strict().DecodeString(s.Value)
 	if err != nil {
 		return fmt.Errorf("value: %w", err)
 	}
@@ -116,7 +119,7 @@ func ParsePublicKey(doc []byte) (*PublicKey, error) {
 	if err := json.Unmarshal(doc, &f); err != nil {
 		return nil, err
 	}
-	raw, err := base64.StdEncoding.DecodeString(f.Public)
+	raw, err := base64.StdEncoding.Strict().DecodeString(f.Public)
 	if err != nil {
 		return nil, fmt.Errorf("public: %w", err)
 	}
@@ -152,7 +155,7 @@ func Verify(envelope []byte, k *PublicKey) error {
 	if s.Algorithm != k.Algorithm || s.KeyID != k.KeyID {
 		return fmt.Errorf("signed with %s/%s, want %s/%s", s.Algorithm, s.KeyID, k.Algorithm, k.KeyID)
 	}
-	val, err := base64.StdEncoding.DecodeString(s.Value)
+	val, err := base64.StdEncoding.Strict().DecodeString(s.Value)
 	if err != nil {
 		return fmt.Errorf("value: %w", err)
 	}
