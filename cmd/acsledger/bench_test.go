@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -24,7 +25,18 @@ import (
 
 // benchSessions is the concurrency of BenchmarkGuardianToolCall: 64
 // sessions, each with one request in flight, as the target states.
-const benchSessions = 64
+// ACSLEDGER_BENCH_SESSIONS sets another, to see latency at lower load.
+var benchSessions = 64
+
+func init() {
+	if v := os.Getenv("ACSLEDGER_BENCH_SESSIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1024 {
+			panic(fmt.Sprintf("ACSLEDGER_BENCH_SESSIONS=%q: want 1 to 1024", v))
+		}
+		benchSessions = n
+	}
+}
 
 // BenchmarkGuardianToolCall measures HMAC-signed steps/toolCallRequest
 // decisions from 64 concurrent sessions against an in-process Guardian over
