@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -95,6 +99,9 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 		}
 		if err != nil && retryable(err) && attempt < maxAttempts {
 			s.replans.Add(1)
+			if err := sleepCtx(ctx, retryDelay(attempt)); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if err != nil {
@@ -103,6 +110,49 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 		s.commits.Add(1)
 		s.heads.put(p.Moves)
 		return p, nil
+	}
+}
+
+// lockKeys returns the advisory lock keys of sessions (LockSessions): a
+// 64-bit FNV-1a hash of each id, distinct and sorted. Two ids with one key
+// only take turns needlessly.
+func lockKeys(sessions []string) []int64 {
+	keys := make([]int64, 0, len(sessions))
+	for _, id := range sessions {
+		h := fnv.New64a()
+		h.Write([]byte(id))
+		keys = append(keys, int64(h.Sum64()))
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// retryDelay is how long to wait before attempt+1 after attempt lost to a
+// concurrent writer. The first retry is immediate: usually one other
+// writer got in between once. After that the writers are in step (two
+// processes appending to one session, each committing as the other
+// re-plans), and an immediate retry loses again and again; a random wait
+// that doubles up to a few milliseconds takes the writers out of step.
+func retryDelay(attempt int) time.Duration {
+	if attempt < 2 {
+		return 0
+	}
+	d := 100 * time.Microsecond << min(attempt-2, 6) // up to 6.4 ms
+	return d/2 + rand.N(d/2)
+}
+
+// sleepCtx waits d, or returns ctx's error if ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -121,6 +171,10 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup,
 	// compare-and-swap catches a stale one and the retry reads afresh.
 	states, missing := s.heads.get(plan.SessionIDs(ps), !lookup)
 	b := &pgx.Batch{}
+	// The sessions are locked before their heads are read; write locks
+	// them again (a no-op then), which matters when every head came from
+	// the cache and there is nothing to read here.
+	b.Queue(q["LockSessions"], lockKeys(plan.SessionIDs(ps)))
 	if claim {
 		queueClaim(b, ps, refused)
 	}
@@ -155,7 +209,7 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup,
 			return rows.Err()
 		})
 	}
-	if b.Len() > 0 {
+	if b.Len() > 1 {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return nil, fmt.Errorf("couldn't read session state: %w", err)
 		}
@@ -214,6 +268,12 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 		}
 	}
 	b := &pgx.Batch{}
+	// plan took these locks already unless it had nothing to read.
+	moved := make([]string, len(p.Moves))
+	for i, m := range p.Moves {
+		moved[i] = m.SessionID
+	}
+	b.Queue(q["LockSessions"], lockKeys(moved))
 	if len(newIDs) > 0 {
 		b.Queue(q["InsertSessions"], newIDs, newAgents, now).Exec(expect("creating sessions", len(newIDs)))
 	}

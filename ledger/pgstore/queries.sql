@@ -1,6 +1,18 @@
 -- Named queries of the PostgreSQL store. Writes take arrays and unnest
 -- them, so a batch of any size is one round trip per statement.
 
+-- name: LockSessions
+-- A transaction-scoped advisory lock per session a transaction appends to
+-- ($1: the sessions' lock keys, sorted), taken before it reads any head.
+-- Two processes appending to one session then take turns: without it the
+-- second kept planning on a head the first was about to move, lost the
+-- compare-and-swap (or the unique position) and re-planned in step with
+-- it. All of a transaction's keys are taken at once and in one order, so
+-- two transactions never wait on each other in a cycle. The head moves
+-- stay compare-and-swap; the lock only takes writers out of each other's
+-- way.
+SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k;
+
 -- name: SessionStates
 SELECT s.session_id, s.agent_id, h.length, h.head
 FROM sessions s JOIN heads h ON h.session_id = s.session_id
