@@ -2,6 +2,7 @@ package guardian_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -11,22 +12,23 @@ import (
 	"github.com/acsledger/acsledger/guardian"
 )
 
-// TestTelemetry: answered requests are counted by method class and
-// outcome, with labels from fixed sets.
-func TestTelemetry(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	prev := otel.GetMeterProvider()
-	otel.SetMeterProvider(mp)
-	t.Cleanup(func() { otel.SetMeterProvider(prev) })
+// metricsReader is the one reader this package's tests read instruments
+// through. OpenTelemetry's global MeterProvider binds instruments created
+// before it was set to the first provider set, for good: a test that set
+// its own provider would read nothing from its second run in a process
+// (go test -count=2). Tests share this one and compare counts before and
+// after what they do.
+var metricsReader = sync.OnceValue(func() *sdkmetric.ManualReader {
+	r := sdkmetric.NewManualReader()
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)))
+	return r
+})
 
-	e := newErrEnv(t, nil, true)
-	decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodPing, map[string]any{}, nil)))
-	decode(t, e.tp.send(t, []byte(`{"jsonrpc":`)))
-	decode(t, e.tp.send(t, e.a.envelope(t, "steps/madeUpHook", map[string]any{}, nil)))
-
+// requestCounts reads acs.guardian.requests by "class outcome".
+func requestCounts(t *testing.T) map[string]int64 {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
+	if err := metricsReader().Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]int64{}
@@ -42,9 +44,22 @@ func TestTelemetry(t *testing.T) {
 			}
 		}
 	}
+	return got
+}
+
+// TestTelemetry: answered requests are counted by method class and
+// outcome, with labels from fixed sets.
+func TestTelemetry(t *testing.T) {
+	before := requestCounts(t)
+	e := newErrEnv(t, nil, true)
+	decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodPing, map[string]any{}, nil)))
+	decode(t, e.tp.send(t, []byte(`{"jsonrpc":`)))
+	decode(t, e.tp.send(t, e.a.envelope(t, "steps/madeUpHook", map[string]any{}, nil)))
+
+	got := requestCounts(t)
 	for _, want := range []string{"ping allow", "unknown Parse error", "unknown Method not found"} {
-		if got[want] != 1 {
-			t.Errorf("requests{%s} = %d; all: %v", want, got[want], got)
+		if n := got[want] - before[want]; n != 1 {
+			t.Errorf("requests{%s} went up by %d, want 1; all: %v", want, n, got)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package evidence_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,15 +14,23 @@ import (
 	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
 )
 
+// metricsReader is the one reader this package's tests read instruments
+// through. OpenTelemetry's global MeterProvider binds instruments created
+// before it was set to the first provider set, for good: a test that set
+// its own provider would read nothing from its second run in a process
+// (go test -count=2). The gauges hold the last run's values; the run
+// counter only grows.
+var metricsReader = sync.OnceValue(func() *sdkmetric.ManualReader {
+	r := sdkmetric.NewManualReader()
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)))
+	return r
+})
+
 // TestScheduleMetrics runs re-verification on a schedule and reads its
 // result back from the OpenTelemetry instruments, as an operator's
 // collector would.
 func TestScheduleMetrics(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	prev := otel.GetMeterProvider()
-	otel.SetMeterProvider(mp)
-	t.Cleanup(func() { otel.SetMeterProvider(prev) })
+	reader := metricsReader()
 
 	f := evidencetest.New(t, "sqlite")
 	// Without the log both sessions fail with not_anchored.
