@@ -2,9 +2,7 @@ package evidence_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -14,7 +12,6 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
-	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -37,42 +34,6 @@ func appendPlain(t *testing.T, st ledger.Store, session string, n int) {
 	}
 }
 
-func integrate(t *testing.T, f *evidencetest.Fixture) {
-	t.Helper()
-	for {
-		n, err := f.Log.Integrate(context.Background())
-		if err != nil {
-			t.Fatalf("integrate: %v", err)
-		}
-		if n == 0 {
-			return
-		}
-	}
-}
-
-// tamperEntry rewrites the content of one stored entry behind the store's
-// back, as someone holding the SQLite file can: the append-only trigger is
-// dropped first.
-func tamperEntry(t *testing.T, f *evidencetest.Fixture, session string, position int64, from, to string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(strings.TrimPrefix(f.URL, "sqlite:"), storeopen.SQLiteFile)+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`DROP TRIGGER IF EXISTS entries_no_update`); err != nil {
-		t.Fatal(err)
-	}
-	res, err := db.Exec(`UPDATE entries SET content = CAST(replace(CAST(content AS TEXT), ?, ?) AS BLOB) WHERE session_id = ? AND position = ?`,
-		from, to, session, position)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		t.Fatalf("tamper: %d rows changed", n)
-	}
-}
-
 // lateSessions is a real store that writes a new session between the
 // run's count and its first page of verification, as a Guardian writing
 // during a run would, and anchors it.
@@ -89,7 +50,7 @@ func (s *lateSessions) Sessions(ctx context.Context, f ledger.SessionFilter) (le
 	s.calls++
 	if s.calls == 2 { // the count read one page; verification starts
 		appendPlain(s.t, s.GuardianStore, "late", 1)
-		integrate(s.t, s.f)
+		s.f.Integrate(s.t)
 	}
 	s.mu.Unlock()
 	return s.GuardianStore.Sessions(ctx, f)
@@ -105,8 +66,8 @@ func TestReverifyKeepsFindings(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
 	const many = evidence.MaxFindingsPerSession + 2
 	appendPlain(t, f.Store, "many", many)
-	integrate(t, f)
-	tamperEntry(t, f, f.ECDSASession, 1, `"disposition":"deny"`, `"disposition":"allow"`)
+	f.Integrate(t)
+	f.TamperEntry(t, f.ECDSASession, 1, `"disposition":"deny"`, `"disposition":"allow"`)
 
 	// What each failing session's own verification says, before the run.
 	want := map[string]*verify.Report{}

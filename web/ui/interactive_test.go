@@ -2,13 +2,11 @@ package ui_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +18,6 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
-	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/web"
 	"github.com/acsledger/acsledger/web/ui"
 )
@@ -192,44 +189,6 @@ func dom(ctx context.Context) string {
 	return s
 }
 
-// tamper rewrites the content of one stored entry behind the store's
-// back, as someone with write access to the database file would: the
-// append-only trigger is dropped first.
-func tamper(t *testing.T, f *evidencetest.Fixture, sessionID string, position int64, from, to string) {
-	t.Helper()
-	dir := strings.TrimPrefix(f.URL, "sqlite:")
-	db, err := sql.Open("sqlite", filepath.Join(dir, storeopen.SQLiteFile)+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`DROP TRIGGER IF EXISTS entries_no_update`); err != nil {
-		t.Fatal(err)
-	}
-	res, err := db.Exec(`UPDATE entries SET content = CAST(replace(CAST(content AS TEXT), ?, ?) AS BLOB) WHERE session_id = ? AND position = ?`,
-		from, to, sessionID, position)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		t.Fatalf("tamper: %d rows changed", n)
-	}
-}
-
-// integrate anchors everything written to f's store in its log.
-func integrate(t *testing.T, f *evidencetest.Fixture) {
-	t.Helper()
-	for {
-		n, err := f.Log.Integrate(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-	}
-}
-
 func TestDashboard(t *testing.T) {
 	chromium(t)
 	f := evidencetest.New(t, "sqlite")
@@ -243,9 +202,9 @@ func TestDashboard(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	integrate(t, f)
+	f.Integrate(t)
 	// The ECDSA session's DENY (position 1) is rewritten into an ALLOW.
-	tamper(t, f, f.ECDSASession, 1, `"disposition":"deny"`, `"disposition":"allow"`)
+	f.TamperEntry(t, f.ECDSASession, 1, `"disposition":"deny"`, `"disposition":"allow"`)
 	// The run stops at the ECDSA session, the second, until the test has
 	// seen its progress.
 	gate := newGate(f.Store, f.ECDSASession)
@@ -271,7 +230,7 @@ func TestDashboard(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	integrate(t, f)
+	f.Integrate(t)
 
 	t.Run("wrong token", func(t *testing.T) {
 		run(t, b, "type a wrong token", chromedp.SendKeys("#token", "not-the-token"), chromedp.Click("#use-token"))
@@ -348,7 +307,7 @@ func TestDashboard(t *testing.T) {
 	t.Run("kept for the tab", func(t *testing.T) {
 		// The rewritten entry is put back: the session verifies now, but
 		// the run's findings are what the run saw.
-		tamper(t, f, f.ECDSASession, 1, `"disposition":"allow"`, `"disposition":"deny"`)
+		f.TamperEntry(t, f.ECDSASession, 1, `"disposition":"allow"`, `"disposition":"deny"`)
 		if rep, err := evidence.Verify(ctx, f.Store, f.Log, f.ECDSASession, f.Options(), f.Trust(t)); err != nil || !rep.Verified() {
 			t.Fatalf("the repaired session does not verify: %v %+v", err, rep)
 		}

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,16 +190,45 @@ func NewWithPolicy(t testing.TB, kind string, b *policy.Bundle) *Fixture {
 	if err != nil {
 		t.Fatalf("tlog.New: %v", err)
 	}
+	f.Integrate(t)
+	return f
+}
+
+// Integrate anchors everything written to the store so far in the log.
+func (f *Fixture) Integrate(t testing.TB) {
+	t.Helper()
 	for {
-		n, err := f.Log.Integrate(ctx)
+		n, err := f.Log.Integrate(context.Background())
 		if err != nil {
 			t.Fatalf("integrate: %v", err)
 		}
 		if n == 0 {
-			break
+			return
 		}
 	}
-	return f
+}
+
+// TamperEntry rewrites the content of one stored entry of a SQLite
+// fixture behind the store's back, replacing from with to, as someone
+// holding the database file can: the append-only trigger is dropped first.
+func (f *Fixture) TamperEntry(t testing.TB, session string, position int64, from, to string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(strings.TrimPrefix(f.URL, "sqlite:"), storeopen.SQLiteFile)+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DROP TRIGGER IF EXISTS entries_no_update`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Exec(`UPDATE entries SET content = CAST(replace(CAST(content AS TEXT), ?, ?) AS BLOB) WHERE session_id = ? AND position = ?`,
+		from, to, session, position)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("tamper: %d rows changed", n)
+	}
 }
 
 // session runs one session through the Guardian: handshake, then steps
