@@ -1,6 +1,7 @@
 package guardian
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,11 +34,23 @@ const (
 	PostureDeny    = "deny"
 )
 
+// Store is what the Guardian calls on the ledger (ledger.GuardianStore
+// documents each contract): it reads a session's head, appends the entry
+// of an intent, appends a step's entry with its signed response, params and
+// replay key in one transaction (ErrReplay for a key seen before), and
+// records a request's replay key on its own (ACS §10.3).
+type Store interface {
+	Session(ctx context.Context, sessionID string) (ledger.Session, error)
+	Append(ctx context.Context, r ledger.Record) (ledger.Appended, error)
+	AppendRequest(ctx context.Context, r ledger.Record, params []byte, seen ledger.Seen, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error)
+	RecordRequest(ctx context.Context, sessionID, requestID, nonce string, at time.Time) error
+}
+
 // Config configures a Guardian. Store, Policy and at least one signing key
 // are required; every other zero value means the default named beside it.
 type Config struct {
 	// Store holds the chains, the signed responses and the replay history.
-	Store ledger.GuardianStore
+	Store Store
 	// Policy decides on every content-bearing step.
 	Policy Policy
 

@@ -41,14 +41,11 @@ type policyJSON struct {
 // optionally those of one policy_id; include_content=true adds each
 // bundle's bytes.
 func (a *evidenceAPI) listPolicies(w http.ResponseWriter, r *http.Request) {
-	gs, err := a.store()
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+	gs := a.s.store
 	q := r.URL.Query()
 	var content bool
 	if v := q.Get("include_content"); v != "" {
+		var err error
 		if content, err = strconv.ParseBool(v); err != nil {
 			a.fail(w, r, fmt.Errorf("%w: query parameter include_content=%q is not a boolean", errBadRequest, v))
 			return
@@ -97,11 +94,7 @@ type decisionJSON struct {
 // session named by session_id or in any session: one indexed lookup
 // either way (replay.FindEntry, migration 0004).
 func (a *evidenceAPI) getDecision(w http.ResponseWriter, r *http.Request) {
-	gs, err := a.store()
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+	gs := a.s.store
 	id := pathParam(r, "request_id")
 	e, err := replay.FindEntry(r.Context(), gs, id, r.URL.Query().Get("session_id"))
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -89,14 +88,6 @@ func TestPoliciesRoute(t *testing.T) {
 		t.Errorf("include_content=maybe: %d %s", code, b)
 	}
 
-	// A store that keeps no policy bundles or responses answers 501.
-	plain := httptest.NewServer(New(struct{ ledger.Store }{f.Store}, Options{}))
-	t.Cleanup(plain.Close)
-	for _, path := range []string{"/policies", "/decisions/" + f.Steps[0].RequestID} {
-		if code, _, b := do(t, "GET", plain.URL+"/api/v1"+path, nil); code != 501 || !strings.Contains(errorText(t, b), "policy bundles") {
-			t.Errorf("GET %s on a plain store: %d %s", path, code, b)
-		}
-	}
 }
 
 // decisionBody is GET /decisions/{request_id} decoded strictly.

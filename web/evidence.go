@@ -16,7 +16,6 @@ import (
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/guardian/policy"
-	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/evidence/replay"
 	"github.com/acsledger/acsledger/verify"
@@ -66,8 +65,8 @@ func (s *Server) mountEvidence(r chi.Router, opts EvidenceOptions) {
 		opts.MaxBundleBytes = DefaultMaxBundleBytes
 	}
 	a := &evidenceAPI{s: s, opts: opts}
-	if gs, ok := s.store.(ledger.GuardianStore); ok && opts.Reverifier == nil {
-		a.opts.Reverifier = evidence.NewReverifier(gs, opts.Log, opts.Bundle, a.trust(), nil, s.log)
+	if opts.Reverifier == nil {
+		a.opts.Reverifier = evidence.NewReverifier(s.store, opts.Log, opts.Bundle, a.trust(), nil, s.log)
 	}
 	r.Get("/sessions/{session_id}/bundle", a.bundle)
 	r.Get("/sessions/{session_id}/verify", a.verifySession)
@@ -83,7 +82,6 @@ func (s *Server) mountEvidence(r chi.Router, opts EvidenceOptions) {
 
 // Errors of the evidence routes; statusFor maps them.
 var (
-	errNoGuardianStore = errors.New("this store keeps no signed responses or policy bundles")
 	errAdminDisabled   = errors.New("the admin API is disabled: no admin token is configured")
 	errUnauthorized    = errors.New("admin routes need Authorization: Bearer <admin token>")
 	errMalformedBundle = errors.New("malformed evidence bundle")
@@ -99,14 +97,6 @@ func (a *evidenceAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, code, msg)
 }
 
-func (a *evidenceAPI) store() (ledger.GuardianStore, error) {
-	gs, ok := a.s.store.(ledger.GuardianStore)
-	if !ok {
-		return nil, errNoGuardianStore
-	}
-	return gs, nil
-}
-
 func (a *evidenceAPI) trust() *verify.Trust {
 	if a.opts.Trust != nil {
 		return a.opts.Trust
@@ -117,14 +107,11 @@ func (a *evidenceAPI) trust() *verify.Trust {
 // bundle streams a session's evidence bundle. include_policies=true adds
 // the policy bundles' content.
 func (a *evidenceAPI) bundle(w http.ResponseWriter, r *http.Request) {
-	gs, err := a.store()
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+	gs := a.s.store
 	id := pathParam(r, "session_id")
 	opts := a.opts.Bundle
 	if v := r.URL.Query().Get("include_policies"); v != "" {
+		var err error
 		if opts.IncludePolicies, err = strconv.ParseBool(v); err != nil {
 			a.fail(w, r, fmt.Errorf("%w: query parameter include_policies=%q is not a boolean", errBadRequest, v))
 			return
@@ -179,11 +166,7 @@ func safeName(s string) string {
 // verifySession replays a session from the store and answers the report
 // `acsverify bundle --json` gives for its exported bundle.
 func (a *evidenceAPI) verifySession(w http.ResponseWriter, r *http.Request) {
-	gs, err := a.store()
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+	gs := a.s.store
 	rep, err := evidence.Verify(r.Context(), gs, a.opts.Log, pathParam(r, "session_id"), a.opts.Bundle, a.trust())
 	if err != nil {
 		a.fail(w, r, err)
@@ -237,10 +220,6 @@ type reverifyJSON struct {
 }
 
 func (a *evidenceAPI) startReverify(w http.ResponseWriter, r *http.Request) {
-	if a.opts.Reverifier == nil {
-		a.fail(w, r, errNoGuardianStore)
-		return
-	}
 	// The run outlives the request; it stops with the process.
 	if err := a.opts.Reverifier.Start(context.WithoutCancel(r.Context())); err != nil {
 		a.fail(w, r, err)
@@ -251,10 +230,6 @@ func (a *evidenceAPI) startReverify(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *evidenceAPI) reverifyStatus(w http.ResponseWriter, r *http.Request) {
-	if a.opts.Reverifier == nil {
-		a.fail(w, r, errNoGuardianStore)
-		return
-	}
 	cur, last := a.opts.Reverifier.Status()
 	writeJSON(w, http.StatusOK, reverifyJSON{cur, last})
 }
@@ -268,11 +243,7 @@ type replayRequest struct {
 }
 
 func (a *evidenceAPI) replay(w http.ResponseWriter, r *http.Request) {
-	gs, err := a.store()
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+	gs := a.s.store
 	req, err := a.decodeReplay(w, r)
 	if err != nil {
 		a.fail(w, r, err)

@@ -30,14 +30,14 @@ type Options struct {
 
 // Server serves the HTTP API over one store.
 type Server struct {
-	store   ledger.Store
+	store   ledger.GuardianStore
 	log     *slog.Logger
 	maxBody int64
 	router  chi.Router
 }
 
 // New returns the HTTP handler for store.
-func New(store ledger.Store, opts Options) *Server {
+func New(store ledger.GuardianStore, opts Options) *Server {
 	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -85,8 +85,6 @@ func statusFor(err error) int {
 		return http.StatusUnauthorized
 	case errors.Is(err, errAdminDisabled):
 		return http.StatusForbidden
-	case errors.Is(err, errNoGuardianStore):
-		return http.StatusNotImplemented
 	case errors.Is(err, evidence.ErrRunning), errors.Is(err, replay.ErrAmbiguous),
 		errors.Is(err, replay.ErrStoredParamsMismatch):
 		return http.StatusConflict

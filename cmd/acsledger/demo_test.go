@@ -251,13 +251,12 @@ func TestDemoAskGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	gs := store.(ledger.GuardianStore)
-	engine, err := policy.New(ctx, policy.Baseline(), gs, nil)
+	engine, err := policy.New(ctx, policy.Baseline(), store, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := guardian.Config{
-		Store: gs, Policy: opapolicy.New(engine), Keys: kd.KeySet,
+		Store: store, Policy: opapolicy.New(engine), Keys: kd.KeySet,
 		ApproverKeys: approverSet, ApproverTypes: []string{"human", "agent", "service"},
 		ApproverCapable: func(string) bool { return true },
 		Logger:          newLogger(io.Discard),

@@ -45,7 +45,7 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			erasedBy = u.Username
 		}
 	}
-	store, err := openGuardianStore(ctx, *db)
+	store, err := openStore(ctx, *db)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *session == "" {
 		return fmt.Errorf("%w: --session is required", errUsage)
 	}
-	store, err := openGuardianStore(ctx, *db)
+	store, err := openStore(ctx, *db)
 	if err != nil {
 		return err
 	}
@@ -103,19 +103,13 @@ func exportFile(ctx context.Context, store ledger.GuardianStore, log evidence.Lo
 	return sum, nil
 }
 
-// openGuardianStore opens the store at url, which must keep signed
-// responses and policy bundles (both implementations do).
-func openGuardianStore(ctx context.Context, url string) (ledger.GuardianStore, error) {
+// openStore opens the store at url.
+func openStore(ctx context.Context, url string) (storeopen.Store, error) {
 	st, err := storeopen.Open(ctx, url, ledger.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
-	gs, ok := st.(ledger.GuardianStore)
-	if !ok {
-		st.Close()
-		return nil, fmt.Errorf("store %s keeps no signed responses", redact(url))
-	}
-	return gs, nil
+	return st, nil
 }
 
 // publicKeys loads the public halves of the keys in dir, if it exists.
@@ -140,7 +134,7 @@ func publicKeys(dir string) ([]*sig.PublicKey, error) {
 // keeps in dir, or returns nil when dir holds none. Unlike serve it never
 // generates a key. Opening may sign a checkpoint for leaves integrated
 // after the last one, as the log does after a crash; it integrates nothing.
-func openLogReadOnly(ctx context.Context, store ledger.Store, dir string) (*tlog.Log, error) {
+func openLogReadOnly(ctx context.Context, store storeopen.Store, dir string) (*tlog.Log, error) {
 	var keys []string
 	for _, name := range []string{logKeyFile, logMLDSAKeyFile} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -155,11 +149,7 @@ func openLogReadOnly(ctx context.Context, store ledger.Store, dir string) (*tlog
 		}
 		keys = append(keys, strings.TrimSpace(string(b)))
 	}
-	st, err := logStorage(store)
-	if err != nil {
-		return nil, err
-	}
-	l, err := tlog.New(ctx, st, tlog.Config{Origin: keyName(keys[0]), Keys: keys})
+	l, err := tlog.New(ctx, store.LogStorage(), tlog.Config{Origin: keyName(keys[0]), Keys: keys})
 	if err != nil {
 		return nil, fmt.Errorf("couldn't open the Merkle log with the keys in %s: %w", dir, err)
 	}

@@ -152,20 +152,16 @@ func (f *guardianFlags) bundle() (*policy.Bundle, error) {
 // re-reads the bundle directory and loads it as a new version (the
 // directory's policy_version must change with its content: the ledger
 // refuses a second content under a recorded version).
-func (f *guardianFlags) newGuardian(ctx context.Context, store ledger.Store, keys []*sig.PrivateKey, keySet *sig.KeySet, log *slog.Logger) (*guardian.Guardian, error) {
-	gs, ok := store.(ledger.GuardianStore)
-	if !ok {
-		return nil, fmt.Errorf("store %T cannot hold Guardian evidence", store)
-	}
+func (f *guardianFlags) newGuardian(ctx context.Context, store ledger.GuardianStore, keys []*sig.PrivateKey, keySet *sig.KeySet, log *slog.Logger) (*guardian.Guardian, error) {
 	b, err := f.bundle()
 	if err != nil {
 		return nil, err
 	}
-	engine, err := policy.New(ctx, b, gs, nil)
+	engine, err := policy.New(ctx, b, store, nil)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't load policy %s %s: %w", b.ID, b.Version, err)
 	}
-	cfg := guardian.Config{Store: gs, Policy: opapolicy.New(engine), Keys: keySet, Logger: log}
+	cfg := guardian.Config{Store: store, Policy: opapolicy.New(engine), Keys: keySet, Logger: log}
 	if f.approverKeys != "" {
 		ak, err := sig.LoadKeyDir(f.approverKeys)
 		if err != nil {

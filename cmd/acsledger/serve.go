@@ -71,9 +71,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if gs, ok := store.(ledger.GuardianStore); ok {
-		store = notifyingStore{GuardianStore: gs, notify: mlog.Notify}
-	}
+	store = notifyingStore{Store: store, notify: mlog.Notify}
 	gd, err := gf.newGuardian(ctx, store, keys, keySet, log)
 	if err != nil {
 		return err

@@ -21,8 +21,7 @@ import (
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
-	"github.com/acsledger/acsledger/ledger/pgstore"
-	"github.com/acsledger/acsledger/ledger/sqlitestore"
+	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tlog/witness"
 	"github.com/acsledger/acsledger/verify"
@@ -135,25 +134,10 @@ func writeNew(path string, b []byte) error {
 	return f.Close()
 }
 
-// logStorage returns the Merkle log's storage over the store's own
-// connections.
-func logStorage(store ledger.Store) (tlog.Storage, error) {
-	switch s := store.(type) {
-	case *pgstore.Store:
-		return tlog.NewPGStorage(s.Pool()), nil
-	case *sqlitestore.Store:
-		return tlog.NewSQLiteStorage(s.DBs()), nil
-	}
-	return nil, fmt.Errorf("store %T has no Merkle log storage", store)
-}
-
 // openLog opens the Merkle log over store. It refuses to start from a stored
 // tree that does not match the last signed checkpoint (tlog.ErrInconsistent).
-func (f *logFlags) openLog(ctx context.Context, store ledger.Store, keysDir string, log *slog.Logger) (*tlog.Log, error) {
-	st, err := logStorage(store)
-	if err != nil {
-		return nil, err
-	}
+func (f *logFlags) openLog(ctx context.Context, store storeopen.Store, keysDir string, log *slog.Logger) (*tlog.Log, error) {
+	st := store.LogStorage()
 	keys, err := f.loadLogKeys(keysDir, log)
 	if err != nil {
 		return nil, err
@@ -169,7 +153,7 @@ func (f *logFlags) openLog(ctx context.Context, store ledger.Store, keysDir stri
 // evidenceOptions configure bundle export, online verification and
 // re-verification: bundles carry the public response keys and the witness
 // policy; the server's own checks also trust its HMAC keys and log keys.
-func (f *logFlags) evidenceOptions(store ledger.Store, l *tlog.Log, keySet *sig.KeySet, log *slog.Logger) web.EvidenceOptions {
+func (f *logFlags) evidenceOptions(store ledger.GuardianStore, l *tlog.Log, keySet *sig.KeySet, log *slog.Logger) web.EvidenceOptions {
 	var opts evidence.Options
 	for _, id := range keySet.KeyIDs() {
 		if k, _ := keySet.Get(id); k.Algorithm() != sig.HMACSHA256 {
@@ -186,9 +170,7 @@ func (f *logFlags) evidenceOptions(store ledger.Store, l *tlog.Log, keySet *sig.
 		LogKeys: l.VerifierKeys(), Witnesses: opts.Witnesses, WitnessQuorum: opts.WitnessQuorum,
 	}}
 	ev := web.EvidenceOptions{Log: l, Bundle: opts, Trust: trust, AdminToken: os.Getenv("ACSLEDGER_ADMIN_TOKEN")}
-	if gs, ok := store.(ledger.GuardianStore); ok {
-		ev.Reverifier = evidence.NewReverifier(gs, l, opts, trust, nil, log)
-	}
+	ev.Reverifier = evidence.NewReverifier(store, l, opts, trust, nil, log)
 	return ev
 }
 
@@ -292,30 +274,30 @@ func runWitness(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // integrator wakes at once instead of at its next poll (anchoring latency
 // drops from about BatchDelay to one integration).
 type notifyingStore struct {
-	ledger.GuardianStore
+	storeopen.Store
 	notify func()
 }
 
 func (s notifyingStore) Append(ctx context.Context, r ledger.Record) (ledger.Appended, error) {
-	a, err := s.GuardianStore.Append(ctx, r)
+	a, err := s.Store.Append(ctx, r)
 	s.after(err)
 	return a, err
 }
 
 func (s notifyingStore) AppendBatch(ctx context.Context, rs []ledger.Record) ([]ledger.Appended, error) {
-	a, err := s.GuardianStore.AppendBatch(ctx, rs)
+	a, err := s.Store.AppendBatch(ctx, rs)
 	s.after(err)
 	return a, err
 }
 
 func (s notifyingStore) AppendSigned(ctx context.Context, r ledger.Record, params []byte, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
-	a, resp, err := s.GuardianStore.AppendSigned(ctx, r, params, sign)
+	a, resp, err := s.Store.AppendSigned(ctx, r, params, sign)
 	s.after(err)
 	return a, resp, err
 }
 
 func (s notifyingStore) AppendRequest(ctx context.Context, r ledger.Record, params []byte, seen ledger.Seen, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
-	a, resp, err := s.GuardianStore.AppendRequest(ctx, r, params, seen, sign)
+	a, resp, err := s.Store.AppendRequest(ctx, r, params, seen, sign)
 	s.after(err)
 	return a, resp, err
 }

@@ -161,7 +161,7 @@ func TestNotifyingStore(t *testing.T) {
 	}
 	defer st.Close()
 	var n int
-	s := notifyingStore{GuardianStore: st, notify: func() { n++ }}
+	s := notifyingStore{Store: st, notify: func() { n++ }}
 	ctx := context.Background()
 	if _, err := s.Append(ctx, ledger.Record{SessionID: "s", Entry: []byte(entryJSON(0))}); err != nil {
 		t.Fatal(err)

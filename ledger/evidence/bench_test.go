@@ -22,7 +22,7 @@ func BenchmarkBuild(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	gs := st.(ledger.GuardianStore)
+	gs := st
 	const n = 1000
 	const session = "bench-session"
 	for i := range n {

@@ -174,12 +174,12 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup,
 	// The sessions are locked before their heads are read; write locks
 	// them again (a no-op then), which matters when every head came from
 	// the cache and there is nothing to read here.
-	b.Queue(q["LockSessions"], lockKeys(plan.SessionIDs(ps)))
+	b.Queue(q.LockSessions, lockKeys(plan.SessionIDs(ps)))
 	if claim {
 		queueClaim(b, ps, refused)
 	}
 	if len(missing) > 0 {
-		b.Queue(q["SessionStates"], missing).Query(func(rows pgx.Rows) error {
+		b.Queue(q.SessionStates, missing).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var id string
 				var st plan.State
@@ -194,7 +194,7 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup,
 		})
 	}
 	if lookup {
-		b.Queue(q["StoredBySteps"], keySessions, keySteps).Query(func(rows pgx.Rows) error {
+		b.Queue(q.StoredBySteps, keySessions, keySteps).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var k plan.Key
 				var old plan.Stored
@@ -273,9 +273,9 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 	for i, m := range p.Moves {
 		moved[i] = m.SessionID
 	}
-	b.Queue(q["LockSessions"], lockKeys(moved))
+	b.Queue(q.LockSessions, lockKeys(moved))
 	if len(newIDs) > 0 {
-		b.Queue(q["InsertSessions"], newIDs, newAgents, now).Exec(expect("creating sessions", len(newIDs)))
+		b.Queue(q.InsertSessions, newIDs, newAgents, now).Exec(expect("creating sessions", len(newIDs)))
 	}
 	if n >= copyMin {
 		// Large groups: COPY is cheaper than a multi-row INSERT, but cannot
@@ -294,14 +294,14 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 			return fmt.Errorf("couldn't insert entries: %w", err)
 		}
 	} else {
-		b.Queue(q["InsertEntries"], sessionIDs, positions, hashes, prevs, entryIDs, stepIDs, stepTypes, stamps, contents, now).
+		b.Queue(q.InsertEntries, sessionIDs, positions, hashes, prevs, entryIDs, stepIDs, stepTypes, stamps, contents, now).
 			Exec(expect("inserting entries", n))
 	}
 	if len(newIDs) > 0 {
-		b.Queue(q["InsertHeads"], newIDs, newLens, newHeads, now).Exec(expect("creating heads", len(newIDs)))
+		b.Queue(q.InsertHeads, newIDs, newLens, newHeads, now).Exec(expect("creating heads", len(newIDs)))
 	}
 	if len(mvIDs) > 0 {
-		b.Queue(q["MoveHeads"], mvIDs, mvFromLen, mvFrom, mvToLen, mvTo, now).Exec(expect("moving heads", len(mvIDs)))
+		b.Queue(q.MoveHeads, mvIDs, mvFromLen, mvFrom, mvToLen, mvTo, now).Exec(expect("moving heads", len(mvIDs)))
 	}
 	var rsIDs []string
 	var rsPos []int64
@@ -314,7 +314,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 		}
 	}
 	if len(rsIDs) > 0 {
-		b.Queue(q["InsertResponses"], rsIDs, rsPos, rsBytes, now).Exec(expect("storing responses", len(rsIDs)))
+		b.Queue(q.InsertResponses, rsIDs, rsPos, rsBytes, now).Exec(expect("storing responses", len(rsIDs)))
 	}
 	var rqIDs []string
 	var rqPos []int64
@@ -327,7 +327,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 		}
 	}
 	if len(rqIDs) > 0 {
-		b.Queue(q["InsertRequestParams"], rqIDs, rqPos, rqBytes, now).Exec(expect("storing request params", len(rqIDs)))
+		b.Queue(q.InsertRequestParams, rqIDs, rqPos, rqBytes, now).Exec(expect("storing request params", len(rqIDs)))
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		if errors.Is(err, errHeadMoved) {
@@ -405,7 +405,7 @@ func (s *Store) storedResponses(ctx context.Context, tx pgx.Tx, ps []plan.Prepar
 		if r.Sign == nil || p.Errs[i] != nil || !p.Results[i].Replayed {
 			continue
 		}
-		err := tx.QueryRow(ctx, q["Response"], p.Results[i].SessionID, p.Results[i].Position).Scan(&p.Signed[i])
+		err := tx.QueryRow(ctx, q.Response, p.Results[i].SessionID, p.Results[i].Position).Scan(&p.Signed[i])
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("couldn't read the stored response of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
 		}

@@ -28,14 +28,14 @@ func (s *Store) EraseParams(ctx context.Context, sessionID string, position int6
 		if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+EraserRole); err != nil {
 			return fmt.Errorf("couldn't SET ROLE %s (erasing needs a role that is a member of it, such as the owner that ran migrate): %w", EraserRole, err)
 		}
-		err := tx.QueryRow(ctx, q["InsertErasure"], sessionID, position, e.ErasedAt, reason, by).Scan(&e.ErasedAt)
+		err := tx.QueryRow(ctx, q.InsertErasure, sessionID, position, e.ErasedAt, reason, by).Scan(&e.ErasedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notErasable(ctx, tx, sessionID, position)
 		}
 		if err != nil {
 			return fmt.Errorf("couldn't record the erasure: %w", err)
 		}
-		tag, err := tx.Exec(ctx, q["DeleteRequestParams"], sessionID, position)
+		tag, err := tx.Exec(ctx, q.DeleteRequestParams, sessionID, position)
 		if err != nil {
 			return fmt.Errorf("couldn't delete the params: %w", err)
 		}
@@ -70,7 +70,7 @@ func readErasure(ctx context.Context, db interface {
 }, sessionID string, position int64) (*ledger.Erasure, error) {
 	e := ledger.Erasure{SessionID: sessionID, Position: position}
 	var at time.Time
-	err := db.QueryRow(ctx, q["Erasure"], sessionID, position).Scan(&at, &e.Reason, &e.ErasedBy)
+	err := db.QueryRow(ctx, q.Erasure, sessionID, position).Scan(&at, &e.Reason, &e.ErasedBy)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"github.com/acsledger/acsledger/ledger/internal/plan"
-	"github.com/acsledger/acsledger/ledger/internal/sqlq"
 )
 
 // Replans returns the number of transactions retried after losing a race.
@@ -21,5 +20,5 @@ func (s *Store) FailWritesOf(sessionID string, err error) {
 	}
 }
 
-// Query returns the named query of queries.sql.
-func Query(name string) string { return sqlq.Must(q, name) }
+// The step lookups, for their query plans.
+var QueryEntriesByStep, QueryEntryByStep = q.EntriesByStep, q.EntryByStep

@@ -98,7 +98,7 @@ func queueClaim(b *pgx.Batch, ps []plan.Prepared, refused *map[int]error) {
 // Response implements ledger.GuardianStore.
 func (s *Store) Response(ctx context.Context, sessionID string, position int64) ([]byte, error) {
 	var b []byte
-	err := s.pool.QueryRow(ctx, q["Response"], sessionID, position).Scan(&b)
+	err := s.pool.QueryRow(ctx, q.Response, sessionID, position).Scan(&b)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("response for session %q position %d: %w", sessionID, position, ledger.ErrNotFound)
 	}
@@ -111,7 +111,7 @@ func (s *Store) Response(ctx context.Context, sessionID string, position int64) 
 // Request implements ledger.GuardianStore.
 func (s *Store) Request(ctx context.Context, sessionID string, position int64) ([]byte, error) {
 	var b []byte
-	err := s.pool.QueryRow(ctx, q["RequestParams"], sessionID, position).Scan(&b)
+	err := s.pool.QueryRow(ctx, q.RequestParams, sessionID, position).Scan(&b)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Rarely taken (a step without params, or erased ones), so the
 		// erasure is read only then.
@@ -135,7 +135,7 @@ func (s *Store) RecordRequest(ctx context.Context, sessionID, requestID, nonce s
 	if err := plan.CheckRequest(sessionID, requestID, nonce); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, q["RecordRequest"], sessionID, requestID, nonce, at)
+	tag, err := s.pool.Exec(ctx, q.RecordRequest, sessionID, requestID, nonce, at)
 	if err != nil {
 		return fmt.Errorf("couldn't record request %q of session %q: %w", requestID, sessionID, err)
 	}
@@ -150,7 +150,7 @@ func (s *Store) PutPolicyBundle(ctx context.Context, b ledger.PolicyBundle) erro
 	if err := plan.CheckBundle(b); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, q["InsertBundle"], b.ID, b.Version, b.Digest, b.Content, s.opts.Clock()())
+	tag, err := s.pool.Exec(ctx, q.InsertBundle, b.ID, b.Version, b.Digest, b.Content, s.opts.Clock()())
 	if err != nil {
 		return fmt.Errorf("couldn't store policy bundle %s@%s: %w", b.ID, b.Version, err)
 	}
@@ -158,7 +158,7 @@ func (s *Store) PutPolicyBundle(ctx context.Context, b ledger.PolicyBundle) erro
 		return nil
 	}
 	var have string
-	if err := s.pool.QueryRow(ctx, q["BundleDigest"], b.ID, b.Version).Scan(&have); err != nil {
+	if err := s.pool.QueryRow(ctx, q.BundleDigest, b.ID, b.Version).Scan(&have); err != nil {
 		return fmt.Errorf("couldn't read policy bundle %s@%s: %w", b.ID, b.Version, err)
 	}
 	if have != b.Digest {
@@ -170,7 +170,7 @@ func (s *Store) PutPolicyBundle(ctx context.Context, b ledger.PolicyBundle) erro
 // PolicyBundle implements ledger.GuardianStore.
 func (s *Store) PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error) {
 	var b ledger.PolicyBundle
-	err := s.pool.QueryRow(ctx, q["PolicyBundle"], id, version).Scan(&b.ID, &b.Version, &b.Digest, &b.Content, &b.RecordedAt)
+	err := s.pool.QueryRow(ctx, q.PolicyBundle, id, version).Scan(&b.ID, &b.Version, &b.Digest, &b.Content, &b.RecordedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.PolicyBundle{}, fmt.Errorf("policy bundle %s@%s: %w", id, version, ledger.ErrNotFound)
 	}
@@ -183,7 +183,7 @@ func (s *Store) PolicyBundle(ctx context.Context, id, version string) (ledger.Po
 
 // PolicyBundles implements ledger.GuardianStore.
 func (s *Store) PolicyBundles(ctx context.Context) ([]ledger.PolicyBundle, error) {
-	rows, err := s.pool.Query(ctx, q["PolicyBundles"])
+	rows, err := s.pool.Query(ctx, q.PolicyBundles)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
 	}

@@ -153,3 +153,58 @@ DELETE FROM request_params WHERE session_id = $1 AND position = $2;
 
 -- name: Erasure
 SELECT erased_at, reason, erased_by FROM erasures WHERE session_id = $1 AND position = $2;
+
+-- Merkle log storage (logstorage.go). Leaves are written with COPY into
+-- tlog_leaves (idx, entry_id, entry_hash, data), which has no SQL text.
+
+-- name: LogPending
+SELECT p.entry_id, e.session_id, e.position, e.entry_hash
+FROM tlog_pending p JOIN entries e ON e.id = p.entry_id
+WHERE p.entry_id > $1 ORDER BY p.entry_id LIMIT $2;
+
+-- name: LogSize
+SELECT coalesce(max(idx) + 1, 0) FROM tlog_leaves;
+
+-- name: LogDequeue
+DELETE FROM tlog_pending WHERE entry_id = ANY($1);
+
+-- name: LogInsertTiles
+INSERT INTO tlog_tiles (level, idx, data, root)
+SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[], $4::bytea[]);
+
+-- name: LogLeaves
+SELECT idx, data FROM tlog_leaves WHERE idx >= $1 AND idx < $2 ORDER BY idx;
+
+-- name: LogFullTile
+SELECT data FROM tlog_tiles WHERE level = $1 AND idx = $2;
+
+-- name: LogTileRoots
+SELECT root FROM tlog_tiles WHERE level = $1 AND idx >= $2 AND idx < $3 ORDER BY idx;
+
+-- name: LogLeafIndexByPosition
+SELECT l.idx FROM entries e JOIN tlog_leaves l ON l.entry_id = e.id
+WHERE e.session_id = $1 AND e.position = $2;
+
+-- name: LogLeafIndexByEntryHash
+SELECT idx FROM tlog_leaves WHERE entry_hash = $1 ORDER BY idx LIMIT 1;
+
+-- name: LogLatestCheckpoint
+SELECT note FROM tlog_head;
+
+-- name: LogInsertCheckpoint
+INSERT INTO tlog_checkpoints (size, note) VALUES ($1, $2);
+
+-- name: LogMoveHead
+UPDATE tlog_head SET size = $1, note = $2 WHERE size = $3;
+
+-- name: LogInsertHead
+INSERT INTO tlog_head (size, note) VALUES ($1, $2) ON CONFLICT DO NOTHING;
+
+-- name: LogCheckpoint
+SELECT note FROM tlog_checkpoints WHERE size = $1;
+
+-- name: LogAddCosignature
+INSERT INTO tlog_cosignatures (size, line) VALUES ($1, $2) ON CONFLICT DO NOTHING;
+
+-- name: LogCosignatures
+SELECT line FROM tlog_cosignatures WHERE size = $1 ORDER BY created_at, line;

@@ -15,7 +15,7 @@ import (
 func (s *Store) Session(ctx context.Context, sessionID string) (ledger.Session, error) {
 	var se ledger.Session
 	var head []byte
-	err := s.pool.QueryRow(ctx, q["Session"], sessionID).Scan(
+	err := s.pool.QueryRow(ctx, q.Session, sessionID).Scan(
 		&se.SessionID, &se.AgentID, &se.Length, &head, &se.CreatedAt, &se.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.Session{}, fmt.Errorf("session %q: %w", sessionID, ledger.ErrNotFound)
@@ -41,7 +41,7 @@ func (s *Store) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.Se
 		}
 		return &t
 	}
-	rows, err := s.pool.Query(ctx, q["Sessions"], after, f.AgentID, optTime(f.Since), optTime(f.Until), f.StepType, limit+1)
+	rows, err := s.pool.Query(ctx, q.Sessions, after, f.AgentID, optTime(f.Since), optTime(f.Until), f.StepType, limit+1)
 	if err != nil {
 		return ledger.SessionPage{}, fmt.Errorf("couldn't list sessions: %w", err)
 	}
@@ -75,7 +75,7 @@ func (s *Store) Entries(ctx context.Context, sessionID string, from int64, limit
 	if from < 0 {
 		return nil, fmt.Errorf("entries of session %q: negative start position %d", sessionID, from)
 	}
-	rows, err := s.pool.Query(ctx, q["Entries"], sessionID, from, ledger.PageSize(limit))
+	rows, err := s.pool.Query(ctx, q.Entries, sessionID, from, ledger.PageSize(limit))
 	if err != nil {
 		return nil, fmt.Errorf("couldn't read entries of session %q: %w", sessionID, err)
 	}
@@ -108,9 +108,9 @@ func (s *Store) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]
 	var rows pgx.Rows
 	var err error
 	if sessionID != "" {
-		rows, err = s.pool.Query(ctx, q["EntryByStep"], sessionID, stepID)
+		rows, err = s.pool.Query(ctx, q.EntryByStep, sessionID, stepID)
 	} else {
-		rows, err = s.pool.Query(ctx, q["EntriesByStep"], stepID, ledger.MaxEntriesByStep)
+		rows, err = s.pool.Query(ctx, q.EntriesByStep, stepID, ledger.MaxEntriesByStep)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)

@@ -53,11 +53,11 @@ func TestStepLookupPlan(t *testing.T) {
 		}
 		return strings.Join(lines, "\n")
 	}
-	plan := explain(pgstore.Query("EntriesByStep"), "step-601", ledger.MaxEntriesByStep)
+	plan := explain(pgstore.QueryEntriesByStep, "step-601", ledger.MaxEntriesByStep)
 	if !strings.Contains(plan, "Index Scan using entries_step_id on entries") || !strings.HasPrefix(plan, "Limit") || strings.Contains(plan, "Sort") {
 		t.Errorf("EntriesByStep is not a bounded scan of entries_step_id:\n%s", plan)
 	}
-	plan = explain(pgstore.Query("EntryByStep"), "s-200", "step-601")
+	plan = explain(pgstore.QueryEntryByStep, "s-200", "step-601")
 	// Either index holding both columns serves it (the planner picks
 	// either): both keys must be index conditions, not a filter.
 	if !strings.HasPrefix(plan, "Index Scan using entries_") || !strings.Contains(plan, "step_id = 'step-601'") ||

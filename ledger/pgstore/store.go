@@ -34,7 +34,22 @@ const WriterRole = "acsledger_writer"
 //go:embed queries.sql
 var queriesSQL string
 
-var q = sqlq.Parse(queriesSQL)
+// queries are the named queries of queries.sql, one field each
+// (sqlq.Load): a misspelt query name stops the package at initialisation,
+// before any test or server runs.
+type queries struct {
+	LockSessions, SessionStates, StoredBySteps, InsertSessions, InsertHeads,
+	MoveHeads, InsertEntries, Session, Sessions, Entries, EntriesByStep,
+	EntryByStep, InsertResponses, Response, InsertRequestParams,
+	RequestParams, RecordRequest, InsertBundle, BundleDigest, PolicyBundle,
+	PolicyBundles, InsertErasure, DeleteRequestParams, Erasure, LogPending,
+	LogSize, LogDequeue, LogInsertTiles, LogLeaves, LogFullTile, LogTileRoots,
+	LogLeafIndexByPosition, LogLeafIndexByEntryHash, LogLatestCheckpoint,
+	LogInsertCheckpoint, LogMoveHead, LogInsertHead, LogCheckpoint,
+	LogAddCosignature, LogCosignatures string
+}
+
+var q = sqlq.Load[queries](queriesSQL)
 
 // Options tune the PostgreSQL store.
 type Options struct {

@@ -36,7 +36,7 @@ func openStore(t testing.TB, url string, opts pgstore.Options) *pgstore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, opts ledger.Options) ledger.Store {
+	storetest.Run(t, func(t *testing.T, opts ledger.Options) ledger.GuardianStore {
 		return openStore(t, newDB(t), pgstore.Options{Options: opts})
 	})
 }

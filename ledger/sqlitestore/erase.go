@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/internal/sqlq"
 )
 
 // EraseParams implements ledger.GuardianStore.
@@ -20,7 +19,7 @@ func (s *Store) EraseParams(ctx context.Context, sessionID string, position int6
 		return ledger.Erasure{}, err
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, sqlq.Must(q, "InsertErasure"), sessionID, position, at.UnixMicro(), reason, by)
+		res, err := tx.ExecContext(ctx, q.InsertErasure, sessionID, position, at.UnixMicro(), reason, by)
 		if err != nil {
 			return fmt.Errorf("couldn't record the erasure: %w", err)
 		}
@@ -29,7 +28,7 @@ func (s *Store) EraseParams(ctx context.Context, sessionID string, position int6
 		} else if n == 0 {
 			return notErasable(ctx, tx, sessionID, position)
 		}
-		res, err = tx.ExecContext(ctx, sqlq.Must(q, "DeleteRequestParams"), sessionID, position)
+		res, err = tx.ExecContext(ctx, q.DeleteRequestParams, sessionID, position)
 		if err != nil {
 			return fmt.Errorf("couldn't delete the params: %w", err)
 		}
@@ -65,7 +64,7 @@ func readErasure(ctx context.Context, db interface {
 }, sessionID string, position int64) (*ledger.Erasure, error) {
 	e := ledger.Erasure{SessionID: sessionID, Position: position}
 	var at int64
-	err := db.QueryRowContext(ctx, sqlq.Must(q, "Erasure"), sessionID, position).Scan(&at, &e.Reason, &e.ErasedBy)
+	err := db.QueryRowContext(ctx, q.Erasure, sessionID, position).Scan(&at, &e.Reason, &e.ErasedBy)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

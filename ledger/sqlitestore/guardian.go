@@ -9,7 +9,6 @@ import (
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
-	"github.com/acsledger/acsledger/ledger/internal/sqlq"
 )
 
 var _ ledger.GuardianStore = (*Store)(nil)
@@ -49,7 +48,7 @@ func claim(ctx context.Context, tx *sql.Tx, ps []plan.Prepared) (map[int]error, 
 		if p.Seen == nil {
 			continue
 		}
-		res, err := tx.ExecContext(ctx, sqlq.Must(q, "RecordRequest"), p.SessionID, p.Seen.RequestID, p.Seen.Nonce, p.Seen.At.UnixMicro())
+		res, err := tx.ExecContext(ctx, q.RecordRequest, p.SessionID, p.Seen.RequestID, p.Seen.Nonce, p.Seen.At.UnixMicro())
 		if err != nil {
 			return nil, fmt.Errorf("couldn't record request %q of session %q: %w", p.Seen.RequestID, p.SessionID, err)
 		}
@@ -68,7 +67,7 @@ func claim(ctx context.Context, tx *sql.Tx, ps []plan.Prepared) (map[int]error, 
 // Response implements ledger.GuardianStore.
 func (s *Store) Response(ctx context.Context, sessionID string, position int64) ([]byte, error) {
 	var b []byte
-	err := s.read.QueryRowContext(ctx, sqlq.Must(q, "Response"), sessionID, position).Scan(&b)
+	err := s.read.QueryRowContext(ctx, q.Response, sessionID, position).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("response for session %q position %d: %w", sessionID, position, ledger.ErrNotFound)
 	}
@@ -81,7 +80,7 @@ func (s *Store) Response(ctx context.Context, sessionID string, position int64) 
 // Request implements ledger.GuardianStore.
 func (s *Store) Request(ctx context.Context, sessionID string, position int64) ([]byte, error) {
 	var b []byte
-	err := s.read.QueryRowContext(ctx, sqlq.Must(q, "RequestParams"), sessionID, position).Scan(&b)
+	err := s.read.QueryRowContext(ctx, q.RequestParams, sessionID, position).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		// Rarely taken (a step without params, or erased ones), so the
 		// erasure is read only then.
@@ -110,7 +109,7 @@ func (s *Store) RecordRequest(ctx context.Context, sessionID, requestID, nonce s
 	}
 	var n int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, sqlq.Must(q, "RecordRequest"), sessionID, requestID, nonce, at.UnixMicro())
+		res, err := tx.ExecContext(ctx, q.RecordRequest, sessionID, requestID, nonce, at.UnixMicro())
 		if err != nil {
 			return err
 		}
@@ -132,7 +131,7 @@ func (s *Store) PutPolicyBundle(ctx context.Context, b ledger.PolicyBundle) erro
 		return err
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, sqlq.Must(q, "InsertBundle"), b.ID, b.Version, b.Digest, b.Content, s.opts.Clock()().UnixMicro())
+		res, err := tx.ExecContext(ctx, q.InsertBundle, b.ID, b.Version, b.Digest, b.Content, s.opts.Clock()().UnixMicro())
 		if err != nil {
 			return fmt.Errorf("couldn't store policy bundle %s@%s: %w", b.ID, b.Version, err)
 		}
@@ -140,7 +139,7 @@ func (s *Store) PutPolicyBundle(ctx context.Context, b ledger.PolicyBundle) erro
 			return err
 		}
 		var have string
-		if err := tx.QueryRowContext(ctx, sqlq.Must(q, "BundleDigest"), b.ID, b.Version).Scan(&have); err != nil {
+		if err := tx.QueryRowContext(ctx, q.BundleDigest, b.ID, b.Version).Scan(&have); err != nil {
 			return fmt.Errorf("couldn't read policy bundle %s@%s: %w", b.ID, b.Version, err)
 		}
 		if have != b.Digest {
@@ -154,7 +153,7 @@ func (s *Store) PutPolicyBundle(ctx context.Context, b ledger.PolicyBundle) erro
 func (s *Store) PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error) {
 	var b ledger.PolicyBundle
 	var at int64
-	err := s.read.QueryRowContext(ctx, sqlq.Must(q, "PolicyBundle"), id, version).Scan(&b.ID, &b.Version, &b.Digest, &b.Content, &at)
+	err := s.read.QueryRowContext(ctx, q.PolicyBundle, id, version).Scan(&b.ID, &b.Version, &b.Digest, &b.Content, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.PolicyBundle{}, fmt.Errorf("policy bundle %s@%s: %w", id, version, ledger.ErrNotFound)
 	}
@@ -167,7 +166,7 @@ func (s *Store) PolicyBundle(ctx context.Context, id, version string) (ledger.Po
 
 // PolicyBundles implements ledger.GuardianStore.
 func (s *Store) PolicyBundles(ctx context.Context) ([]ledger.PolicyBundle, error) {
-	rows, err := s.read.QueryContext(ctx, sqlq.Must(q, "PolicyBundles"))
+	rows, err := s.read.QueryContext(ctx, q.PolicyBundles)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
 	}

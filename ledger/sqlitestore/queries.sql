@@ -116,3 +116,61 @@ DELETE FROM request_params WHERE session_id = ? AND position = ?;
 
 -- name: Erasure
 SELECT erased_at, reason, erased_by FROM erasures WHERE session_id = ? AND position = ?;
+
+-- Merkle log storage (logstorage.go).
+
+-- name: LogPending
+SELECT p.entry_id, e.session_id, e.position, e.entry_hash
+FROM tlog_pending p JOIN entries e ON e.id = p.entry_id
+WHERE p.entry_id > ? ORDER BY p.entry_id LIMIT ?;
+
+-- name: LogSize
+SELECT coalesce(max(idx) + 1, 0) FROM tlog_leaves;
+
+-- name: LogInsertLeaves
+-- Multi-row: the caller appends one "(?, ?, ?, ?)" per leaf, comma-separated.
+INSERT INTO tlog_leaves (idx, entry_id, entry_hash, data) VALUES
+
+-- name: LogDequeue
+-- The caller appends "(?, ?, ...)", one placeholder per entry id.
+DELETE FROM tlog_pending WHERE entry_id IN
+
+-- name: LogInsertTile
+INSERT INTO tlog_tiles (level, idx, data, root) VALUES (?, ?, ?, ?);
+
+-- name: LogLeaves
+SELECT idx, data FROM tlog_leaves WHERE idx >= ? AND idx < ? ORDER BY idx;
+
+-- name: LogFullTile
+SELECT data FROM tlog_tiles WHERE level = ? AND idx = ?;
+
+-- name: LogTileRoots
+SELECT root FROM tlog_tiles WHERE level = ? AND idx >= ? AND idx < ? ORDER BY idx;
+
+-- name: LogLeafIndexByPosition
+SELECT l.idx FROM entries e JOIN tlog_leaves l ON l.entry_id = e.id
+WHERE e.session_id = ? AND e.position = ?;
+
+-- name: LogLeafIndexByEntryHash
+SELECT idx FROM tlog_leaves WHERE entry_hash = ? ORDER BY idx LIMIT 1;
+
+-- name: LogLatestCheckpoint
+SELECT note FROM tlog_head WHERE singleton = 1;
+
+-- name: LogInsertCheckpoint
+INSERT INTO tlog_checkpoints (size, note, created_at) VALUES (?, ?, ?);
+
+-- name: LogMoveHead
+UPDATE tlog_head SET size = ?, note = ? WHERE singleton = 1 AND size = ?;
+
+-- name: LogInsertHead
+INSERT INTO tlog_head (singleton, size, note) VALUES (1, ?, ?) ON CONFLICT DO NOTHING;
+
+-- name: LogCheckpoint
+SELECT note FROM tlog_checkpoints WHERE size = ?;
+
+-- name: LogAddCosignature
+INSERT INTO tlog_cosignatures (size, line, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING;
+
+-- name: LogCosignatures
+SELECT line FROM tlog_cosignatures WHERE size = ? ORDER BY created_at, line;

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/internal/sqlq"
 	"github.com/acsledger/acsledger/ledger/storetest"
 )
 
@@ -54,10 +53,10 @@ func TestStepLookupPlan(t *testing.T) {
 		}
 		return strings.Join(lines, "\n")
 	}
-	if plan := explain(sqlq.Must(q, "EntriesByStep"), "step-151", ledger.MaxEntriesByStep); plan != "SEARCH entries USING INDEX entries_step_id (step_id=?)" {
+	if plan := explain(q.EntriesByStep, "step-151", ledger.MaxEntriesByStep); plan != "SEARCH entries USING INDEX entries_step_id (step_id=?)" {
 		t.Errorf("EntriesByStep is not a bounded search of entries_step_id:\n%s", plan)
 	}
-	if plan := explain(sqlq.Must(q, "EntryByStep"), "s-050", "step-151"); !strings.HasPrefix(plan, "SEARCH entries USING INDEX ") ||
+	if plan := explain(q.EntryByStep, "s-050", "step-151"); !strings.HasPrefix(plan, "SEARCH entries USING INDEX ") ||
 		!strings.Contains(plan, "session_id=?") || !strings.Contains(plan, "step_id=?") || strings.Contains(plan, "\n") {
 		t.Errorf("EntryByStep is not one index search on both keys:\n%s", plan)
 	}

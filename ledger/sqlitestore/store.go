@@ -31,7 +31,22 @@ import (
 //go:embed queries.sql
 var queriesSQL string
 
-var q = sqlq.Parse(queriesSQL)
+// queries are the named queries of queries.sql, one field each
+// (sqlq.Load): a misspelt query name stops the package at initialisation,
+// before any test or server runs.
+type queries struct {
+	SessionState, StoredByStep, InsertSession, InsertHead, MoveHead,
+	InsertEntry, Session, Sessions, Entries, EntriesByStep, EntryByStep,
+	InsertResponse, Response, InsertRequestParams, RequestParams,
+	RecordRequest, InsertBundle, BundleDigest, PolicyBundle, PolicyBundles,
+	InsertErasure, DeleteRequestParams, Erasure, LogPending, LogSize,
+	LogInsertLeaves, LogDequeue, LogInsertTile, LogLeaves, LogFullTile,
+	LogTileRoots, LogLeafIndexByPosition, LogLeafIndexByEntryHash,
+	LogLatestCheckpoint, LogInsertCheckpoint, LogMoveHead, LogInsertHead,
+	LogCheckpoint, LogAddCosignature, LogCosignatures string
+}
+
+var q = sqlq.Load[queries](queriesSQL)
 
 // Store is the SQLite ledger.Store.
 type Store struct {
@@ -206,7 +221,7 @@ func (s *Store) plan(ctx context.Context, tx *sql.Tx, ps []plan.Prepared) (*plan
 	for _, id := range plan.SessionIDs(ps) {
 		var st plan.State
 		var head []byte
-		err := tx.QueryRowContext(ctx, sqlq.Must(q, "SessionState"), id).Scan(&st.AgentID, &st.Length, &head)
+		err := tx.QueryRowContext(ctx, q.SessionState, id).Scan(&st.AgentID, &st.Length, &head)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -224,7 +239,7 @@ func (s *Store) plan(ctx context.Context, tx *sql.Tx, ps []plan.Prepared) (*plan
 		}
 		var old plan.Stored
 		var eh, ph []byte
-		err := tx.QueryRowContext(ctx, sqlq.Must(q, "StoredByStep"), k.SessionID, k.StepID).Scan(&old.Position, &eh, &ph, &old.Content)
+		err := tx.QueryRowContext(ctx, q.StoredByStep, k.SessionID, k.StepID).Scan(&old.Position, &eh, &ph, &old.Content)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -249,14 +264,14 @@ func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p *plan.Plan) error {
 		if !m.Created {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, sqlq.Must(q, "InsertSession"), m.SessionID, m.AgentID, now); err != nil {
+		if _, err := tx.ExecContext(ctx, q.InsertSession, m.SessionID, m.AgentID, now); err != nil {
 			if isUnique(err) {
 				return errHeadMoved
 			}
 			return fmt.Errorf("couldn't create session %q: %w", m.SessionID, err)
 		}
 	}
-	stmt, err := tx.PrepareContext(ctx, sqlq.Must(q, "InsertEntry"))
+	stmt, err := tx.PrepareContext(ctx, q.InsertEntry)
 	if err != nil {
 		return fmt.Errorf("couldn't prepare entry insert: %w", err)
 	}
@@ -279,7 +294,7 @@ func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p *plan.Plan) error {
 		if signed == nil || p.Results[i].Replayed || p.Errs[i] != nil {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, sqlq.Must(q, "InsertResponse"), p.Results[i].SessionID, p.Results[i].Position, signed, now); err != nil {
+		if _, err := tx.ExecContext(ctx, q.InsertResponse, p.Results[i].SessionID, p.Results[i].Position, signed, now); err != nil {
 			return fmt.Errorf("couldn't store the response of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
 		}
 	}
@@ -287,19 +302,19 @@ func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p *plan.Plan) error {
 		if params == nil || p.Results[i].Replayed || p.Errs[i] != nil {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, sqlq.Must(q, "InsertRequestParams"), p.Results[i].SessionID, p.Results[i].Position, params, now); err != nil {
+		if _, err := tx.ExecContext(ctx, q.InsertRequestParams, p.Results[i].SessionID, p.Results[i].Position, params, now); err != nil {
 			return fmt.Errorf("couldn't store the request params of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
 		}
 	}
 	for _, m := range p.Moves {
 		if m.Created {
-			if _, err := tx.ExecContext(ctx, sqlq.Must(q, "InsertHead"), m.SessionID, m.ToLength, m.ToHead[:], now); err != nil {
+			if _, err := tx.ExecContext(ctx, q.InsertHead, m.SessionID, m.ToLength, m.ToHead[:], now); err != nil {
 				return fmt.Errorf("couldn't create head of session %q: %w", m.SessionID, err)
 			}
 			continue
 		}
 		// Compare-and-swap: the head moves only from the state we planned on.
-		res, err := tx.ExecContext(ctx, sqlq.Must(q, "MoveHead"), m.ToLength, m.ToHead[:], now, m.SessionID, m.FromLength, m.FromHead[:])
+		res, err := tx.ExecContext(ctx, q.MoveHead, m.ToLength, m.ToHead[:], now, m.SessionID, m.FromLength, m.FromHead[:])
 		if err != nil {
 			return fmt.Errorf("couldn't move head of session %q: %w", m.SessionID, err)
 		}
@@ -315,7 +330,7 @@ func (s *Store) Session(ctx context.Context, sessionID string) (ledger.Session, 
 	var se ledger.Session
 	var head []byte
 	var created, updated int64
-	err := s.read.QueryRowContext(ctx, sqlq.Must(q, "Session"), sessionID).Scan(
+	err := s.read.QueryRowContext(ctx, q.Session, sessionID).Scan(
 		&se.SessionID, &se.AgentID, &se.Length, &head, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.Session{}, fmt.Errorf("session %q: %w", sessionID, ledger.ErrNotFound)
@@ -341,7 +356,7 @@ func (s *Store) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.Se
 		}
 		return t.UnixMicro()
 	}
-	rows, err := s.read.QueryContext(ctx, sqlq.Must(q, "Sessions"),
+	rows, err := s.read.QueryContext(ctx, q.Sessions,
 		sql.Named("after", after), sql.Named("agent", f.AgentID),
 		sql.Named("since", micros(f.Since)), sql.Named("until", micros(f.Until)),
 		sql.Named("step_type", f.StepType), sql.Named("limit", limit+1))
@@ -378,7 +393,7 @@ func (s *Store) Entries(ctx context.Context, sessionID string, from int64, limit
 	if from < 0 {
 		return nil, fmt.Errorf("entries of session %q: negative start position %d", sessionID, from)
 	}
-	rows, err := s.read.QueryContext(ctx, sqlq.Must(q, "Entries"), sessionID, from, ledger.PageSize(limit))
+	rows, err := s.read.QueryContext(ctx, q.Entries, sessionID, from, ledger.PageSize(limit))
 	if err != nil {
 		return nil, fmt.Errorf("couldn't read entries of session %q: %w", sessionID, err)
 	}
@@ -413,9 +428,9 @@ func (s *Store) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]
 	var rows *sql.Rows
 	var err error
 	if sessionID != "" {
-		rows, err = s.read.QueryContext(ctx, sqlq.Must(q, "EntryByStep"), sessionID, stepID)
+		rows, err = s.read.QueryContext(ctx, q.EntryByStep, sessionID, stepID)
 	} else {
-		rows, err = s.read.QueryContext(ctx, sqlq.Must(q, "EntriesByStep"), stepID, ledger.MaxEntriesByStep)
+		rows, err = s.read.QueryContext(ctx, q.EntriesByStep, stepID, ledger.MaxEntriesByStep)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)
@@ -447,7 +462,7 @@ func storedResponses(ctx context.Context, tx *sql.Tx, ps []plan.Prepared, p *pla
 		if r.Sign == nil || p.Errs[i] != nil || !p.Results[i].Replayed {
 			continue
 		}
-		err := tx.QueryRowContext(ctx, sqlq.Must(q, "Response"), p.Results[i].SessionID, p.Results[i].Position).Scan(&p.Signed[i])
+		err := tx.QueryRowContext(ctx, q.Response, p.Results[i].SessionID, p.Results[i].Position).Scan(&p.Signed[i])
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("couldn't read the stored response of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/acsledger/acsledger/ledger/storetest"
 )
 
-func open(t *testing.T, opts ledger.Options) ledger.Store {
+func open(t *testing.T, opts ledger.Options) ledger.GuardianStore {
 	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-// Package storeopen opens a ledger.Store named by a URL, for cmd/acsledger:
+// Package storeopen opens a store named by a URL, for cmd/acsledger:
 //
 //	""                        embedded SQLite in ./acsledger-data
 //	"sqlite:DIR" or "DIR"     embedded SQLite in directory DIR (DIR/ledger.db)
@@ -17,6 +17,23 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/sqlitestore"
+	"github.com/acsledger/acsledger/ledger/tlog"
+)
+
+// Store is everything both stores keep in one database: the entries
+// (ledger.Store), what the Guardian records beside them (ledger.
+// GuardianStore) and the Merkle log's storage. Code that opens a store by
+// URL gets all of it; code that uses a store declares the part it calls.
+type Store interface {
+	ledger.GuardianStore
+	// LogStorage returns the storage of the Merkle log over the store's
+	// database, whose tables hold the leaves of the store's entries.
+	LogStorage() tlog.Storage
+}
+
+var (
+	_ Store = (*pgstore.Store)(nil)
+	_ Store = (*sqlitestore.Store)(nil)
 )
 
 // DefaultDir is the embedded store's directory when the URL is empty.
@@ -57,7 +74,7 @@ func Parse(url string) (Target, error) {
 // Open opens the store named by url. An embedded store is created and
 // migrated as needed; a Postgres database must have been migrated (Migrate)
 // by its owner first.
-func Open(ctx context.Context, url string, opts ledger.Options) (ledger.Store, error) {
+func Open(ctx context.Context, url string, opts ledger.Options) (Store, error) {
 	t, err := Parse(url)
 	if err != nil {
 		return nil, err

@@ -34,11 +34,7 @@ func runGuardian(t *testing.T, open Open) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			clock := NewClock()
-			s, ok := open(t, ledger.Options{Now: clock.Now}).(ledger.GuardianStore)
-			if !ok {
-				t.Skip("the store is not a ledger.GuardianStore")
-			}
-			tc.fn(t, s, clock)
+			tc.fn(t, open(t, ledger.Options{Now: clock.Now}), clock)
 		})
 	}
 }

@@ -24,7 +24,9 @@ import (
 )
 
 // Open returns an empty store using opts, closed by the test's cleanup.
-type Open func(t *testing.T, opts ledger.Options) ledger.Store
+// Both stores keep what the Guardian records beside the entries, so the
+// suite tests that contract too.
+type Open func(t *testing.T, opts ledger.Options) ledger.GuardianStore
 
 // Clock is a test clock: it starts at a fixed instant and moves only when
 // told to.

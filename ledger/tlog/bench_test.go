@@ -1,8 +1,7 @@
-package tlog
+package tlog_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,10 +12,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/acsledger/acsledger/internal/tlogdb"
+	"github.com/acsledger/acsledger/ledger/pgstore"
+	"github.com/acsledger/acsledger/ledger/sqlitestore"
+	"github.com/acsledger/acsledger/ledger/tlog"
+	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 )
+
+// The benchmarks are an external test package so that they can run the log
+// over the stores' storage (the stores import ledger/tlog).
+
+func TestMain(m *testing.M) { tlogdb.Main(m) }
+
+const testOrigin = tlogtest.Origin
+
+var entryHash = tlogtest.EntryHash
 
 // Run with:
 //
@@ -25,14 +38,14 @@ import (
 // Every figure is reported beside a baseline measured in the same run.
 
 func benchKey(b *testing.B) []string {
-	s, _, err := KeyFromSeed(testOrigin, Ed25519, tlogtest.Seed("bench"))
+	s, _, err := tlog.KeyFromSeed(testOrigin, tlog.Ed25519, tlogtest.Seed("bench"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	return []string{s}
 }
 
-func drain(b *testing.B, l *Log) {
+func drain(b *testing.B, l *tlog.Log) {
 	for {
 		n, err := l.Integrate(context.Background())
 		if err != nil {
@@ -62,8 +75,8 @@ func benchBacklog(b *testing.B) int64 {
 // the RFC 6962 hashing (leaf hash and compact-range append) of pre-encoded
 // leaves; "memory" is the whole integrator (Log.Run: JCS leaf encoding,
 // tiles, a signed and consistency-checked checkpoint per batch) over
-// in-memory storage; "sqlite" (a write connection and a reader pool, as the
-// service runs it) and "postgres" add the durable batch transactions. Each iteration integrates the whole backlog, timed from
+// in-memory storage; "sqlite" (sqlitestore's write connection and reader
+// pool, as the service runs it) and "postgres" add the durable batch transactions. Each iteration integrates the whole backlog, timed from
 // Log.Run's start to the checkpoint covering the last entry.
 func BenchmarkIntegration(b *testing.B) {
 	n := benchBacklog(b)
@@ -71,13 +84,13 @@ func BenchmarkIntegration(b *testing.B) {
 	b.Run("floor", func(b *testing.B) {
 		leaves := make([][]byte, n)
 		for i := range leaves {
-			leaves[i], _ = Leaf{SessionID: fmt.Sprintf("sess-%d", i/100), Position: int64(i % 100), EntryHash: entryHash("b", int64(i))}.MarshalJCS()
+			leaves[i], _ = tlog.Leaf{SessionID: fmt.Sprintf("sess-%d", i/100), Position: int64(i % 100), EntryHash: entryHash("b", int64(i))}.MarshalJCS()
 		}
 		b.ResetTimer()
 		for range b.N {
-			rng := rangeFactory.NewEmptyRange(0)
+			rng := tlog.RangeFactory.NewEmptyRange(0)
 			for _, leaf := range leaves {
-				h := LeafHash(leaf)
+				h := tlog.LeafHash(leaf)
 				if err := rng.Append(h[:], nil); err != nil {
 					b.Fatal(err)
 				}
@@ -85,7 +98,7 @@ func BenchmarkIntegration(b *testing.B) {
 		}
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "leaves/s")
 	})
-	measure := func(b *testing.B, open func(b *testing.B) Storage) {
+	measure := func(b *testing.B, open func(b *testing.B) tlog.Storage) {
 		var elapsed time.Duration
 		for range b.N {
 			b.StopTimer()
@@ -96,26 +109,26 @@ func BenchmarkIntegration(b *testing.B) {
 		b.ReportMetric(float64(n)*float64(b.N)/elapsed.Seconds(), "leaves/s")
 	}
 	b.Run("memory", func(b *testing.B) {
-		measure(b, func(b *testing.B) Storage {
-			m := newMemStorage()
-			m.addPending(0, n)
+		measure(b, func(b *testing.B) tlog.Storage {
+			m := tlog.NewMemStorage()
+			m.AddPending(0, n)
 			return m
 		})
 	})
 	b.Run("sqlite", func(b *testing.B) {
-		measure(b, func(b *testing.B) Storage {
-			db := tlogtest.OpenSQLite(b)
-			backlogSQLite(b, db, n)
-			return NewSQLiteStorage(db, sqliteReader(b, db))
+		measure(b, func(b *testing.B) tlog.Storage {
+			st := tlogdb.SQLite(b)
+			backlogSQLite(b, st, n)
+			return st.LogStorage()
 		})
 	})
 	var owner *pgxpool.Pool
 	b.Run("postgres", func(b *testing.B) {
-		measure(b, func(b *testing.B) Storage {
-			var writer *pgxpool.Pool
-			writer, owner = tlogtest.OpenPG(b)
-			backlogPG(b, writer, n)
-			return NewPGStorage(writer)
+		measure(b, func(b *testing.B) tlog.Storage {
+			var st *pgstore.Store
+			st, owner = tlogdb.PG(b)
+			backlogPG(b, st.Pool(), n)
+			return st.LogStorage()
 		})
 		var bytes int64
 		if err := owner.QueryRow(ctx, `SELECT pg_total_relation_size('tlog_leaves') + pg_total_relation_size('tlog_tiles')
@@ -128,17 +141,17 @@ func BenchmarkIntegration(b *testing.B) {
 
 // runToSize runs Log.Run over s until a checkpoint covers size leaves and
 // returns how long that took, with the log's default batching.
-func runToSize(b *testing.B, s Storage, size uint64) time.Duration {
+func runToSize(b *testing.B, s tlog.Storage, size uint64) time.Duration {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	reached := make(chan struct{})
 	var once sync.Once
-	onCP := func(cp Checkpoint) {
+	onCP := func(cp tlog.Checkpoint) {
 		if cp.Size >= size {
 			once.Do(func() { close(reached) })
 		}
 	}
-	l, err := New(ctx, s, Config{Origin: testOrigin, Keys: benchKey(b), OnCheckpoint: onCP})
+	l, err := tlog.New(ctx, s, tlog.Config{Origin: testOrigin, Keys: benchKey(b), OnCheckpoint: onCP})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -159,28 +172,12 @@ func runToSize(b *testing.B, s Storage, size uint64) time.Duration {
 	return elapsed
 }
 
-// sqliteReader opens a query-only handle on db's file, as the service
-// gives the log (sqlitestore's reader pool): reads need not wait for the
-// single write connection.
-func sqliteReader(b *testing.B, db *sql.DB) *sql.DB {
-	var seq int
-	var name, file string
-	if err := db.QueryRow(`PRAGMA database_list`).Scan(&seq, &name, &file); err != nil {
-		b.Fatal(err)
-	}
-	read, err := sql.Open("sqlite", file+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=query_only(1)")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { read.Close() })
-	return read
-}
-
 // backlogSessions is the number of entries per session in the backlogs.
 const backlogSessions = 100
 
 // backlogSQLite appends n entries (sessions of 100) in one transaction.
-func backlogSQLite(b *testing.B, db *sql.DB, n int64) {
+func backlogSQLite(b *testing.B, st *sqlitestore.Store, n int64) {
+	db, _ := st.DBs()
 	tx, err := db.Begin()
 	if err != nil {
 		b.Fatal(err)
@@ -263,25 +260,25 @@ func benchProofLeaves(b *testing.B) int64 {
 
 // BenchmarkInclusionProof measures Log.InclusionProof for random leaves of a
 // large log, reporting p50 and p99: "memory" is the floor (tiles in memory),
-// "postgres" reads tiles through PGStorage. The Postgres log is built by
+// "postgres" reads tiles through pgstore's log storage. The Postgres log is built by
 // integrating in memory and copying tiles, checkpoints and the leaves of the
 // incomplete last tile into the tables (COPY), because building it through
 // the entries table would take far longer; proofs read only those rows.
 func BenchmarkInclusionProof(b *testing.B) {
 	n := benchProofLeaves(b)
 	ctx := context.Background()
-	m := newMemStorage()
-	m.addPending(0, n)
+	m := tlog.NewMemStorage()
+	m.AddPending(0, n)
 	start := time.Now()
-	built, err := New(ctx, m, Config{Origin: testOrigin, Keys: benchKey(b), BatchSize: 1 << 16})
+	built, err := tlog.New(ctx, m, tlog.Config{Origin: testOrigin, Keys: benchKey(b), BatchSize: 1 << 16})
 	if err != nil {
 		b.Fatal(err)
 	}
 	drain(b, built)
 	buildTime := time.Since(start)
-	m.pending = nil
+	m.DropPending()
 
-	measure := func(b *testing.B, l *Log) {
+	measure := func(b *testing.B, l *tlog.Log) {
 		lat := make([]time.Duration, 0, b.N)
 		r := rand.New(rand.NewPCG(1, 2))
 		b.ResetTimer()
@@ -304,11 +301,11 @@ func BenchmarkInclusionProof(b *testing.B) {
 		b.ReportMetric(buildTime.Seconds(), "build-s")
 	})
 	b.Run("postgres", func(b *testing.B) {
-		writer, owner := tlogtest.OpenPG(b)
+		st, owner := tlogdb.PG(b)
 		t0 := time.Now()
 		copyToPG(b, owner, m)
 		copyTime := time.Since(t0)
-		l, err := New(ctx, NewPGStorage(writer), Config{Origin: testOrigin, Keys: benchKey(b)})
+		l, err := tlog.New(ctx, st.LogStorage(), tlog.Config{Origin: testOrigin, Keys: benchKey(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -321,31 +318,32 @@ func BenchmarkInclusionProof(b *testing.B) {
 // the owner: all full tiles, the leaves of the incomplete last tile and the
 // latest checkpoint. The other leaf rows and the entries they reference are
 // not loaded (the foreign key is dropped in this throwaway database).
-func copyToPG(b *testing.B, owner *pgxpool.Pool, m *memStorage) {
+func copyToPG(b *testing.B, owner *pgxpool.Pool, m *tlog.MemStorage) {
+	tiles, leaves, headSize, head := m.Contents()
 	ctx := context.Background()
 	if _, err := owner.Exec(ctx, `ALTER TABLE tlog_leaves DROP CONSTRAINT IF EXISTS tlog_leaves_entry_id_fkey`); err != nil {
 		b.Fatal(err)
 	}
-	rows := make([][]any, 0, len(m.tiles))
-	for _, t := range m.tiles {
+	rows := make([][]any, 0, len(tiles))
+	for _, t := range tiles {
 		rows = append(rows, []any{int16(t.Level), int64(t.N), t.Data, t.Root[:]})
 	}
 	if _, err := owner.CopyFrom(ctx, pgx.Identifier{"tlog_tiles"}, []string{"level", "idx", "data", "root"}, pgx.CopyFromRows(rows)); err != nil {
 		b.Fatal(err)
 	}
-	size := len(m.leaves)
+	size := len(leaves)
 	rows = rows[:0]
-	for i := size - size%TileWidth; i < size; i++ {
+	for i := size - size%tlog.TileWidth; i < size; i++ {
 		eh := entryHash("b", int64(i))
-		rows = append(rows, []any{int64(i), int64(i), eh[:], m.leaves[i]})
+		rows = append(rows, []any{int64(i), int64(i), eh[:], leaves[i]})
 	}
 	if _, err := owner.CopyFrom(ctx, pgx.Identifier{"tlog_leaves"}, []string{"idx", "entry_id", "entry_hash", "data"}, pgx.CopyFromRows(rows)); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := owner.Exec(ctx, `INSERT INTO tlog_checkpoints (size, note) VALUES ($1, $2)`, int64(m.headSz), m.head); err != nil {
+	if _, err := owner.Exec(ctx, `INSERT INTO tlog_checkpoints (size, note) VALUES ($1, $2)`, int64(headSize), head); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := owner.Exec(ctx, `INSERT INTO tlog_head (size, note) VALUES ($1, $2)`, int64(m.headSz), m.head); err != nil {
+	if _, err := owner.Exec(ctx, `INSERT INTO tlog_head (size, note) VALUES ($1, $2)`, int64(headSize), head); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := owner.Exec(ctx, `ANALYZE`); err != nil {
@@ -373,7 +371,8 @@ func BenchmarkAnchoringLatency(b *testing.B) {
 
 func anchoringRun(b *testing.B, notify bool) {
 	const appenders, perBatch, every, duration = 8, 25, 40 * time.Millisecond, 5 * time.Second
-	writer, _ := tlogtest.OpenPG(b)
+	st, _ := tlogdb.PG(b)
+	writer := st.Pool()
 	type signed struct {
 		size uint64
 		at   time.Time
@@ -381,7 +380,7 @@ func anchoringRun(b *testing.B, notify bool) {
 	var mu sync.Mutex
 	var cps []signed
 	committed := map[int64]time.Time{} // entry id -> commit time
-	onCP := func(cp Checkpoint) {
+	onCP := func(cp tlog.Checkpoint) {
 		now := time.Now()
 		mu.Lock()
 		cps = append(cps, signed{cp.Size, now})
@@ -389,7 +388,7 @@ func anchoringRun(b *testing.B, notify bool) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	l, err := New(ctx, NewPGStorage(writer), Config{Origin: testOrigin, Keys: benchKey(b), OnCheckpoint: onCP})
+	l, err := tlog.New(ctx, st.LogStorage(), tlog.Config{Origin: testOrigin, Keys: benchKey(b), OnCheckpoint: onCP})
 	if err != nil {
 		b.Fatal(err)
 	}

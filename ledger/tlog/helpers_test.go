@@ -2,7 +2,6 @@ package tlog
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"testing"
 
@@ -24,14 +23,7 @@ func testKeys(t testing.TB) (skeys, vkeys []string) {
 	return skeys, vkeys
 }
 
-func openSQLite(t testing.TB) *sql.DB { return tlogtest.OpenSQLite(t) }
-
 func entryHash(session string, pos int64) [32]byte { return tlogtest.EntryHash(session, pos) }
-
-func appendEntries(t testing.TB, db *sql.DB, session string, from, n int64) {
-	t.Helper()
-	tlogtest.AppendSQLite(t, db, session, from, n)
-}
 
 // integrateAll runs the integrator until nothing is pending.
 func integrateAll(t testing.TB, l *Log) {

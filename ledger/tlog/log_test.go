@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/transparency-dev/merkle/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 	sumtlog "golang.org/x/mod/sumdb/tlog"
 )
@@ -144,117 +141,6 @@ func checkAgainstTiles(t testing.TB, fetch tileReaderFunc, size int64, root sumt
 	}
 }
 
-func TestLogIntegratesAndVerifiesExternally(t *testing.T) {
-	t.Parallel()
-	db := openSQLite(t)
-	s := NewSQLiteStorage(db, db)
-	l := newTestLog(t, s, Config{BatchSize: 1000})
-	_, vkeys := testKeys(t)
-	ctx := context.Background()
-
-	if _, err := l.Checkpoint(ctx); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("empty log checkpoint: %v", err)
-	}
-	var oldSize int64
-	var oldRoot sumtlog.Hash
-	for round, n := range []int64{1, 255, 1, 300, 1000} {
-		appendEntries(t, db, fmt.Sprintf("sess-%d", round), 0, n)
-		integrateAll(t, l)
-		signed, err := l.Checkpoint(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		size, root := openCheckpointExternally(t, vkeys[0], signed)
-		if size != oldSize+n {
-			t.Fatalf("round %d: size %d, want %d", round, size, oldSize+n)
-		}
-		// The ML-DSA-44 line verifies too.
-		pq, err := NewVerifier(vkeys[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := note.Open(signed, note.VerifierList(pq)); err != nil {
-			t.Fatalf("ML-DSA-44 signature: %v", err)
-		}
-		checkAgainstTiles(t, logTileFetcher(l), size, root, oldSize, oldRoot)
-		// Our own proofs, checked with transparency-dev/merkle.
-		for _, idx := range []uint64{0, uint64(size) / 2, uint64(size) - 1} {
-			p, err := l.InclusionProof(ctx, idx, uint64(size))
-			if err != nil {
-				t.Fatal(err)
-			}
-			leaves, _ := s.Leaves(ctx, idx, idx+1)
-			if err := proof.VerifyInclusion(rfc6962.DefaultHasher, idx, uint64(size), rfc6962.DefaultHasher.HashLeaf(leaves[0]), p, root[:]); err != nil {
-				t.Fatalf("inclusion %d/%d: %v", idx, size, err)
-			}
-		}
-		if oldSize > 0 {
-			p, err := l.ConsistencyProof(ctx, uint64(oldSize), uint64(size))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := proof.VerifyConsistency(rfc6962.DefaultHasher, uint64(oldSize), uint64(size), p, oldRoot[:], root[:]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		oldSize, oldRoot = size, root
-	}
-	if oldSize != 1557 {
-		t.Fatalf("final size %d", oldSize)
-	}
-	if _, err := l.ConsistencyProof(ctx, 10, 5); !errors.Is(err, ErrBadRange) {
-		t.Fatalf("old > new: %v", err)
-	}
-}
-
-func TestEntryProofIsTlogProof(t *testing.T) {
-	t.Parallel()
-	db := openSQLite(t)
-	s := NewSQLiteStorage(db, db)
-	l := newTestLog(t, s, Config{})
-	_, vkeys := testKeys(t)
-	ctx := context.Background()
-	appendEntries(t, db, "a", 0, 10)
-	appendEntries(t, db, "b", 0, 7)
-	integrateAll(t, l)
-	doc, idx, err := l.EntryProof(ctx, "b", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if idx != 13 {
-		t.Fatalf("leaf index %d, want 13", idx)
-	}
-	// Parse the tlog-proof by hand and verify with transparency-dev/merkle.
-	head, cpText, ok := strings.Cut(string(doc), "\n\n")
-	if !ok {
-		t.Fatalf("no empty line in proof:\n%s", doc)
-	}
-	lines := strings.Split(head, "\n")
-	if lines[0] != "c2sp.org/tlog-proof@v1" || lines[1] != "index 13" {
-		t.Fatalf("proof header %q", lines[:2])
-	}
-	var p [][]byte
-	for _, l := range lines[2:] {
-		h, err := base64.StdEncoding.DecodeString(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p = append(p, h)
-	}
-	size, root := openCheckpointExternally(t, vkeys[0], []byte(cpText))
-	leaf, _ := Leaf{SessionID: "b", Position: 3, EntryHash: entryHash("b", 3)}.MarshalJCS()
-	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, 13, uint64(size), rfc6962.DefaultHasher.HashLeaf(leaf), p, root[:]); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := l.EntryProof(ctx, "b", 7); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("missing entry: %v", err)
-	}
-	got, err := l.LeafIndexByEntryHash(ctx, entryHash("a", 9))
-	if err != nil || got != 9 {
-		t.Fatalf("LeafIndexByEntryHash = %d, %v", got, err)
-	}
-}
-
 // A tree past 65,536 leaves has a full level-1 tile and a level-2 tile; it
 // is built over in-memory storage to keep the test fast, and checked with
 // sumdb/tlog like the others.
@@ -296,21 +182,20 @@ func TestLargeTreeTiles(t *testing.T) {
 // Adding a post-quantum key later must not strand checkpoints signed before.
 func TestAddingAKeyKeepsTheLogOpen(t *testing.T) {
 	t.Parallel()
-	db := openSQLite(t)
-	s := NewSQLiteStorage(db, db)
+	s := newMemStorage()
 	skeys, vkeys := testKeys(t)
 	ctx := context.Background()
 	l, err := New(ctx, s, Config{Origin: testOrigin, Keys: skeys[:1]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendEntries(t, db, "s", 0, 5)
+	s.addPending(0, 5)
 	integrateAll(t, l)
 	l2, err := New(ctx, s, Config{Origin: testOrigin, Keys: skeys})
 	if err != nil {
 		t.Fatalf("reopening with an added key: %v", err)
 	}
-	appendEntries(t, db, "s", 5, 5)
+	s.addPending(5, 5)
 	integrateAll(t, l2)
 	signed, err := l2.Checkpoint(ctx)
 	if err != nil {

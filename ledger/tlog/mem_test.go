@@ -8,8 +8,10 @@ import (
 	"sync"
 )
 
-// memStorage is an in-memory Storage for benchmarks that measure the log's
-// own work without a database. It follows the Storage contract.
+// memStorage is an in-memory Storage for the log's own tests and for
+// benchmarks that measure the log's own work without a database. It
+// follows the Storage contract; the stores' storage is tested by
+// ledger/tlog/tlogstoretest.
 type memStorage struct {
 	mu      sync.Mutex
 	pending []PendingEntry

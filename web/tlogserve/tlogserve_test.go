@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 	"github.com/acsledger/acsledger/web/tlogserve"
@@ -20,8 +21,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	sumtlog "golang.org/x/mod/sumdb/tlog"
 )
-
-func TestMain(m *testing.M) { tlogtest.Main(m) }
 
 type served struct {
 	url  string
@@ -35,17 +34,17 @@ func serve(t *testing.T, n int64) served { return serveSession(t, "s", n) }
 
 func serveSession(t *testing.T, session string, n int64) served {
 	t.Helper()
-	db := tlogtest.OpenSQLite(t)
+	st := tlogdb.SQLite(t)
 	skey, vkey, err := tlog.KeyFromSeed(tlogtest.Origin, tlog.Ed25519, tlogtest.Seed("serve"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := tlog.New(context.Background(), tlog.NewSQLiteStorage(db, db), tlog.Config{Origin: tlogtest.Origin, Keys: []string{skey}})
+	l, err := tlog.New(context.Background(), st.LogStorage(), tlog.Config{Origin: tlogtest.Origin, Keys: []string{skey}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n > 0 {
-		tlogtest.AppendSQLite(t, db, session, 0, n)
+		tlogdb.AppendSQLite(t, st, session, 0, n)
 		for {
 			k, err := l.Integrate(context.Background())
 			if err != nil {

@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
@@ -118,15 +117,7 @@ func NewWithPolicy(t testing.TB, kind string, b *policy.Bundle) *Fixture {
 			t.Fatalf("open store: %v", err)
 		}
 		t.Cleanup(func() { st.Close() })
-		f.Store = st.(ledger.GuardianStore)
-		path := filepath.Join(dir, storeopen.SQLiteFile)
-		db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.SetMaxOpenConns(1)
-		t.Cleanup(func() { db.Close() })
-		storage = tlog.NewSQLiteStorage(db, db)
+		f.Store, storage = st, st.LogStorage()
 	case "postgres":
 		f.URL = pgtest.NewDatabase(t)
 		if err := storeopen.Migrate(ctx, f.URL); err != nil {
@@ -137,13 +128,7 @@ func NewWithPolicy(t testing.TB, kind string, b *policy.Bundle) *Fixture {
 			t.Fatalf("open store: %v", err)
 		}
 		t.Cleanup(func() { st.Close() })
-		f.Store = st.(ledger.GuardianStore)
-		pool, err := pgxpool.New(ctx, f.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		storage = tlog.NewPGStorage(pool)
+		f.Store, storage = st, st.LogStorage()
 	default:
 		t.Fatalf("unknown store kind %q", kind)
 	}

@@ -4,6 +4,7 @@ package sqlq
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -41,11 +42,33 @@ func Parse(src string) map[string]string {
 	return qs
 }
 
-// Must returns the query called name, panicking when it is missing.
-func Must(qs map[string]string, name string) string {
-	q, ok := qs[name]
-	if !ok {
-		panic(fmt.Sprintf("sqlq: no query %q", name))
+// Load returns a T, a struct of string fields, with each field holding the
+// query of src named like the field. It panics when a field has no query
+// or a query has no field. Stores call it while their package initialises,
+// so a misspelt name stops every test and binary at start rather than the
+// first call of the query that needs it; call sites read fields, so a
+// misspelt field does not compile.
+func Load[T any](src string) T {
+	qs := Parse(src)
+	var t T
+	v := reflect.ValueOf(&t).Elem()
+	if v.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("sqlq: Load needs a struct, not %T", t))
 	}
-	return q
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if f.Type.Kind() != reflect.String {
+			panic(fmt.Sprintf("sqlq: field %s is not a string", f.Name))
+		}
+		q, ok := qs[f.Name]
+		if !ok {
+			panic(fmt.Sprintf("sqlq: no query %q", f.Name))
+		}
+		v.Field(i).SetString(q)
+		delete(qs, f.Name)
+	}
+	for name := range qs {
+		panic(fmt.Sprintf("sqlq: query %q has no field", name))
+	}
+	return t
 }

@@ -27,3 +27,27 @@ FROM t;
 		}()
 	}
 }
+
+func TestLoad(t *testing.T) {
+	const src = "-- name: First\nSELECT 1;\n-- name: Second\nSELECT 2;\n"
+	q := Load[struct{ First, Second string }](src)
+	if q.First != "SELECT 1;" || q.Second != "SELECT 2;" {
+		t.Fatalf("got %+v", q)
+	}
+	for name, load := range map[string]func(){
+		"field without query": func() { Load[struct{ First, Second, Third string }](src) },
+		"query without field": func() { Load[struct{ First string }](src) },
+		"misspelt field":      func() { Load[struct{ First, Secnod string }](src) },
+		"not a struct":        func() { Load[string](src) },
+		"not a string field":  func() { Load[struct{ First, Second int }](src) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Load did not panic")
+				}
+			}()
+			load()
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 	"github.com/acsledger/acsledger/ledger/tlog/witness"
@@ -40,7 +41,7 @@ type loop struct {
 // the log configured to ask the witness.
 func setup(t *testing.T) (*loop, func(from, n int64)) {
 	t.Helper()
-	db := tlogtest.OpenSQLite(t)
+	st := tlogdb.SQLite(t)
 	lskey, lvkey, _ := tlog.KeyFromSeed(tlogtest.Origin, tlog.Ed25519, tlogtest.Seed("log"))
 	seed := tlogtest.Seed("witness")
 	wskey, wvkey, _ := tlog.KeyFromSeed(witnessName, tlog.CosignatureEd25519, seed)
@@ -52,7 +53,7 @@ func setup(t *testing.T) (*loop, func(from, n int64)) {
 	wsrv := httptest.NewServer(w)
 	t.Cleanup(wsrv.Close)
 	lp.witURL = wsrv.URL
-	l, err := tlog.New(context.Background(), tlog.NewSQLiteStorage(db, db), tlog.Config{
+	l, err := tlog.New(context.Background(), st.LogStorage(), tlog.Config{
 		Origin: tlogtest.Origin, Keys: []string{lskey},
 		Witnesses:  []tlog.WitnessConfig{{URL: wsrv.URL, VerifierKey: wvkey}},
 		BatchDelay: 20 * time.Millisecond,
@@ -64,7 +65,7 @@ func setup(t *testing.T) (*loop, func(from, n int64)) {
 	lsrv := httptest.NewServer(tlogserve.Handler(l, nil))
 	t.Cleanup(lsrv.Close)
 	lp.logURL = lsrv.URL
-	return lp, func(from, n int64) { tlogtest.AppendSQLite(t, db, "s", from, n) }
+	return lp, func(from, n int64) { tlogdb.AppendSQLite(t, st, "s", from, n) }
 }
 
 // checkCosigned verifies the served checkpoint's log signature with

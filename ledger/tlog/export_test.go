@@ -1,0 +1,39 @@
+package tlog
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
+// Exports for the benchmarks of the external test package (bench_test.go),
+// which run the log over the stores' storage.
+
+// MemStorage is the in-memory Storage.
+type MemStorage = memStorage
+
+// NewMemStorage returns an empty in-memory Storage.
+func NewMemStorage() *MemStorage { return newMemStorage() }
+
+// RangeFactory builds the compact ranges the log appends leaf hashes to.
+var RangeFactory = rangeFactory
+
+// AddPending queues n entries for leaves from..from+n-1.
+func (m *memStorage) AddPending(from, n int64) { m.addPending(from, n) }
+
+// DropPending empties the queue.
+func (m *memStorage) DropPending() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pending = nil
+}
+
+// Contents returns the stored full tiles, leaves and latest checkpoint.
+func (m *memStorage) Contents() (tiles []FullTile, leaves [][]byte, headSize uint64, head []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tiles = slices.SortedFunc(maps.Values(m.tiles), func(a, b FullTile) int {
+		return cmp.Or(cmp.Compare(a.Level, b.Level), cmp.Compare(a.N, b.N))
+	})
+	return tiles, m.leaves, m.headSz, m.head
+}
