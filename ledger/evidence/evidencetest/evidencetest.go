@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/guardian/opapolicy"
