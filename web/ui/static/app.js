@@ -387,10 +387,6 @@ function refused(r) {
       start.disabled = true;
       authMessage("The admin API is disabled on this server (403 Forbidden): it was started without an admin token. Set ACSLEDGER_ADMIN_TOKEN for acsledger serve to use re-verification.", true);
       return;
-    case 501:
-      start.disabled = true;
-      authMessage(`This server cannot re-verify the ledger (501): ${errorOf(r)}.`, true);
-      return;
   }
   authMessage(`The admin API answered ${r.status}: ${errorOf(r)}`, true);
 }
