@@ -210,5 +210,6 @@ func retryable(err error) bool {
 }
 
 // Pool returns the store's connection pool, whose connections act as the
-// writer role. The Merkle log's storage shares it.
+// writer role, for tests and tools that use the tables directly
+// (internal/tlogdb). The Merkle log's storage (LogStorage) shares it.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

@@ -486,7 +486,8 @@ func hashPtr(b []byte) *acs.Hash {
 	return &h
 }
 
-// DBs returns the store's writer (one connection) and reader handles. The
-// Merkle log's storage shares them, so its writes queue behind the store's
-// on the single writer connection, as SQLite requires.
+// DBs returns the store's writer (one connection) and reader handles, for
+// tests and tools that read or write the tables directly (internal/tlogdb).
+// The Merkle log's storage (LogStorage) uses them too, so its writes queue
+// behind the store's on the single writer connection, as SQLite requires.
 func (s *Store) DBs() (write, read *sql.DB) { return s.write, s.read }
