@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"strings"
 
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/acsledger/acsledger/ledger/tlog"
 )
 
@@ -46,8 +49,13 @@ func (s *logStorage) Pending(ctx context.Context, after int64, limit int) ([]tlo
 	return out, rows.Err()
 }
 
+// constraintFailed reports a violated key or check (unique, primary key,
+// foreign key, CHECK, NOT NULL), which is how a second write of a row the
+// log writes once fails. A trigger's RAISE is not one: the append-only
+// triggers refuse what the log never does.
 func constraintFailed(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "constraint failed")
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT && se.Code() != sqlite3.SQLITE_CONSTRAINT_TRIGGER
 }
 
 func (s *logStorage) Integrate(ctx context.Context, start uint64, leaves []tlog.StoredLeaf, tiles []tlog.FullTile) error {
