@@ -9,6 +9,7 @@ import (
 	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tlog/tlogstoretest"
+	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 )
 
 func TestLogStorage(t *testing.T) {
@@ -24,7 +25,7 @@ func TestLogWriterPrivileges(t *testing.T) {
 	ctx := context.Background()
 	l := tlogstoretest.NewLog(t, st.LogStorage(), tlog.Config{})
 	tlogdb.AppendPG(t, st.Pool(), "s", 0, 300)
-	tlogstoretest.IntegrateAll(t, l)
+	tlogtest.IntegrateAll(t, l)
 	for _, pool := range []*pgxpool.Pool{st.Pool(), owner} {
 		for _, s := range []string{
 			`UPDATE tlog_leaves SET data = '\x00' WHERE idx = 0`,

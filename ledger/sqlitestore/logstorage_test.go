@@ -36,7 +36,7 @@ func TestLogAppendOnlyTriggers(t *testing.T) {
 	st := tlogdb.SQLite(t)
 	l := tlogstoretest.NewLog(t, st.LogStorage(), tlog.Config{})
 	tlogdb.AppendSQLite(t, st, "s", 0, 300)
-	tlogstoretest.IntegrateAll(t, l)
+	tlogtest.IntegrateAll(t, l)
 	db, _ := st.DBs()
 	for _, s := range []string{
 		`UPDATE tlog_leaves SET data = x'00' WHERE idx = 0`,
@@ -64,7 +64,7 @@ func TestLogTamperingIsDetected(t *testing.T) {
 		st := tlogdb.SQLite(t)
 		l := tlogstoretest.NewLog(t, st.LogStorage(), tlog.Config{})
 		tlogdb.AppendSQLite(t, st, "s", 0, 600)
-		tlogstoretest.IntegrateAll(t, l)
+		tlogtest.IntegrateAll(t, l)
 		db, _ := st.DBs()
 		return db, st, l
 	}
@@ -73,7 +73,7 @@ func TestLogTamperingIsDetected(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		size, root := tlogstoretest.OpenCheckpoint(t, vkeys[0], signed)
+		size, root := tlogtest.OpenCheckpoint(t, vkeys[0], signed)
 		return tlogstoretest.CheckTiles(l, size, root, 0, sumtlog.Hash{})
 	}
 	reopen := func(st *sqlitestore.Store) error {

@@ -1,7 +1,6 @@
 package tlog
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -24,17 +23,3 @@ func testKeys(t testing.TB) (skeys, vkeys []string) {
 }
 
 func entryHash(session string, pos int64) [32]byte { return tlogtest.EntryHash(session, pos) }
-
-// integrateAll runs the integrator until nothing is pending.
-func integrateAll(t testing.TB, l *Log) {
-	t.Helper()
-	for {
-		n, err := l.Integrate(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-	}
-}

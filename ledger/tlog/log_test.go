@@ -2,14 +2,13 @@ package tlog
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
-	"strconv"
-	"strings"
 	"testing"
 
 	"golang.org/x/mod/sumdb/note"
 	sumtlog "golang.org/x/mod/sumdb/tlog"
+
+	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 )
 
 func newTestLog(t testing.TB, s Storage, cfg Config) *Log {
@@ -22,33 +21,6 @@ func newTestLog(t testing.TB, s Storage, cfg Config) *Log {
 		t.Fatal(err)
 	}
 	return l
-}
-
-// openCheckpointExternally verifies a checkpoint with sumdb/note alone and
-// parses its body by hand, not with our parser.
-func openCheckpointExternally(t testing.TB, vkey string, signed []byte) (int64, sumtlog.Hash) {
-	t.Helper()
-	v, err := note.NewVerifier(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := note.Open(signed, note.VerifierList(v))
-	if err != nil {
-		t.Fatalf("sumdb/note rejects checkpoint: %v\n%s", err, signed)
-	}
-	lines := strings.Split(n.Text, "\n")
-	if len(lines) != 4 || lines[0] != testOrigin {
-		t.Fatalf("checkpoint text %q", n.Text)
-	}
-	size, err := strconv.ParseInt(lines[1], 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := base64.StdEncoding.DecodeString(lines[2])
-	if err != nil || len(root) != 32 {
-		t.Fatalf("root line %q", lines[2])
-	}
-	return size, sumtlog.Hash(root)
 }
 
 // tileReaderFunc adapts a tile fetcher (direct or HTTP) to sumdb/tlog.
@@ -151,19 +123,19 @@ func TestLargeTreeTiles(t *testing.T) {
 	m := newMemStorage()
 	l := newTestLog(t, m, Config{BatchSize: 4096})
 	m.addPending(0, 65000)
-	integrateAll(t, l)
+	tlogtest.IntegrateAll(t, l)
 	first, err := l.Checkpoint(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldSize, oldRoot := openCheckpointExternally(t, vkeys[0], first)
+	oldSize, oldRoot := tlogtest.OpenCheckpoint(t, vkeys[0], first)
 	m.addPending(65000, 539)
-	integrateAll(t, l)
+	tlogtest.IntegrateAll(t, l)
 	signed, err := l.Checkpoint(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	size, root := openCheckpointExternally(t, vkeys[0], signed)
+	size, root := tlogtest.OpenCheckpoint(t, vkeys[0], signed)
 	if size != 65539 {
 		t.Fatalf("size %d", size)
 	}
@@ -190,13 +162,13 @@ func TestAddingAKeyKeepsTheLogOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.addPending(0, 5)
-	integrateAll(t, l)
+	tlogtest.IntegrateAll(t, l)
 	l2, err := New(ctx, s, Config{Origin: testOrigin, Keys: skeys})
 	if err != nil {
 		t.Fatalf("reopening with an added key: %v", err)
 	}
 	s.addPending(5, 5)
-	integrateAll(t, l2)
+	tlogtest.IntegrateAll(t, l2)
 	signed, err := l2.Checkpoint(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -174,7 +174,7 @@ func TestCheckpointMangling(t *testing.T) {
 	m := newMemStorage()
 	l := newTestLog(t, m, Config{})
 	m.addPending(0, 3)
-	integrateAll(t, l)
+	tlogtest.IntegrateAll(t, l)
 	signed, err := l.s.LatestCheckpoint(context.Background())
 	if err != nil {
 		t.Fatal(err)

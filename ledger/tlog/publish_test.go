@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 )
 
 func TestPublishDirIsWriteOnce(t *testing.T) {
@@ -15,16 +17,16 @@ func TestPublishDirIsWriteOnce(t *testing.T) {
 	l := newTestLog(t, m, Config{PublishDir: dir})
 	_, vkeys := testKeys(t)
 	m.addPending(0, 10)
-	integrateAll(t, l)
+	tlogtest.IntegrateAll(t, l)
 	m.addPending(10, 5)
-	integrateAll(t, l)
+	tlogtest.IntegrateAll(t, l)
 	for _, size := range []int64{10, 15} {
 		name := filepath.Join(dir, fmt.Sprintf("checkpoint.%d", size))
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := openCheckpointExternally(t, vkeys[0], b); got != size {
+		if got, _ := tlogtest.OpenCheckpoint(t, vkeys[0], b); got != size {
 			t.Fatalf("%s holds size %d", name, got)
 		}
 	}

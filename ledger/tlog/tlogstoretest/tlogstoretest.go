@@ -14,7 +14,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -97,20 +96,6 @@ func NewLog(t testing.TB, s tlog.Storage, cfg tlog.Config) *tlog.Log {
 	return l
 }
 
-// IntegrateAll runs the integrator until nothing is pending.
-func IntegrateAll(t testing.TB, l *tlog.Log) {
-	t.Helper()
-	for {
-		n, err := l.Integrate(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-	}
-}
-
 // EveryEntryOnce checks that every entry has exactly one leaf, the queue is
 // empty and the leaf indexes are 0..n-1.
 func EveryEntryOnce(t testing.TB, db DB) {
@@ -119,33 +104,6 @@ func EveryEntryOnce(t testing.TB, db DB) {
 	if c.Entries != c.Leaves || c.Leaves != c.DistinctLeafEntries || c.Pending != 0 || c.MaxLeafIndex != c.Leaves-1 {
 		t.Fatalf("entries %d, leaves %d (distinct %d, max idx %d), pending %d", c.Entries, c.Leaves, c.DistinctLeafEntries, c.MaxLeafIndex, c.Pending)
 	}
-}
-
-// OpenCheckpoint verifies a checkpoint with sumdb/note alone and parses its
-// body by hand, not with the log's parser.
-func OpenCheckpoint(t testing.TB, vkey string, signed []byte) (int64, sumtlog.Hash) {
-	t.Helper()
-	v, err := note.NewVerifier(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := note.Open(signed, note.VerifierList(v))
-	if err != nil {
-		t.Fatalf("sumdb/note rejects checkpoint: %v\n%s", err, signed)
-	}
-	lines := strings.Split(n.Text, "\n")
-	if len(lines) != 4 || lines[0] != tlogtest.Origin {
-		t.Fatalf("checkpoint text %q", n.Text)
-	}
-	size, err := strconv.ParseInt(lines[1], 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := base64.StdEncoding.DecodeString(lines[2])
-	if err != nil || len(root) != 32 {
-		t.Fatalf("root line %q", lines[2])
-	}
-	return size, sumtlog.Hash(root)
 }
 
 // tileReader serves the log's tiles to sumdb/tlog, each fetched once.
@@ -369,12 +327,12 @@ func testIntegrate(t *testing.T, db DB) {
 	var oldRoot sumtlog.Hash
 	for round, n := range []int64{1, 255, 1, 300, 1000} {
 		db.Append(t, fmt.Sprintf("sess-%d", round), 0, n)
-		IntegrateAll(t, l)
+		tlogtest.IntegrateAll(t, l)
 		signed, err := l.Checkpoint(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		size, root := OpenCheckpoint(t, vkeys[0], signed)
+		size, root := tlogtest.OpenCheckpoint(t, vkeys[0], signed)
 		if size != oldSize+n {
 			t.Fatalf("round %d: size %d, want %d", round, size, oldSize+n)
 		}
@@ -427,7 +385,7 @@ func testEntryProof(t *testing.T, db DB) {
 	ctx := context.Background()
 	db.Append(t, "a", 0, 10)
 	db.Append(t, "b", 0, 7)
-	IntegrateAll(t, l)
+	tlogtest.IntegrateAll(t, l)
 	doc, idx, err := l.EntryProof(ctx, "b", 3)
 	if err != nil {
 		t.Fatal(err)
@@ -452,7 +410,7 @@ func testEntryProof(t *testing.T, db DB) {
 		}
 		p = append(p, h)
 	}
-	size, root := OpenCheckpoint(t, vkeys[0], []byte(cpText))
+	size, root := tlogtest.OpenCheckpoint(t, vkeys[0], []byte(cpText))
 	leaf, _ := tlog.Leaf{SessionID: "b", Position: 3, EntryHash: tlogtest.EntryHash("b", 3)}.MarshalJCS()
 	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, 13, uint64(size), rfc6962.DefaultHasher.HashLeaf(leaf), p, root[:]); err != nil {
 		t.Fatal(err)
@@ -508,7 +466,7 @@ func testCrashRecovery(t *testing.T, open Open) {
 			f := &faultyStorage{Storage: db.Storage}
 			l := NewLog(t, f, tlog.Config{BatchSize: 64})
 			db.Append(t, "s", 0, 300)
-			IntegrateAll(t, l)
+			tlogtest.IntegrateAll(t, l)
 			db.Append(t, "s", 300, 100)
 			switch crash {
 			case "before commit":
@@ -523,12 +481,12 @@ func testCrashRecovery(t *testing.T, open Open) {
 			}
 			*f = faultyStorage{Storage: f.Storage}
 			// The same process carrying on recovers, and so does a restart.
-			IntegrateAll(t, l)
+			tlogtest.IntegrateAll(t, l)
 			if cp, err := l.LatestCheckpoint(ctx); err != nil || cp.Size != 400 {
 				t.Fatalf("after recovery in process: checkpoint %+v, %v", cp, err)
 			}
 			restarted := NewLog(t, f, tlog.Config{BatchSize: 64})
-			IntegrateAll(t, restarted)
+			tlogtest.IntegrateAll(t, restarted)
 			EveryEntryOnce(t, db)
 			if cp, err := restarted.LatestCheckpoint(ctx); err != nil || cp.Size != 400 {
 				t.Fatalf("latest checkpoint after restart %+v, %v", cp, err)
@@ -537,7 +495,7 @@ func testCrashRecovery(t *testing.T, open Open) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			size, root := OpenCheckpoint(t, vkeys[0], signed)
+			size, root := tlogtest.OpenCheckpoint(t, vkeys[0], signed)
 			if size != 400 {
 				t.Fatalf("checkpoint size %d, want 400", size)
 			}
@@ -545,7 +503,7 @@ func testCrashRecovery(t *testing.T, open Open) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, oldRoot := OpenCheckpoint(t, vkeys[0], old)
+			_, oldRoot := tlogtest.OpenCheckpoint(t, vkeys[0], old)
 			checkTiles(t, restarted, size, root, 300, oldRoot)
 		})
 	}
@@ -581,9 +539,9 @@ func testOutOfOrderCommit(t *testing.T, db DB) {
 	l := NewLog(t, db.Storage, tlog.Config{})
 	commit := db.AppendUncommitted(t, "slow", 0, 3) // takes the smaller ids
 	db.Append(t, "fast", 0, 5)
-	IntegrateAll(t, l)
+	tlogtest.IntegrateAll(t, l)
 	commit()
-	IntegrateAll(t, l)
+	tlogtest.IntegrateAll(t, l)
 	EveryEntryOnce(t, db)
 	idx, err := db.Storage.LeafIndexByPosition(ctx, "slow", 0)
 	if err != nil || idx != 5 {
@@ -678,6 +636,6 @@ func testRunCatchesUp(t *testing.T, db DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, root := OpenCheckpoint(t, vkeys[0], signed)
+	n, root := tlogtest.OpenCheckpoint(t, vkeys[0], signed)
 	checkTiles(t, l, n, root, 0, sumtlog.Hash{})
 }

@@ -1,12 +1,21 @@
-// Package tlogtest holds the fixed inputs of the Merkle log's tests: the
-// origin, key seeds and stand-in entry hashes. It imports neither
-// ledger/tlog nor a database driver, so the log's own tests can use it;
-// internal/tlogdb appends entries with these hashes to real stores.
+// Package tlogtest holds the fixed inputs of the Merkle log's tests (the
+// origin, key seeds and stand-in entry hashes) and the checks they share
+// that need none of the log's code. It imports neither ledger/tlog nor a
+// database driver, so the log's own tests can use it; internal/tlogdb
+// appends entries with these hashes to real stores.
 package tlogtest
 
 import (
+	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+	sumtlog "golang.org/x/mod/sumdb/tlog"
 )
 
 // Origin is the checkpoint origin of test logs.
@@ -20,4 +29,50 @@ func Seed(label string) [32]byte {
 // EntryHash is the stand-in entry_hash of the entry at pos of session.
 func EntryHash(session string, pos int64) [32]byte {
 	return sha256.Sum256(fmt.Appendf(nil, "%s/%d", session, pos))
+}
+
+// OpenCheckpoint verifies a checkpoint with sumdb/note alone and parses its
+// body by hand, not with the log's parser.
+func OpenCheckpoint(t testing.TB, vkey string, signed []byte) (int64, sumtlog.Hash) {
+	t.Helper()
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := note.Open(signed, note.VerifierList(v))
+	if err != nil {
+		t.Fatalf("sumdb/note rejects checkpoint: %v\n%s", err, signed)
+	}
+	lines := strings.Split(n.Text, "\n")
+	if len(lines) != 4 || lines[0] != Origin {
+		t.Fatalf("checkpoint text %q", n.Text)
+	}
+	size, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := base64.StdEncoding.DecodeString(lines[2])
+	if err != nil || len(root) != 32 {
+		t.Fatalf("root line %q", lines[2])
+	}
+	return size, sumtlog.Hash(root)
+}
+
+// Integrator is the log's integration step (tlog.Log.Integrate).
+type Integrator interface {
+	Integrate(ctx context.Context) (int, error)
+}
+
+// IntegrateAll runs the integrator until nothing is pending.
+func IntegrateAll(t testing.TB, l Integrator) {
+	t.Helper()
+	for {
+		n, err := l.Integrate(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
 }
