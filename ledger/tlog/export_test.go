@@ -6,8 +6,9 @@ import (
 	"slices"
 )
 
-// Exports for the benchmarks of the external test package (bench_test.go),
-// which run the log over the stores' storage.
+// Exports for the external test package (bench_test.go, largetree_test.go),
+// which runs the log over the stores' storage and checks it with the
+// storage suite's helpers (both import ledger/tlog).
 
 // MemStorage is the in-memory Storage.
 type MemStorage = memStorage
