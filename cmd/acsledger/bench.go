@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/guardian/opapolicy"
@@ -319,12 +320,12 @@ func (s *agentSession) envelope(method string, params map[string]any) ([]byte, e
 
 // stepResult is the part of a Guardian's answer the clients read.
 type stepResult struct {
-	RequestID   string               `json:"request_id"`
-	Decision    string               `json:"decision"`
-	Reasoning   string               `json:"reasoning"`
-	ReasonCodes []string             `json:"reason_codes"`
-	ChainHash   string               `json:"chain_hash"`
-	AskDetails  *guardian.AskDetails `json:"ask_details"`
+	RequestID   string          `json:"request_id"`
+	Decision    string          `json:"decision"`
+	Reasoning   string          `json:"reasoning"`
+	ReasonCodes []string        `json:"reason_codes"`
+	ChainHash   string          `json:"chain_hash"`
+	AskDetails  *acs.AskDetails `json:"ask_details"`
 }
 
 // rpcError is a JSON-RPC error answer.

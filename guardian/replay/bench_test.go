@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acsledger/acsledger/guardian/replay"
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/evidence/replay"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
