@@ -187,15 +187,15 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	var rec recordedEntry
-	if err := json.Unmarshal(e.Content, &rec); err != nil {
-		return nil, fmt.Errorf("couldn't read the entry of step %s: %w", req.RequestID, err)
+	rec, err := readEntry(e)
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{
 		RequestID: req.RequestID, SessionID: e.SessionID, Position: e.Position, Method: rec.StepType,
 		Diff: []string{}, NotReconstructed: []string{},
 	}
-	params, err := requestParams(ctx, store, e, &rec, req, res)
+	params, err := requestParams(ctx, store, e, rec, req, res)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 		return nil, fmt.Errorf("couldn't read policy bundle %s version %s: %w", res.PolicyID, res.ReplayedVersion, err)
 	}
 
-	gin, err := guardianInput(ctx, store, e, &rec, req, params, res)
+	gin, err := guardianInput(ctx, store, e, rec, req, params, res)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +238,7 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 	if err != nil {
 		return nil, fmt.Errorf("couldn't replay step %s under %s %s: %w", req.RequestID, res.PolicyID, res.ReplayedVersion, err)
 	}
-	res.Recorded, res.RecordedFrom, err = recordedDecision(ctx, store, e, &rec)
+	res.Recorded, res.RecordedFrom, err = recordedDecision(ctx, store, e, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -247,6 +247,15 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 	}
 	res.Same = len(res.Diff) == 0
 	return res, nil
+}
+
+// readEntry reads what replay needs of a Guardian's ContextEntry.
+func readEntry(e ledger.Entry) (*recordedEntry, error) {
+	var rec recordedEntry
+	if err := json.Unmarshal(e.Content, &rec); err != nil {
+		return nil, fmt.Errorf("couldn't read the entry of step %s: %w", e.StepID, err)
+	}
+	return &rec, nil
 }
 
 // requestParams returns the params of the recorded request: the caller's if
