@@ -625,7 +625,8 @@ func driveGuardian(ctx context.Context, base string, key *sig.PrivateKey, sessio
 }
 
 // bareInputs are the policy inputs of the benchCalls, as the engine gets
-// them from the Guardian for one session (signed params included).
+// them from the Guardian for one session (signed params included), built
+// by the Guardian's own builder.
 func bareInputs(key *sig.PrivateKey, w int) ([]*policy.Input, error) {
 	s, err := newAgentSession("http://127.0.0.1", fmt.Sprintf("bench-agent-%d", w), key, nil)
 	if err != nil {
@@ -643,11 +644,14 @@ func bareInputs(key *sig.PrivateKey, w int) ([]*policy.Input, error) {
 		if err := json.Unmarshal(env, &e); err != nil {
 			return nil, err
 		}
-		ins = append(ins, &policy.Input{
-			Method:  "steps/toolCallRequest",
-			Params:  e.Params,
-			Session: policy.Session{SessionID: s.id, AgentID: s.agentID, Position: int64(2 + i)},
+		in, err := opapolicy.BuildInput(guardian.Input{
+			Method: "steps/toolCallRequest", SessionID: s.id, AgentID: s.agentID, Params: e.Params,
+			Session: guardian.SessionState{Length: int64(2 + i)},
 		})
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, in)
 	}
 	return ins, nil
 }
