@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/acsledger/acsledger/acs"
 )
 
 // Reason codes the Guardian itself puts on decisions it makes or rewrites.
@@ -93,7 +95,7 @@ func (g *Guardian) substituteAsk(d Decision, st SessionState) Decision {
 		out.Disposition = Defer
 		out.Reasoning = fmt.Sprintf("%s; this client cannot route an approval request, so the decision is deferred and denied if unresolved", d.Reasoning)
 		out.ReasonCodes = uniqueCodes(append(d.ReasonCodes, ReasonAskSubstituted))
-		out.Defer = &DeferDetails{
+		out.Defer = &acs.DeferDetails{
 			Reason:              "pending_dependency",
 			ResolutionMethod:    "out_of_band_escalation",
 			ResolutionTimeoutMS: g.cfg.DeferTimeout.Milliseconds(),
@@ -111,14 +113,14 @@ func (g *Guardian) substituteAsk(d Decision, st SessionState) Decision {
 // and refuses values ACS §6 does not allow.
 func (g *Guardian) completeDefer(d *Decision) error {
 	if d.Defer == nil {
-		d.Defer = &DeferDetails{}
+		d.Defer = &acs.DeferDetails{}
 	}
 	dd := d.Defer
 	if dd.Reason == "" {
 		dd.Reason = "insufficient_context"
 	}
-	if !slices.Contains(DeferReasons, dd.Reason) {
-		return fmt.Errorf("policy returned DEFER with reason %q, not one of %s", dd.Reason, strings.Join(DeferReasons, ", "))
+	if !slices.Contains(acs.DeferReasons, dd.Reason) {
+		return fmt.Errorf("policy returned DEFER with reason %q, not one of %s", dd.Reason, strings.Join(acs.DeferReasons, ", "))
 	}
 	if dd.ResolutionMethod == "" {
 		dd.ResolutionMethod = "retry"
@@ -171,7 +173,7 @@ func uniqueCodes(codes []string) []string {
 // parameter_overrides key that starts with "/" is such a pointer too; any
 // other key names a tool argument and addresses /payload/arguments/<key>
 // (docs/guardian.md, docs/policy.md).
-func checkModifications(m *Modifications) error {
+func checkModifications(m *acs.Modifications) error {
 	if m == nil || (m.ModifiedContent == nil && len(m.Redactions) == 0 && len(m.ParameterOverrides) == 0) {
 		return fmt.Errorf("modifications is empty")
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/acsledger/acsledger/acs"
 )
 
 // TestCheckModifications covers the ACS §6.3 composition rules one case at
@@ -17,38 +19,38 @@ func TestCheckModifications(t *testing.T) {
 		}
 		return m
 	}
-	red := func(paths ...string) []Redaction {
-		var r []Redaction
+	red := func(paths ...string) []acs.Redaction {
+		var r []acs.Redaction
 		for _, p := range paths {
-			r = append(r, Redaction{Path: p})
+			r = append(r, acs.Redaction{Path: p})
 		}
 		return r
 	}
 	rows := []struct {
 		name string
-		m    *Modifications
+		m    *acs.Modifications
 		err  string // "" means allowed
 	}{
 		{"nil", nil, "empty"},
-		{"empty", &Modifications{}, "empty"},
-		{"modified_content alone", &Modifications{ModifiedContent: s("")}, ""},
-		{"modified_content with redactions", &Modifications{ModifiedContent: s("x"), Redactions: red("/a")}, "must not be combined"},
-		{"modified_content with overrides", &Modifications{ModifiedContent: s("x"), ParameterOverrides: ov("a")}, "must not be combined"},
-		{"redactions alone", &Modifications{Redactions: red("/payload/arguments/a/value", "/payload/arguments/a/value")}, ""},
-		{"overrides alone", &Modifications{ParameterOverrides: ov("a", "b")}, ""},
-		{"disjoint", &Modifications{Redactions: red("/payload/arguments/body/value", "/payload/content/0/value"), ParameterOverrides: ov("to", "cc")}, ""},
-		{"same field", &Modifications{Redactions: red("/payload/arguments/to"), ParameterOverrides: ov("to")}, "overlapping"},
-		{"redaction below override", &Modifications{Redactions: red("/payload/arguments/to/value"), ParameterOverrides: ov("to")}, "overlapping"},
-		{"redaction above override", &Modifications{Redactions: red("/payload/arguments"), ParameterOverrides: ov("to")}, "overlapping"},
-		{"pointer override overlapping", &Modifications{Redactions: red("/payload/query"), ParameterOverrides: ov("/payload/query/text")}, "overlapping"},
-		{"pointer override disjoint", &Modifications{Redactions: red("/payload/query/a"), ParameterOverrides: ov("/payload/query/b")}, ""},
-		{"prefix by characters is not an ancestor", &Modifications{Redactions: red("/payload/arguments/to2"), ParameterOverrides: ov("to")}, ""},
-		{"escaped slash in argument name", &Modifications{Redactions: red("/payload/arguments/a~1b"), ParameterOverrides: ov("a/b")}, "overlapping"},
-		{"escaped tilde", &Modifications{Redactions: red("/payload/arguments/a~0b/value"), ParameterOverrides: ov("a~b")}, "overlapping"},
-		{"redaction of the whole payload", &Modifications{Redactions: red("")}, "modified_content"},
-		{"redaction path without slash", &Modifications{Redactions: red("arguments/a")}, `starts with "/"`},
-		{"bad escape", &Modifications{Redactions: red("/a~2")}, "RFC 6901"},
-		{"empty override key", &Modifications{ParameterOverrides: ov("")}, "empty argument name"},
+		{"empty", &acs.Modifications{}, "empty"},
+		{"modified_content alone", &acs.Modifications{ModifiedContent: s("")}, ""},
+		{"modified_content with redactions", &acs.Modifications{ModifiedContent: s("x"), Redactions: red("/a")}, "must not be combined"},
+		{"modified_content with overrides", &acs.Modifications{ModifiedContent: s("x"), ParameterOverrides: ov("a")}, "must not be combined"},
+		{"redactions alone", &acs.Modifications{Redactions: red("/payload/arguments/a/value", "/payload/arguments/a/value")}, ""},
+		{"overrides alone", &acs.Modifications{ParameterOverrides: ov("a", "b")}, ""},
+		{"disjoint", &acs.Modifications{Redactions: red("/payload/arguments/body/value", "/payload/content/0/value"), ParameterOverrides: ov("to", "cc")}, ""},
+		{"same field", &acs.Modifications{Redactions: red("/payload/arguments/to"), ParameterOverrides: ov("to")}, "overlapping"},
+		{"redaction below override", &acs.Modifications{Redactions: red("/payload/arguments/to/value"), ParameterOverrides: ov("to")}, "overlapping"},
+		{"redaction above override", &acs.Modifications{Redactions: red("/payload/arguments"), ParameterOverrides: ov("to")}, "overlapping"},
+		{"pointer override overlapping", &acs.Modifications{Redactions: red("/payload/query"), ParameterOverrides: ov("/payload/query/text")}, "overlapping"},
+		{"pointer override disjoint", &acs.Modifications{Redactions: red("/payload/query/a"), ParameterOverrides: ov("/payload/query/b")}, ""},
+		{"prefix by characters is not an ancestor", &acs.Modifications{Redactions: red("/payload/arguments/to2"), ParameterOverrides: ov("to")}, ""},
+		{"escaped slash in argument name", &acs.Modifications{Redactions: red("/payload/arguments/a~1b"), ParameterOverrides: ov("a/b")}, "overlapping"},
+		{"escaped tilde", &acs.Modifications{Redactions: red("/payload/arguments/a~0b/value"), ParameterOverrides: ov("a~b")}, "overlapping"},
+		{"redaction of the whole payload", &acs.Modifications{Redactions: red("")}, "modified_content"},
+		{"redaction path without slash", &acs.Modifications{Redactions: red("arguments/a")}, `starts with "/"`},
+		{"bad escape", &acs.Modifications{Redactions: red("/a~2")}, "RFC 6901"},
+		{"empty override key", &acs.Modifications{ParameterOverrides: ov("")}, "empty argument name"},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {

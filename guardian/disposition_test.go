@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/guardian"
 )
 
@@ -36,7 +37,7 @@ func str(s string) *string { return &s }
 // TestDispositions sends one toolCallRequest per row to a policy returning
 // the row's decision, and checks what the Guardian sent (ACS §6, §6.3, §9.2).
 func TestDispositions(t *testing.T) {
-	approver := guardian.Approver{Type: "human", ID: "alice", Endpoint: "https://approvals.example/alice"}
+	approver := acs.Approver{Type: "human", ID: "alice", Endpoint: "https://approvals.example/alice"}
 	rows := []struct {
 		name     string
 		decision guardian.Decision
@@ -49,8 +50,8 @@ func TestDispositions(t *testing.T) {
 		{name: "allow", decision: guardian.Decision{Disposition: guardian.Allow, Reasoning: "fine"}, want: "allow"},
 		{name: "deny gets a reasoning", decision: guardian.Decision{Disposition: guardian.Deny}, want: "deny", reason: "denied by policy"},
 		{name: "modify with disjoint redaction and override", want: "modify",
-			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "redact the body, fix the recipient", Modifications: &guardian.Modifications{
-				Redactions:         []guardian.Redaction{{Path: "/payload/arguments/body/value"}},
+			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "redact the body, fix the recipient", Modifications: &acs.Modifications{
+				Redactions:         []acs.Redaction{{Path: "/payload/arguments/body/value"}},
 				ParameterOverrides: map[string]json.RawMessage{"to": json.RawMessage(`{"value":"finance@example.com"}`)},
 			}},
 			check: func(t *testing.T, r reply) {
@@ -60,10 +61,10 @@ func TestDispositions(t *testing.T) {
 				}
 			}},
 		{name: "modify with modified_content alone", want: "modify",
-			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "rewritten", Modifications: &guardian.Modifications{ModifiedContent: str("echo safe")}}},
+			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "rewritten", Modifications: &acs.Modifications{ModifiedContent: str("echo safe")}}},
 		{name: "modify with overlapping targets is refused", want: "deny", codes: []string{"invalid_policy_decision"}, reason: "overlapping",
-			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "x", Modifications: &guardian.Modifications{
-				Redactions:         []guardian.Redaction{{Path: "/payload/arguments/to/value"}},
+			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "x", Modifications: &acs.Modifications{
+				Redactions:         []acs.Redaction{{Path: "/payload/arguments/to/value"}},
 				ParameterOverrides: map[string]json.RawMessage{"to": json.RawMessage(`{"value":"a"}`)},
 			}},
 			check: func(t *testing.T, r reply) {
@@ -72,14 +73,14 @@ func TestDispositions(t *testing.T) {
 				}
 			}},
 		{name: "modify mixing modified_content and redactions is refused", want: "deny", codes: []string{"invalid_policy_decision"}, reason: "modified_content",
-			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "x", Modifications: &guardian.Modifications{
-				ModifiedContent: str("x"), Redactions: []guardian.Redaction{{Path: "/payload/arguments/a"}},
+			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "x", Modifications: &acs.Modifications{
+				ModifiedContent: str("x"), Redactions: []acs.Redaction{{Path: "/payload/arguments/a"}},
 			}}},
 		{name: "modify without modifications is refused", want: "deny", codes: []string{"invalid_policy_decision"}, reason: "empty",
 			decision: guardian.Decision{Disposition: guardian.Modify, Reasoning: "x"}},
 		{name: "ask to an approver-capable client", want: "ask",
 			edit:     func(c *guardian.Config) { c.ApproverCapable = func(string) bool { return true } },
-			decision: guardian.Decision{Disposition: guardian.Ask, Reasoning: "wire transfers need approval", Ask: &guardian.AskDetails{Approver: approver}},
+			decision: guardian.Decision{Disposition: guardian.Ask, Reasoning: "wire transfers need approval", Ask: &acs.AskDetails{Approver: approver}},
 			check: func(t *testing.T, r reply) {
 				ad, _ := r.Result["ask_details"].(map[string]any)
 				ap, _ := ad["approver"].(map[string]any)
@@ -88,9 +89,9 @@ func TestDispositions(t *testing.T) {
 				}
 			}},
 		{name: "ask to an approver-incapable client becomes deny", want: "deny", codes: []string{"approver_unavailable"}, reason: "no approver capability",
-			decision: guardian.Decision{Disposition: guardian.Ask, Reasoning: "wire transfers need approval", Ask: &guardian.AskDetails{Approver: approver}}},
+			decision: guardian.Decision{Disposition: guardian.Ask, Reasoning: "wire transfers need approval", Ask: &acs.AskDetails{Approver: approver}}},
 		{name: "ask to an approver-incapable client becomes defer", want: "defer", codes: []string{"ask_substituted"},
-			decision: guardian.Decision{Disposition: guardian.Ask, Reasoning: "needs approval", Ask: &guardian.AskDetails{Approver: approver}, AskFallback: guardian.Defer},
+			decision: guardian.Decision{Disposition: guardian.Ask, Reasoning: "needs approval", Ask: &acs.AskDetails{Approver: approver}, AskFallback: guardian.Defer},
 			check: func(t *testing.T, r reply) {
 				dd, _ := r.Result["defer_details"].(map[string]any)
 				if dd["timeout_decision"] != "deny" {
@@ -101,9 +102,9 @@ func TestDispositions(t *testing.T) {
 				}
 			}},
 		{name: "ask to an approver type not routed", want: "deny", codes: []string{"invalid_policy_decision"}, reason: `"service"`,
-			decision: guardian.Decision{Disposition: guardian.Ask, Reasoning: "x", Ask: &guardian.AskDetails{Approver: guardian.Approver{Type: "service", ID: "svc"}}}},
+			decision: guardian.Decision{Disposition: guardian.Ask, Reasoning: "x", Ask: &acs.AskDetails{Approver: acs.Approver{Type: "service", ID: "svc"}}}},
 		{name: "defer gets its required fields", want: "defer",
-			decision: guardian.Decision{Disposition: guardian.Defer, Reasoning: "waiting for the CMDB", Defer: &guardian.DeferDetails{Reason: "pending_dependency"}},
+			decision: guardian.Decision{Disposition: guardian.Defer, Reasoning: "waiting for the CMDB", Defer: &acs.DeferDetails{Reason: "pending_dependency"}},
 			check: func(t *testing.T, r reply) {
 				dd, _ := r.Result["defer_details"].(map[string]any)
 				if dd["timeout_decision"] != "deny" || dd["resolution_timeout_ms"] != float64(60000) || dd["resolution_method"] == "" || dd["reason"] != "pending_dependency" {
@@ -111,9 +112,9 @@ func TestDispositions(t *testing.T) {
 				}
 			}},
 		{name: "defer with an unknown reason is refused", want: "deny", codes: []string{"invalid_policy_decision"}, reason: "not one of",
-			decision: guardian.Decision{Disposition: guardian.Defer, Reasoning: "x", Defer: &guardian.DeferDetails{Reason: "bored"}}},
+			decision: guardian.Decision{Disposition: guardian.Defer, Reasoning: "x", Defer: &acs.DeferDetails{Reason: "bored"}}},
 		{name: "defer with timeout_decision ask is refused", want: "deny", codes: []string{"invalid_policy_decision"}, reason: "timeout_decision",
-			decision: guardian.Decision{Disposition: guardian.Defer, Reasoning: "x", Defer: &guardian.DeferDetails{TimeoutDecision: guardian.Ask}}},
+			decision: guardian.Decision{Disposition: guardian.Defer, Reasoning: "x", Defer: &acs.DeferDetails{TimeoutDecision: guardian.Ask}}},
 		{name: "unknown disposition is refused", want: "deny", codes: []string{"invalid_policy_decision"}, reason: `"redact"`,
 			decision: guardian.Decision{Disposition: "redact"}},
 	}
@@ -166,7 +167,7 @@ func TestDispositions(t *testing.T) {
 func TestDeferralBound(t *testing.T) {
 	e := newErrEnv(t, func(c *guardian.Config) {
 		c.MaxDeferrals = 2
-		c.Policy = &guardian.TestPolicy{Rules: []guardian.TestRule{{ID: "d", Decision: guardian.Decision{Disposition: guardian.Defer, Reasoning: "unsure", Defer: &guardian.DeferDetails{Reason: "low_confidence"}}}}}
+		c.Policy = &guardian.TestPolicy{Rules: []guardian.TestRule{{ID: "d", Decision: guardian.Decision{Disposition: guardian.Defer, Reasoning: "unsure", Defer: &acs.DeferDetails{Reason: "low_confidence"}}}}}
 	}, true)
 	var got []string
 	for range 4 {

@@ -158,11 +158,11 @@ type session struct {
 	length    int64
 	deferrals int
 	intent    *Intent
-	asks      map[string]Approver // pending ASKs by step_id
-	requested map[string][]string // their requested capabilities
-	grants    []string            // this_request grants for the next step
-	prov      provenanceLog       // provenance objects seen in committed steps
-	seen      seenSet             // request_ids and nonces recorded for the session
+	asks      map[string]acs.Approver // pending ASKs by step_id
+	requested map[string][]string     // their requested capabilities
+	grants    []string                // this_request grants for the next step
+	prov      provenanceLog           // provenance objects seen in committed steps
+	seen      seenSet                 // request_ids and nonces recorded for the session
 }
 
 // New checks cfg and returns a Guardian.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/rpcerr"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/ledger"
@@ -106,7 +107,7 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 
 	s := &session{
 		id: req.sessionID, agentID: req.agentID, keyID: keyID, hello: ch,
-		signer: signer, transport: transport, asks: map[string]Approver{}, requested: map[string][]string{},
+		signer: signer, transport: transport, asks: map[string]acs.Approver{}, requested: map[string][]string{},
 	}
 	for _, w := range ch.WrappedProtocols {
 		if w.Protocol == "MCP" {

@@ -31,9 +31,9 @@ type Intent struct {
 // IntentExtension records one approver grant (ACS §9.1): its provenance is
 // the approver and the ASK it answered, distinct from parser_provenance.
 type IntentExtension struct {
-	Capabilities []string `json:"capabilities"`
-	Approver     Approver `json:"approver"`
-	AskStepID    string   `json:"ask_step_id"`
+	Capabilities []string     `json:"capabilities"`
+	Approver     acs.Approver `json:"approver"`
+	AskStepID    string       `json:"ask_step_id"`
 	// StepID is the step_id of the intent_extension ContextEntry.
 	StepID string `json:"step_id"`
 }
@@ -95,9 +95,9 @@ func (g *Guardian) intentUpdate(req *request, s *session) (*Intent, string, *rpc
 // object without its signature member, and must be made by the key whose
 // key_id is the approver's id.
 type Approval struct {
-	SessionID string   `json:"session_id"`
-	AskStepID string   `json:"ask_step_id"`
-	Approver  Approver `json:"approver"`
+	SessionID string       `json:"session_id"`
+	AskStepID string       `json:"ask_step_id"`
+	Approver  acs.Approver `json:"approver"`
 	// Decision is allow or deny; approvers must not return ASK (§9).
 	Decision        Disposition        `json:"decision"`
 	IntentExtension *ApprovalExtension `json:"intent_extension,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
 )
@@ -75,8 +76,8 @@ func TestIntentExtension(t *testing.T) {
 	approverKeys, _ := sig.NewKeySet(alice.Public(), mallory.Public())
 	pol := &recordingPolicy{TestPolicy: guardian.TestPolicy{PolicyID: "p", PolicyVersion: "1", Rules: []guardian.TestRule{{
 		ID: "payments_need_approval", Tool: "pay",
-		Decision: guardian.Decision{Disposition: guardian.Ask, Reasoning: "payments are outside the intent", Ask: &guardian.AskDetails{
-			Approver:              guardian.Approver{Type: "human", ID: "alice"},
+		Decision: guardian.Decision{Disposition: guardian.Ask, Reasoning: "payments are outside the intent", Ask: &acs.AskDetails{
+			Approver:              acs.Approver{Type: "human", ID: "alice"},
 			RequestedCapabilities: []string{"payments.send"},
 		}},
 	}}}}
@@ -96,7 +97,7 @@ func TestIntentExtension(t *testing.T) {
 
 	approval := func(signer *sig.PrivateKey, edit func(a *guardian.Approval)) []byte {
 		a := guardian.Approval{
-			SessionID: e.a.sessionID, AskStepID: askID, Approver: guardian.Approver{Type: "human", ID: "alice"},
+			SessionID: e.a.sessionID, AskStepID: askID, Approver: acs.Approver{Type: "human", ID: "alice"},
 			Decision: guardian.Allow, Timestamp: t0.Format("2006-01-02T15:04:05Z"),
 			IntentExtension: &guardian.ApprovalExtension{Capabilities: []string{"payments.send"}, Scope: "session"},
 		}

@@ -3,6 +3,8 @@ package guardian
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/acsledger/acsledger/acs"
 )
 
 // Policy is the deterministic decision layer (ACS §12.1) the Guardian asks
@@ -67,16 +69,16 @@ type SessionState struct {
 	ApproverCapable bool
 }
 
-// Disposition is one of the five verdicts of ACS §6.
-type Disposition string
+// Disposition is one of the five verdicts of ACS §6; the type is acs's.
+type Disposition = acs.Disposition
 
 // The dispositions of ACS §6, spelled as on the wire.
 const (
-	Allow  Disposition = "allow"
-	Deny   Disposition = "deny"
-	Modify Disposition = "modify"
-	Ask    Disposition = "ask"
-	Defer  Disposition = "defer"
+	Allow  = acs.Allow
+	Deny   = acs.Deny
+	Modify = acs.Modify
+	Ask    = acs.Ask
+	Defer  = acs.Defer
 )
 
 // Decision is a policy's verdict on one step. The Guardian checks it
@@ -90,13 +92,13 @@ type Decision struct {
 	// PolicyReferences are the rules that fired; policy_version should
 	// name a bundle version recorded with ledger.GuardianStore.PutPolicyBundle
 	// so that replay can find it.
-	PolicyReferences   []PolicyReference
+	PolicyReferences   []acs.PolicyReference
 	PolicyData         json.RawMessage
 	CitedProvenanceIDs []string
 
-	Modifications *Modifications
-	Ask           *AskDetails
-	Defer         *DeferDetails
+	Modifications *acs.Modifications
+	Ask           *acs.AskDetails
+	Defer         *acs.DeferDetails
 
 	// AskFallback is what to send instead of ASK when the client cannot
 	// resolve ASK (§9.2): Defer (recoverable) or Deny (no recovery path).
@@ -111,61 +113,3 @@ type Decision struct {
 	// EvaluatorVersion goes into the response's metadata.evaluator_version.
 	EvaluatorVersion string
 }
-
-// PolicyReference names a rule that contributed to a decision (ACS §6.1).
-type PolicyReference struct {
-	PolicyID      string `json:"policy_id,omitempty"`
-	PolicyVersion string `json:"policy_version,omitempty"`
-	PolicyName    string `json:"policy_name,omitempty"`
-	RuleID        string `json:"rule_id,omitempty"`
-}
-
-// Modifications is the MODIFY payload (modifications.json). ACS §6.3: it is
-// either a wholesale replacement (ModifiedContent alone) or structured edits
-// (Redactions and ParameterOverrides with disjoint targets).
-type Modifications struct {
-	ModifiedContent    *string                    `json:"modified_content,omitempty"`
-	Redactions         []Redaction                `json:"redactions,omitempty"`
-	ParameterOverrides map[string]json.RawMessage `json:"parameter_overrides,omitempty"`
-}
-
-// Redaction blanks one field addressed by a JSON Pointer (RFC 6901) into the
-// request's params, e.g. /payload/arguments/command/value.
-type Redaction struct {
-	Path string `json:"path"`
-	// Replacement is the text put in place; nil means the agent's default
-	// ("[REDACTED]" per modifications.json).
-	Replacement *string `json:"replacement,omitempty"`
-}
-
-// AskDetails is the ASK payload (ACS §9): who must approve, and why.
-type AskDetails struct {
-	Approver Approver `json:"approver"`
-	// Prompt is what the approver is asked, for display.
-	Prompt string `json:"prompt,omitempty"`
-	// RequestedCapabilities are the capabilities outside Intent.parsed
-	// that an approver may grant through an intent extension (§9.1).
-	RequestedCapabilities []string `json:"requested_capabilities,omitempty"`
-}
-
-// Approver is ask_details.approver of ACS §9: { type, id, endpoint }.
-type Approver struct {
-	Type     string `json:"type"`
-	ID       string `json:"id"`
-	Endpoint string `json:"endpoint,omitempty"`
-}
-
-// DeferDetails is the DEFER payload (ACS §6): why, how it resolves, and the
-// verdict that applies when it does not resolve in time.
-type DeferDetails struct {
-	// Reason is insufficient_context, conflicting_policies, low_confidence
-	// or pending_dependency.
-	Reason              string `json:"reason"`
-	ResolutionMethod    string `json:"resolution_method"`
-	ResolutionTimeoutMS int64  `json:"resolution_timeout_ms"`
-	// TimeoutDecision defaults to deny (ACS §6).
-	TimeoutDecision Disposition `json:"timeout_decision"`
-}
-
-// DeferReasons are the DEFER reasons ACS §6 names.
-var DeferReasons = []string{"insufficient_context", "conflicting_policies", "low_confidence", "pending_dependency"}

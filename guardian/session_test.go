@@ -28,7 +28,7 @@ func walkPolicy() *guardian.TestPolicy {
 			}},
 			{ID: "mail_internal_only", Method: "steps/toolCallRequest", Tool: "send_email", Decision: guardian.Decision{
 				Disposition: guardian.Modify, Reasoning: "external recipients are replaced by the finance list",
-				Modifications: &guardian.Modifications{ParameterOverrides: map[string]json.RawMessage{"to": json.RawMessage(`{"value":"finance@example.com"}`)}},
+				Modifications: &acs.Modifications{ParameterOverrides: map[string]json.RawMessage{"to": json.RawMessage(`{"value":"finance@example.com"}`)}},
 			}},
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/rpcerr"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/ledger"
@@ -20,21 +21,21 @@ const (
 
 // acsResult is response-envelope.json $defs/AcsResult.
 type acsResult struct {
-	Type               string            `json:"type"`
-	ACSVersion         string            `json:"acs_version"`
-	RequestID          string            `json:"request_id"`
-	Decision           Disposition       `json:"decision"`
-	Reasoning          string            `json:"reasoning,omitempty"`
-	ReasonCodes        []string          `json:"reason_codes,omitempty"`
-	PolicyReferences   []PolicyReference `json:"policy_references,omitempty"`
-	PolicyData         json.RawMessage   `json:"policy_data,omitempty"`
-	CitedProvenanceIDs []string          `json:"cited_provenance_ids,omitempty"`
-	Modifications      *Modifications    `json:"modifications,omitempty"`
-	AskDetails         *AskDetails       `json:"ask_details,omitempty"`
-	DeferDetails       *DeferDetails     `json:"defer_details,omitempty"`
-	Payload            any               `json:"payload,omitempty"`
-	ChainHash          string            `json:"chain_hash,omitempty"`
-	Metadata           *resultMetadata   `json:"metadata,omitempty"`
+	Type               string                `json:"type"`
+	ACSVersion         string                `json:"acs_version"`
+	RequestID          string                `json:"request_id"`
+	Decision           Disposition           `json:"decision"`
+	Reasoning          string                `json:"reasoning,omitempty"`
+	ReasonCodes        []string              `json:"reason_codes,omitempty"`
+	PolicyReferences   []acs.PolicyReference `json:"policy_references,omitempty"`
+	PolicyData         json.RawMessage       `json:"policy_data,omitempty"`
+	CitedProvenanceIDs []string              `json:"cited_provenance_ids,omitempty"`
+	Modifications      *acs.Modifications    `json:"modifications,omitempty"`
+	AskDetails         *acs.AskDetails       `json:"ask_details,omitempty"`
+	DeferDetails       *acs.DeferDetails     `json:"defer_details,omitempty"`
+	Payload            any                   `json:"payload,omitempty"`
+	ChainHash          string                `json:"chain_hash,omitempty"`
+	Metadata           *resultMetadata       `json:"metadata,omitempty"`
 }
 
 type resultMetadata struct {
@@ -57,6 +58,18 @@ type contextEntry struct {
 	Intent      *Intent       `json:"intent,omitempty"`
 	AuditEvents []string      `json:"audit_events,omitempty"`
 	Grants      []string      `json:"this_request_grants,omitempty"`
+	Metadata    entryMetadata `json:"metadata"`
+}
+
+// entryMetadata is the session state the policy's input held
+// (SessionState, input.session) that the chain does not: the chain gives
+// the position and the head before the step, not how many DEFERs the
+// session had had nor whether its client could route an ASK, which the
+// Guardian keeps in memory. Recorded in the entry, it is covered by
+// entry_hash, and replay (guardian/replay) rebuilds input.session from it.
+type entryMetadata struct {
+	ApproverCapable bool `json:"approver_capable"`
+	Deferrals       int  `json:"deferrals"`
 }
 
 // entryDecision is what replay needs of a decision: the verdict, the rules
@@ -67,11 +80,11 @@ type contextEntry struct {
 // RFC 8785 form, which would turn integers above 2^53 (time.now_ns) into
 // doubles and so change the moment a replay evaluates at.
 type entryDecision struct {
-	Disposition      Disposition       `json:"disposition"`
-	Reasoning        string            `json:"reasoning,omitempty"`
-	ReasonCodes      []string          `json:"reason_codes"`
-	PolicyReferences []PolicyReference `json:"policy_references"`
-	NDBuiltinCache   string            `json:"nd_builtin_cache,omitempty"`
+	Disposition      Disposition           `json:"disposition"`
+	Reasoning        string                `json:"reasoning,omitempty"`
+	ReasonCodes      []string              `json:"reason_codes"`
+	PolicyReferences []acs.PolicyReference `json:"policy_references"`
+	NDBuiltinCache   string                `json:"nd_builtin_cache,omitempty"`
 }
 
 // step handles a content-bearing method: steps/*, MCP and agbom/*.
@@ -222,6 +235,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		Intent:      newIntent,
 		AuditEvents: audit,
 		Grants:      grants,
+		Metadata:    entryMetadata{ApproverCapable: state.ApproverCapable, Deferrals: state.Deferrals},
 	}
 	entryJSON, err := json.Marshal(entry)
 	if err != nil {
@@ -379,9 +393,9 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func nonNilRefs(s []PolicyReference) []PolicyReference {
+func nonNilRefs(s []acs.PolicyReference) []acs.PolicyReference {
 	if s == nil {
-		return []PolicyReference{}
+		return []acs.PolicyReference{}
 	}
 	return s
 }

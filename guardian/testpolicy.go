@@ -3,6 +3,8 @@ package guardian
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/acsledger/acsledger/acs"
 )
 
 // TestPolicy is a tiny deterministic Policy for tests and demonstrations,
@@ -38,7 +40,7 @@ func (p *TestPolicy) Decide(ctx context.Context, in Input) (Decision, error) {
 	for _, r := range p.Rules {
 		if (r.Method == "" || r.Method == in.Method) && (r.Tool == "" || r.Tool == tool) {
 			d := r.Decision
-			d.PolicyReferences = append([]PolicyReference{{PolicyID: p.PolicyID, PolicyVersion: p.PolicyVersion, RuleID: r.ID}}, d.PolicyReferences...)
+			d.PolicyReferences = append([]acs.PolicyReference{{PolicyID: p.PolicyID, PolicyVersion: p.PolicyVersion, RuleID: r.ID}}, d.PolicyReferences...)
 			if d.Cache == nil {
 				d.Cache = json.RawMessage(`{"test_policy_rule":` + quote(r.ID) + `}`)
 			}
@@ -48,7 +50,7 @@ func (p *TestPolicy) Decide(ctx context.Context, in Input) (Decision, error) {
 	return Decision{
 		Disposition:      Allow,
 		Reasoning:        "no rule matched",
-		PolicyReferences: []PolicyReference{{PolicyID: p.PolicyID, PolicyVersion: p.PolicyVersion, RuleID: "default_allow"}},
+		PolicyReferences: []acs.PolicyReference{{PolicyID: p.PolicyID, PolicyVersion: p.PolicyVersion, RuleID: "default_allow"}},
 	}, nil
 }
 

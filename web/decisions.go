@@ -11,8 +11,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/acsledger/acsledger/guardian/replay"
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/evidence/replay"
 )
 
 // The read-only routes an incident responder's decision view needs beside

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
 )
 
 // permissiveVersion is a second recorded version of the baseline's policy
@@ -158,10 +159,10 @@ func TestDecisionRoute(t *testing.T) {
 		// the policy reference of the baseline and the chain_hash the
 		// response published, which is this entry's hash (ACS §8.6).
 		var dec struct {
-			Decision         string                   `json:"decision"`
-			ReasonCodes      []string                 `json:"reason_codes"`
-			PolicyReferences []policy.PolicyReference `json:"policy_references"`
-			ChainHash        string                   `json:"chain_hash"`
+			Decision         string                `json:"decision"`
+			ReasonCodes      []string              `json:"reason_codes"`
+			PolicyReferences []acs.PolicyReference `json:"policy_references"`
+			ChainHash        string                `json:"chain_hash"`
 		}
 		if err := json.Unmarshal(d.Decision, &dec); err != nil {
 			t.Fatalf("decision: %v\n%s", err, b)

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
-	"github.com/acsledger/acsledger/ledger/evidence/replay"
+	"github.com/acsledger/acsledger/guardian/replay"
+	"github.com/acsledger/acsledger/internal/evidencetest"
 )
 
 // TestReplayErasedRoute: replaying a step whose params were erased, with

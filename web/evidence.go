@@ -15,9 +15,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/acsledger/acsledger/acs"
-	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/guardian/replay"
 	"github.com/acsledger/acsledger/ledger/evidence"
-	"github.com/acsledger/acsledger/ledger/evidence/replay"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -236,10 +235,10 @@ func (a *evidenceAPI) reverifyStatus(w http.ResponseWriter, r *http.Request) {
 
 // replayRequest is the body of POST /decisions/{request_id}/replay.
 type replayRequest struct {
-	Params        json.RawMessage     `json:"params"`
-	SessionID     string              `json:"session_id"`
-	PolicyVersion string              `json:"policy_version"`
-	Provenance    []policy.Provenance `json:"provenance"`
+	Params        json.RawMessage   `json:"params"`
+	SessionID     string            `json:"session_id"`
+	PolicyVersion string            `json:"policy_version"`
+	Provenance    []json.RawMessage `json:"provenance"`
 }
 
 func (a *evidenceAPI) replay(w http.ResponseWriter, r *http.Request) {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/acsledger/acsledger/guardian/replay"
+	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/ledger/evidence"
-	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
-	"github.com/acsledger/acsledger/ledger/evidence/replay"
 	"github.com/acsledger/acsledger/verify"
 )
 

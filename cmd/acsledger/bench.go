@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/guardian/opapolicy"
@@ -315,12 +316,12 @@ func (s *agentSession) envelope(method string, params map[string]any) ([]byte, e
 
 // stepResult is the part of a Guardian's answer the clients read.
 type stepResult struct {
-	RequestID   string               `json:"request_id"`
-	Decision    string               `json:"decision"`
-	Reasoning   string               `json:"reasoning"`
-	ReasonCodes []string             `json:"reason_codes"`
-	ChainHash   string               `json:"chain_hash"`
-	AskDetails  *guardian.AskDetails `json:"ask_details"`
+	RequestID   string          `json:"request_id"`
+	Decision    string          `json:"decision"`
+	Reasoning   string          `json:"reasoning"`
+	ReasonCodes []string        `json:"reason_codes"`
+	ChainHash   string          `json:"chain_hash"`
+	AskDetails  *acs.AskDetails `json:"ask_details"`
 }
 
 // rpcError is a JSON-RPC error answer.
@@ -620,7 +621,8 @@ func driveGuardian(ctx context.Context, base string, key *sig.PrivateKey, sessio
 }
 
 // bareInputs are the policy inputs of the benchCalls, as the engine gets
-// them from the Guardian for one session (signed params included).
+// them from the Guardian for one session (signed params included), built
+// by the Guardian's own builder.
 func bareInputs(key *sig.PrivateKey, w int) ([]*policy.Input, error) {
 	s, err := newAgentSession("http://127.0.0.1", fmt.Sprintf("bench-agent-%d", w), key, nil)
 	if err != nil {
@@ -638,11 +640,14 @@ func bareInputs(key *sig.PrivateKey, w int) ([]*policy.Input, error) {
 		if err := json.Unmarshal(env, &e); err != nil {
 			return nil, err
 		}
-		ins = append(ins, &policy.Input{
-			Method:  "steps/toolCallRequest",
-			Params:  e.Params,
-			Session: policy.Session{SessionID: s.id, AgentID: s.agentID, Position: int64(2 + i)},
+		in, err := opapolicy.BuildInput(guardian.Input{
+			Method: "steps/toolCallRequest", SessionID: s.id, AgentID: s.agentID, Params: e.Params,
+			Session: guardian.SessionState{Length: int64(2 + i)},
 		})
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, in)
 	}
 	return ins, nil
 }

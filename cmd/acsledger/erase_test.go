@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	decisionreplay "github.com/acsledger/acsledger/guardian/replay"
+	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
-	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
-	decisionreplay "github.com/acsledger/acsledger/ledger/evidence/replay"
 	"github.com/acsledger/acsledger/verify"
 )
 

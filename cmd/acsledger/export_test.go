@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/acsledger/acsledger/acs/sig"
-	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
+	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/verify"
 )
 

@@ -9,14 +9,14 @@ import (
 	"io"
 	"os"
 
-	decisionreplay "github.com/acsledger/acsledger/ledger/evidence/replay"
+	decisionreplay "github.com/acsledger/acsledger/guardian/replay"
 )
 
 // errDecisionDiffers is returned when a replay reaches another decision
 // than the recorded one: the command exits 1 after printing the diff.
 var errDecisionDiffers = errors.New("the replayed decision differs from the recorded one")
 
-// runReplay re-evaluates a recorded decision (ledger/evidence/replay).
+// runReplay re-evaluates a recorded decision (guardian/replay).
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("replay", stderr)
 	db := fs.String("db", "", "store URL (default: embedded store in ./acsledger-data)")

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/acsledger/acsledger/guardian/policy"
-	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
+	"github.com/acsledger/acsledger/internal/evidencetest"
 )
 
 func TestReplayCommand(t *testing.T) {

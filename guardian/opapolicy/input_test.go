@@ -1,16 +1,17 @@
-package opapolicy
+package opapolicy_test
 
 import (
 	"testing"
 
 	"github.com/acsledger/acsledger/guardian"
+	"github.com/acsledger/acsledger/guardian/opapolicy"
 )
 
 // TestInputCarriesSessionState: the policy's approver_capable and deferral
 // rules can only fire if the Guardian's session state reaches the engine.
 func TestInputCarriesSessionState(t *testing.T) {
 	for _, capable := range []bool{false, true} {
-		in, err := input(guardian.Input{Method: "steps/toolCallRequest", Session: guardian.SessionState{
+		in, err := opapolicy.BuildInput(guardian.Input{Method: "steps/toolCallRequest", Session: guardian.SessionState{
 			ChainHash: "ab", Length: 3, Deferrals: 2, ApproverCapable: capable,
 		}})
 		if err != nil {

@@ -1,7 +1,8 @@
 // Package opapolicy plugs the OPA/Rego policy engine of guardian/policy into
 // the Guardian: it implements guardian.Policy by translating the Guardian's
-// Input into the engine's and the engine's Decision back. It lives apart
-// from package guardian so that the Guardian does not depend on OPA.
+// Input into the engine's ([BuildInput]) and the engine's Decision back. It
+// lives apart from package guardian so that the Guardian does not depend on
+// OPA.
 package opapolicy
 
 import (
@@ -29,7 +30,7 @@ func New(e *policy.Engine) *Policy { return &Policy{engine: e} }
 
 // Decide implements guardian.Policy.
 func (p *Policy) Decide(ctx context.Context, in guardian.Input) (guardian.Decision, error) {
-	pin, err := input(in)
+	pin, err := BuildInput(in)
 	if err != nil {
 		return guardian.Decision{}, err
 	}
@@ -40,10 +41,16 @@ func (p *Policy) Decide(ctx context.Context, in guardian.Input) (guardian.Decisi
 	return p.decision(d)
 }
 
-// input translates the Guardian's view of a step into the engine's.
+// BuildInput builds the engine's input from the Guardian's view of a step.
+// It is the one builder of the policy input: Decide calls it for a live
+// decision and guardian/replay for a recorded one, after rebuilding the
+// Guardian's Input from the ledger, so that what a replay evaluates cannot
+// drift from what the Guardian evaluated (TestReplayInputIsLiveInput).
 // Capabilities granted for this request only (§9.1 scope this_request) are
-// part of the Intent the engine sees for this step.
-func input(in guardian.Input) (*policy.Input, error) {
+// part of the Intent the engine sees for this step. Provenance objects that
+// do not decode are left out, as the Guardian keeps any object with a
+// string provenance_id.
+func BuildInput(in guardian.Input) (*policy.Input, error) {
 	approverCapable := in.Session.ApproverCapable
 	out := &policy.Input{
 		Method:      in.Method,
@@ -119,45 +126,26 @@ func (c *provenanceCache) provenance(raws []json.RawMessage) []policy.Provenance
 	return out
 }
 
+// decision is the engine's verdict as the Guardian's: the ACS result
+// members are acs types on both sides.
 func (p *Policy) decision(d *policy.Decision) (guardian.Decision, error) {
 	out := guardian.Decision{
-		Disposition:        guardian.Disposition(d.Disposition),
+		Disposition:        d.Disposition,
 		Reasoning:          d.Reasoning,
 		ReasonCodes:        d.ReasonCodes,
+		PolicyReferences:   d.PolicyReferences,
 		PolicyData:         d.PolicyData,
 		CitedProvenanceIDs: d.CitedProvenanceIDs,
+		Modifications:      d.Modifications,
+		Ask:                d.AskDetails,
+		Defer:              d.DeferDetails,
 		AskFallback:        p.AskFallback,
-	}
-	for _, r := range d.PolicyReferences {
-		out.PolicyReferences = append(out.PolicyReferences, guardian.PolicyReference{PolicyID: r.PolicyID, PolicyVersion: r.PolicyVersion, RuleID: r.RuleID})
 	}
 	if len(d.NDBuiltinCache) > 0 {
 		if !json.Valid(d.NDBuiltinCache) {
 			return guardian.Decision{}, fmt.Errorf("policy engine returned a non-deterministic built-in cache that is not JSON")
 		}
 		out.Cache = json.RawMessage(d.NDBuiltinCache)
-	}
-	if m := d.Modifications; m != nil {
-		gm := &guardian.Modifications{ModifiedContent: m.ModifiedContent, ParameterOverrides: m.ParameterOverrides}
-		for _, r := range m.Redactions {
-			gm.Redactions = append(gm.Redactions, guardian.Redaction{Path: r.Path, Replacement: r.Replacement})
-		}
-		out.Modifications = gm
-	}
-	if a := d.AskDetails; a != nil {
-		out.Ask = &guardian.AskDetails{
-			Approver:              guardian.Approver{Type: a.Approver.Type, ID: a.Approver.ID, Endpoint: a.Approver.Endpoint},
-			Prompt:                a.Prompt,
-			RequestedCapabilities: a.RequestedCapabilities,
-		}
-	}
-	if f := d.DeferDetails; f != nil {
-		out.Defer = &guardian.DeferDetails{
-			Reason:              f.Reason,
-			ResolutionMethod:    f.ResolutionMethod,
-			ResolutionTimeoutMS: f.ResolutionTimeoutMS,
-			TimeoutDecision:     guardian.Disposition(f.TimeoutDecision),
-		}
 	}
 	return out, nil
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/acsledger/acsledger/acs"
 )
 
 // baselineCase is one entry of testdata/baseline_cases.json: a step in a
@@ -28,14 +30,14 @@ type baselineCase struct {
 	Provenance      []Provenance `json:"provenance"`
 	Intent          *Intent      `json:"intent"`
 	Want            struct {
-		Decision              Disposition   `json:"decision"`
-		ReasonCodes           []string      `json:"reason_codes"`
-		RuleIDs               []string      `json:"rule_ids"`
-		Redactions            []Redaction   `json:"redactions"`
-		Cited                 []string      `json:"cited"`
-		Approver              string        `json:"approver"`
-		RequestedCapabilities []string      `json:"requested_capabilities"`
-		Defer                 *DeferDetails `json:"defer"`
+		Decision              Disposition       `json:"decision"`
+		ReasonCodes           []string          `json:"reason_codes"`
+		RuleIDs               []string          `json:"rule_ids"`
+		Redactions            []acs.Redaction   `json:"redactions"`
+		Cited                 []string          `json:"cited"`
+		Approver              string            `json:"approver"`
+		RequestedCapabilities []string          `json:"requested_capabilities"`
+		Defer                 *acs.DeferDetails `json:"defer"`
 	} `json:"want"`
 }
 

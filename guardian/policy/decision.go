@@ -8,26 +8,21 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/acsledger/acsledger/acs"
 )
 
-// Disposition is an ACS verdict (ACS §6).
-type Disposition string
+// Disposition is an ACS verdict (ACS §6); the type is acs's.
+type Disposition = acs.Disposition
 
+// The dispositions of ACS §6.
 const (
-	Allow  Disposition = "allow"
-	Deny   Disposition = "deny"
-	Modify Disposition = "modify"
-	Ask    Disposition = "ask"
-	Defer  Disposition = "defer"
+	Allow  = acs.Allow
+	Deny   = acs.Deny
+	Modify = acs.Modify
+	Ask    = acs.Ask
+	Defer  = acs.Defer
 )
-
-func (d Disposition) valid() bool {
-	switch d {
-	case Allow, Deny, Modify, Ask, Defer:
-		return true
-	}
-	return false
-}
 
 // Decision is the policy layer's verdict on one step: the decision fields
 // of an ACS result (ACS §6.1) plus the evidence needed to replay it.
@@ -37,12 +32,12 @@ type Decision struct {
 	ReasonCodes []string    `json:"reason_codes,omitempty"`
 	// PolicyReferences names the bundle version and the rules that fired.
 	// Every decision has at least one.
-	PolicyReferences   []PolicyReference `json:"policy_references"`
-	PolicyData         json.RawMessage   `json:"policy_data,omitempty"`
-	CitedProvenanceIDs []string          `json:"cited_provenance_ids,omitempty"`
-	Modifications      *Modifications    `json:"modifications,omitempty"`
-	AskDetails         *AskDetails       `json:"ask_details,omitempty"`
-	DeferDetails       *DeferDetails     `json:"defer_details,omitempty"`
+	PolicyReferences   []acs.PolicyReference `json:"policy_references"`
+	PolicyData         json.RawMessage       `json:"policy_data,omitempty"`
+	CitedProvenanceIDs []string              `json:"cited_provenance_ids,omitempty"`
+	Modifications      *acs.Modifications    `json:"modifications,omitempty"`
+	AskDetails         *acs.AskDetails       `json:"ask_details,omitempty"`
+	DeferDetails       *acs.DeferDetails     `json:"defer_details,omitempty"`
 
 	// NDBuiltinCache is the JSON encoding of the results of every
 	// non-deterministic built-in the evaluation called (time.now_ns,
@@ -50,57 +45,6 @@ type Decision struct {
 	// decision exactly. It is evidence for the Guardian to store, not part
 	// of the wire result, so it is not marshaled.
 	NDBuiltinCache []byte `json:"-"`
-}
-
-// PolicyReference is one entry of policy_references (ACS §6.1): the bundle
-// ID and version and the rule that fired.
-type PolicyReference struct {
-	PolicyID      string `json:"policy_id"`
-	PolicyVersion string `json:"policy_version"`
-	RuleID        string `json:"rule_id"`
-}
-
-// Modifications is the payload of a MODIFY (ACS §6.3): either
-// ModifiedContent alone, or Redactions and ParameterOverrides on disjoint
-// targets.
-type Modifications struct {
-	ModifiedContent    *string                    `json:"modified_content,omitempty"`
-	Redactions         []Redaction                `json:"redactions,omitempty"`
-	ParameterOverrides map[string]json.RawMessage `json:"parameter_overrides,omitempty"`
-}
-
-// Redaction replaces the string at Path, a JSON pointer (RFC 6901) into the
-// request's params, with Replacement ("[REDACTED]" when absent).
-type Redaction struct {
-	Path        string  `json:"path"`
-	Replacement *string `json:"replacement,omitempty"`
-}
-
-// AskDetails says who must approve an ASK (ACS §9): ask_details.approver
-// and, when the request falls outside Intent.parsed, the capabilities an
-// approver's intent_extension would have to grant (§9.1). Prompt and
-// RequestedCapabilities are our names; the spec fixes only approver.
-type AskDetails struct {
-	Approver              Approver `json:"approver"`
-	Prompt                string   `json:"prompt,omitempty"`
-	RequestedCapabilities []string `json:"requested_capabilities,omitempty"`
-}
-
-// Approver is ask_details.approver = {type, id, endpoint} (ACS §9).
-type Approver struct {
-	Type     string `json:"type"`
-	ID       string `json:"id"`
-	Endpoint string `json:"endpoint,omitempty"`
-}
-
-// DeferDetails is the payload of a DEFER (ACS §6).
-type DeferDetails struct {
-	// Reason is one of insufficient_context, conflicting_policies,
-	// low_confidence, pending_dependency.
-	Reason              string      `json:"reason,omitempty"`
-	ResolutionMethod    string      `json:"resolution_method"`
-	ResolutionTimeoutMS int64       `json:"resolution_timeout_ms"`
-	TimeoutDecision     Disposition `json:"timeout_decision"`
 }
 
 // ErrBadDecision is wrapped by the error Decide returns when the policy's
@@ -112,18 +56,16 @@ var ErrBadDecision = errors.New("policy produced an ill-formed decision")
 // result fields, with rule_ids in place of policy_references (the engine
 // adds the bundle's ID and version to each).
 type policyOutput struct {
-	Decision           Disposition     `json:"decision"`
-	Reasoning          string          `json:"reasoning"`
-	ReasonCodes        []string        `json:"reason_codes"`
-	RuleIDs            []string        `json:"rule_ids"`
-	PolicyData         json.RawMessage `json:"policy_data"`
-	CitedProvenanceIDs []string        `json:"cited_provenance_ids"`
-	Modifications      *Modifications  `json:"modifications"`
-	AskDetails         *AskDetails     `json:"ask_details"`
-	DeferDetails       *DeferDetails   `json:"defer_details"`
+	Decision           Disposition        `json:"decision"`
+	Reasoning          string             `json:"reasoning"`
+	ReasonCodes        []string           `json:"reason_codes"`
+	RuleIDs            []string           `json:"rule_ids"`
+	PolicyData         json.RawMessage    `json:"policy_data"`
+	CitedProvenanceIDs []string           `json:"cited_provenance_ids"`
+	Modifications      *acs.Modifications `json:"modifications"`
+	AskDetails         *acs.AskDetails    `json:"ask_details"`
+	DeferDetails       *acs.DeferDetails  `json:"defer_details"`
 }
-
-var deferReasons = []string{"insufficient_context", "conflicting_policies", "low_confidence", "pending_dependency"}
 
 // decisionFromOutput checks raw, the JSON of a decision rule's value,
 // against the decision contract and builds the Decision. params is the
@@ -137,7 +79,7 @@ func decisionFromOutput(raw []byte, b *Bundle, params any) (*Decision, error) {
 		return nil, fmt.Errorf("not a decision object: %v", err)
 	}
 	switch {
-	case !out.Decision.valid():
+	case !out.Decision.Valid():
 		return nil, fmt.Errorf("decision %q is not one of allow, deny, modify, ask, defer", out.Decision)
 	case len(out.RuleIDs) == 0:
 		return nil, errors.New("rule_ids is empty: every decision must name the rules that fired")
@@ -170,7 +112,7 @@ func decisionFromOutput(raw []byte, b *Bundle, params any) (*Decision, error) {
 		DeferDetails:       out.DeferDetails,
 	}
 	for _, r := range out.RuleIDs {
-		d.PolicyReferences = append(d.PolicyReferences, PolicyReference{PolicyID: b.ID, PolicyVersion: b.Version, RuleID: r})
+		d.PolicyReferences = append(d.PolicyReferences, acs.PolicyReference{PolicyID: b.ID, PolicyVersion: b.Version, RuleID: r})
 	}
 	return d, nil
 }
@@ -222,8 +164,8 @@ func checkDetails(out *policyOutput, params any) error {
 			return errors.New("defer_details.resolution_method is empty (ACS §6)")
 		case d.ResolutionTimeoutMS <= 0:
 			return errors.New("defer_details.resolution_timeout_ms must be positive (ACS §6)")
-		case d.Reason != "" && !slices.Contains(deferReasons, d.Reason):
-			return fmt.Errorf("defer_details.reason %q is not one of %s", d.Reason, strings.Join(deferReasons, ", "))
+		case d.Reason != "" && !slices.Contains(acs.DeferReasons, d.Reason):
+			return fmt.Errorf("defer_details.reason %q is not one of %s", d.Reason, strings.Join(acs.DeferReasons, ", "))
 		}
 		// ACS §6: timeout_decision defaults to deny, the opposite of
 		// on_decision_failure's default, so an unresolved DEFER fails closed.
@@ -244,7 +186,7 @@ func checkDetails(out *policyOutput, params any) error {
 // redaction path is a JSON pointer that addresses a string in params.
 // Override keys are JSON pointers when they start with "/", otherwise tool
 // argument names, addressing /payload/arguments/<name>.
-func checkModifications(m *Modifications, params any) error {
+func checkModifications(m *acs.Modifications, params any) error {
 	if m.ModifiedContent != nil {
 		if len(m.Redactions) > 0 || len(m.ParameterOverrides) > 0 {
 			return errors.New("modified_content must not be combined with redactions or parameter_overrides (ACS §6.3)")

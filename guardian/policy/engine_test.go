@@ -19,6 +19,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/format"
 	"github.com/open-policy-agent/opa/v1/util"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
 )
 
@@ -467,7 +468,7 @@ func TestDeferDefaultsToDeny(t *testing.T) {
 	must(t, err)
 	d, err := e.Decide(context.Background(), toolCall(t, "bash", "ls"))
 	must(t, err)
-	want := DeferDetails{Reason: "pending_dependency", ResolutionMethod: "retry", ResolutionTimeoutMS: 1500, TimeoutDecision: Deny}
+	want := acs.DeferDetails{Reason: "pending_dependency", ResolutionMethod: "retry", ResolutionTimeoutMS: 1500, TimeoutDecision: Deny}
 	if *d.DeferDetails != want {
 		t.Fatalf("defer_details = %+v, want %+v", *d.DeferDetails, want)
 	}

@@ -164,6 +164,21 @@ func (in *Input) value() (ast.Value, any, error) {
 	return v, params, nil
 }
 
+// Document returns the input document the policy evaluates, as JSON. Tests
+// compare the documents of two paths to the policy (a live decision and its
+// replay) to show that they give it the same input.
+func (in *Input) Document() ([]byte, error) {
+	v, _, err := in.value()
+	if err != nil {
+		return nil, err
+	}
+	x, err := ast.JSON(v)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't convert the input document to JSON: %w", err)
+	}
+	return json.Marshal(x)
+}
+
 // provenanceObject is the input's provenance member: each object under its
 // provenance_id.
 func provenanceObject(ps []Provenance) (ast.Object, error) {

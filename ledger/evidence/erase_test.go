@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
 )
 
 // TestErasedParamsStillVerify erases the params of every step of a

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
-	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
 	"github.com/acsledger/acsledger/verify"
 )
 

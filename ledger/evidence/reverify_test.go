@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
-	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
 	"github.com/acsledger/acsledger/verify"
 )
 

@@ -15,9 +15,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
-	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
 	"github.com/acsledger/acsledger/web"
 	"github.com/acsledger/acsledger/web/ui"
 )

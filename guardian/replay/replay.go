@@ -6,15 +6,22 @@
 //
 // Everything comes from the ledger. A ContextEntry records the step's
 // method, its position and previous head, the request's request_hash, the
-// Intent it established, this-request grants, the decision with its
-// policy_references and nd_builtin_cache; the signed response records the
-// full verdict (modifications, ask and defer details, policy_data, cited
-// provenance); and the request's params are stored beside the entry
+// Intent it established, this-request grants, the session state the policy
+// saw that the chain does not hold (metadata.approver_capable and
+// metadata.deferrals), and the decision with its policy_references and
+// nd_builtin_cache; the signed response records the full verdict
+// (modifications, ask and defer details, policy_data, cited provenance);
+// and the request's params are stored beside the entry
 // (ledger.GuardianStore.Request), apart from what the chain commits to so
 // that they can be erased. The params are checked against the entry's
 // request_hash (ACS §8.1) before anything is evaluated. The provenance the
 // policy saw is rebuilt from the stored params of the session's earlier
 // steps, as the Guardian collects it (guardian.SessionProvenance).
+//
+// Replay rebuilds the Guardian's view of the step (guardian.Input) from
+// these and turns it into the engine's input with
+// [opapolicy.BuildInput], the function the live decision uses, so the two
+// inputs cannot drift apart.
 //
 // A caller may still supply the params (checked against request_hash like
 // the stored ones), which is the only way to replay a step whose params
@@ -31,6 +38,7 @@ import (
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/guardian"
+	"github.com/acsledger/acsledger/guardian/opapolicy"
 	"github.com/acsledger/acsledger/guardian/policy"
 	"github.com/acsledger/acsledger/ledger"
 )
@@ -71,9 +79,11 @@ type Request struct {
 	// sent, signature included; nil means the stored ones. Either way they
 	// must hash to the entry's request_hash.
 	Params json.RawMessage
-	// Provenance optionally supplies the provenance objects of the
-	// session's earlier steps; nil means rebuilt from their stored params.
-	Provenance []policy.Provenance
+	// Provenance optionally supplies the provenance objects (ACS §7) of
+	// the session's earlier steps, as the Guardian hands them to its policy
+	// (guardian.Input.Provenance); nil means rebuilt from their stored
+	// params. Each must be a JSON object with a string provenance_id.
+	Provenance []json.RawMessage
 	// PolicyVersion evaluates under another recorded version of the cited
 	// policy; "" means the recorded one.
 	PolicyVersion string
@@ -110,31 +120,35 @@ type Result struct {
 // recordedEntry is what replay reads of a Guardian's ContextEntry
 // (docs/guardian.md, "The chain").
 type recordedEntry struct {
-	StepType    string          `json:"step_type"`
-	RequestHash string          `json:"request_hash"`
-	AgentID     string          `json:"agent_id"`
-	Intent      *recordedIntent `json:"intent"`
-	Grants      []string        `json:"this_request_grants"`
+	StepType    string           `json:"step_type"`
+	RequestHash string           `json:"request_hash"`
+	AgentID     string           `json:"agent_id"`
+	TurnID      string           `json:"turn_id"`
+	Intent      *guardian.Intent `json:"intent"`
+	Grants      []string         `json:"this_request_grants"`
 	Decision    struct {
-		Disposition      policy.Disposition       `json:"disposition"`
-		Reasoning        string                   `json:"reasoning"`
-		ReasonCodes      []string                 `json:"reason_codes"`
-		PolicyReferences []policy.PolicyReference `json:"policy_references"`
+		Disposition      acs.Disposition       `json:"disposition"`
+		Reasoning        string                `json:"reasoning"`
+		ReasonCodes      []string              `json:"reason_codes"`
+		PolicyReferences []acs.PolicyReference `json:"policy_references"`
 		// NDBuiltinCache is a JSON string holding the cache's bytes (a
 		// JSON object in entries written before the Guardian recorded
 		// it as a string).
 		NDBuiltinCache json.RawMessage `json:"nd_builtin_cache"`
 	} `json:"decision"`
+	// Metadata is the session state the policy saw that the chain does
+	// not hold; nil in entries written before the Guardian recorded it.
+	Metadata *recordedMetadata `json:"metadata"`
 	// intent_extension entries.
 	Capabilities []string `json:"capabilities"`
 	Scope        string   `json:"scope"`
 }
 
-type recordedIntent struct {
-	Raw              string             `json:"raw"`
-	Parsed           []string           `json:"parsed"`
-	ParserProvenance *policy.Provenance `json:"parser_provenance"`
-	ScopeMode        string             `json:"scope_mode"`
+// recordedMetadata is the entry's metadata: the members of input.session
+// the chain does not hold. Either is nil when the entry lacks it.
+type recordedMetadata struct {
+	ApproverCapable *bool `json:"approver_capable"`
+	Deferrals       *int  `json:"deferrals"`
 }
 
 // FindEntry finds the entry whose step_id is requestID (a Guardian step's
@@ -166,19 +180,22 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 	if req.RequestID == "" {
 		return nil, fmt.Errorf("%w: no request_id", ErrBadRequest)
 	}
+	if err := checkProvenance(req.Provenance); err != nil {
+		return nil, err
+	}
 	e, err := FindEntry(ctx, store, req.RequestID, req.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	var rec recordedEntry
-	if err := json.Unmarshal(e.Content, &rec); err != nil {
-		return nil, fmt.Errorf("couldn't read the entry of step %s: %w", req.RequestID, err)
+	rec, err := readEntry(e)
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{
 		RequestID: req.RequestID, SessionID: e.SessionID, Position: e.Position, Method: rec.StepType,
 		Diff: []string{}, NotReconstructed: []string{},
 	}
-	params, err := requestParams(ctx, store, e, &rec, req, res)
+	params, err := requestParams(ctx, store, e, rec, req, res)
 	if err != nil {
 		return nil, err
 	}
@@ -206,9 +223,13 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 		return nil, fmt.Errorf("couldn't read policy bundle %s version %s: %w", res.PolicyID, res.ReplayedVersion, err)
 	}
 
-	in, err := input(ctx, store, e, &rec, req, params, res)
+	gin, err := guardianInput(ctx, store, e, rec, req, params, res)
 	if err != nil {
 		return nil, err
+	}
+	in, err := opapolicy.BuildInput(gin)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't build the policy input of step %s: %w", req.RequestID, err)
 	}
 	// The recorded cache is passed under another version too: the replay
 	// then answers for the same moment (time.now_ns) and the same random
@@ -217,7 +238,7 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 	if err != nil {
 		return nil, fmt.Errorf("couldn't replay step %s under %s %s: %w", req.RequestID, res.PolicyID, res.ReplayedVersion, err)
 	}
-	res.Recorded, res.RecordedFrom, err = recordedDecision(ctx, store, e, &rec)
+	res.Recorded, res.RecordedFrom, err = recordedDecision(ctx, store, e, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +247,15 @@ func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Resu
 	}
 	res.Same = len(res.Diff) == 0
 	return res, nil
+}
+
+// readEntry reads what replay needs of a Guardian's ContextEntry.
+func readEntry(e ledger.Entry) (*recordedEntry, error) {
+	var rec recordedEntry
+	if err := json.Unmarshal(e.Content, &rec); err != nil {
+		return nil, fmt.Errorf("couldn't read the entry of step %s: %w", e.StepID, err)
+	}
+	return &rec, nil
 }
 
 // requestParams returns the params of the recorded request: the caller's if
@@ -297,39 +327,68 @@ func recordedCache(raw json.RawMessage) ([]byte, error) {
 	return nil, fmt.Errorf("not a string: %.40s", raw)
 }
 
-// input rebuilds what the policy saw, as guardian/opapolicy builds it: the
-// method and params, the session context (position and the head before
-// the step), the Intent as it stood (the last recorded intent, extended by
-// approver grants of scope session) with this request's grants, and the
-// provenance of the earlier steps (from their stored params).
-func input(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, rec *recordedEntry, req Request, params json.RawMessage, res *Result) (*policy.Input, error) {
-	in := &policy.Input{
-		Method: rec.StepType, Params: params, Provenance: req.Provenance,
-		Session: policy.Session{SessionID: e.SessionID, AgentID: rec.AgentID, Position: e.Position},
+// checkProvenance refuses supplied provenance the Guardian would not have
+// kept (guardian.SessionProvenance keeps objects with a string
+// provenance_id).
+func checkProvenance(ps []json.RawMessage) error {
+	for i, raw := range ps {
+		var p struct {
+			ID *string `json:"provenance_id"`
+		}
+		if err := json.Unmarshal(raw, &p); err != nil || p.ID == nil {
+			return fmt.Errorf("%w: provenance[%d] is not an object with a string provenance_id", ErrBadRequest, i)
+		}
 	}
+	return nil
+}
+
+// guardianInput rebuilds the Guardian's view of the recorded step, the
+// Input it handed its policy: the method and params, the session state
+// (position, the head before the step, and the approver capability and
+// deferral count from the entry's metadata), the Intent as it stood (the
+// last recorded intent, extended by approver grants of scope session) with
+// this request's grants, and the provenance of the earlier steps (from
+// their stored params).
+func guardianInput(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, rec *recordedEntry, req Request, params json.RawMessage, res *Result) (guardian.Input, error) {
+	in := guardian.Input{
+		Method: rec.StepType, SessionID: e.SessionID, AgentID: rec.AgentID, RequestID: e.StepID, TurnID: rec.TurnID,
+		Params: params, Grants: rec.Grants, Provenance: req.Provenance,
+		Session: guardian.SessionState{Length: e.Position},
+	}
+	var p struct {
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return guardian.Input{}, fmt.Errorf("%w: params are not a JSON object: %v", ErrBadRequest, err)
+	}
+	in.Payload = p.Payload
 	if e.PreviousHash != nil {
 		in.Session.ChainHash = e.PreviousHash.String()
 	}
-	var intent *policy.Intent
+	var intent *guardian.Intent
 	var payloads []json.RawMessage
 	provenanceComplete := true
+	deferrals := 0
 	if e.Position > 0 {
 		for prev, err := range ledger.AllEntries(ctx, store, e.SessionID) {
 			if err != nil {
-				return nil, fmt.Errorf("couldn't read session %s: %w", e.SessionID, err)
+				return guardian.Input{}, fmt.Errorf("couldn't read session %s: %w", e.SessionID, err)
 			}
 			if prev.Position >= e.Position {
 				break
 			}
 			var p recordedEntry
 			if err := json.Unmarshal(prev.Content, &p); err != nil {
-				return nil, fmt.Errorf("couldn't read entry %d of session %s: %w", prev.Position, e.SessionID, err)
+				return guardian.Input{}, fmt.Errorf("couldn't read entry %d of session %s: %w", prev.Position, e.SessionID, err)
 			}
 			switch {
 			case p.Intent != nil:
-				intent = p.Intent.policy()
+				intent = p.Intent
 			case p.StepType == "intent_extension" && p.Scope == "session" && intent != nil:
 				intent.Parsed = append(intent.Parsed, p.Capabilities...)
+			}
+			if p.Decision.Disposition == acs.Defer {
+				deferrals++
 			}
 			if req.Provenance != nil || p.RequestHash == "" {
 				// Supplied by the caller, or not a Guardian step (an
@@ -339,7 +398,7 @@ func input(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, rec 
 			}
 			payload, ok, err := storedPayload(ctx, store, prev, p.RequestHash)
 			if err != nil {
-				return nil, err
+				return guardian.Input{}, err
 			}
 			if !ok {
 				provenanceComplete = false
@@ -349,27 +408,31 @@ func input(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, rec 
 		}
 	}
 	if req.Provenance == nil {
-		for _, raw := range guardian.SessionProvenance(payloads) {
-			var pv policy.Provenance
-			if json.Unmarshal(raw, &pv) != nil {
-				// guardian/opapolicy leaves malformed objects out too.
-				continue
-			}
-			in.Provenance = append(in.Provenance, pv)
-		}
+		in.Provenance = guardian.SessionProvenance(payloads)
 		if !provenanceComplete {
 			res.NotReconstructed = append(res.NotReconstructed, "provenance")
 		}
 	}
 	if rec.Intent != nil {
-		intent = rec.Intent.policy()
+		intent = rec.Intent
 	}
-	if intent != nil || len(rec.Grants) > 0 {
-		if intent == nil {
-			intent = &policy.Intent{}
-		}
-		intent.Parsed = append(intent.Parsed, rec.Grants...)
-		in.Intent = intent
+	in.Intent = intent
+
+	m := rec.Metadata
+	if m == nil {
+		// An entry written before the Guardian recorded its metadata.
+		m = &recordedMetadata{}
+	}
+	if m.ApproverCapable != nil {
+		in.Session.ApproverCapable = *m.ApproverCapable
+	} else {
+		res.NotReconstructed = append(res.NotReconstructed, "session.approver_capable (the entry has no metadata.approver_capable; replayed as false, the Guardian's default)")
+	}
+	if m.Deferrals != nil {
+		in.Session.Deferrals = *m.Deferrals
+	} else {
+		in.Session.Deferrals = deferrals
+		res.NotReconstructed = append(res.NotReconstructed, "session.deferrals (the entry has no metadata.deferrals; replayed as the count of earlier DEFER decisions in the chain)")
 	}
 	return in, nil
 }
@@ -395,10 +458,6 @@ func storedPayload(ctx context.Context, store ledger.GuardianStore, e ledger.Ent
 		return nil, false, fmt.Errorf("the stored params of session %s position %d are not a JSON object: %w", e.SessionID, e.Position, err)
 	}
 	return p.Payload, true, nil
-}
-
-func (i *recordedIntent) policy() *policy.Intent {
-	return &policy.Intent{Raw: i.Raw, Parsed: append([]string(nil), i.Parsed...), ParserProvenance: i.ParserProvenance, ScopeMode: i.ScopeMode}
 }
 
 // recordedDecision reads the verdict the Guardian answered: from the signed

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acsledger/acsledger/guardian/replay"
+	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/evidence/replay"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
@@ -123,4 +124,22 @@ func scanFor(ctx context.Context, st ledger.Store, requestID string) (ledger.Ent
 		return ledger.Entry{}, errors.New("not found")
 	}
 	return *found, nil
+}
+
+// BenchmarkReplay replays every step of the evidence fixture (two
+// sessions, six steps under the baseline) from a SQLite ledger: find the
+// entry, read and check the params, rebuild the input from the earlier
+// entries and their params, evaluate, compare.
+func BenchmarkReplay(b *testing.B) {
+	ctx := context.Background()
+	f := evidencetest.New(b, "sqlite")
+	for b.Loop() {
+		for _, s := range f.Steps {
+			res, err := replay.Replay(ctx, f.Store, replay.Request{RequestID: s.RequestID, SessionID: s.SessionID})
+			if err != nil || !res.Same {
+				b.Fatalf("replay %s: %+v, %v", s.RequestID, res, err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(f.Steps)), "ns/replay")
 }

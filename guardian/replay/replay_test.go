@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/guardian/replay"
+	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/evidence/evidencetest"
-	"github.com/acsledger/acsledger/ledger/evidence/replay"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
