@@ -119,6 +119,17 @@ func (c *provenanceCache) provenance(raws []json.RawMessage) []policy.Provenance
 	return out
 }
 
+// evaluatorVersion is a result's metadata.evaluator_version (ACS §6.1,
+// docs/policy.md): the engine on its OPA version, then the policy bundle
+// that decided as "<policy_id>@<policy_version>". The engine names its
+// bundle in every decision's first policy reference.
+func evaluatorVersion(refs []policy.PolicyReference) string {
+	if len(refs) == 0 {
+		return policy.EvaluatorVersion()
+	}
+	return policy.EvaluatorVersion() + " " + refs[0].PolicyID + "@" + refs[0].PolicyVersion
+}
+
 func (p *Policy) decision(d *policy.Decision) (guardian.Decision, error) {
 	out := guardian.Decision{
 		Disposition:        guardian.Disposition(d.Disposition),
@@ -127,6 +138,7 @@ func (p *Policy) decision(d *policy.Decision) (guardian.Decision, error) {
 		PolicyData:         d.PolicyData,
 		CitedProvenanceIDs: d.CitedProvenanceIDs,
 		AskFallback:        p.AskFallback,
+		EvaluatorVersion:   evaluatorVersion(d.PolicyReferences),
 	}
 	for _, r := range d.PolicyReferences {
 		out.PolicyReferences = append(out.PolicyReferences, guardian.PolicyReference{PolicyID: r.PolicyID, PolicyVersion: r.PolicyVersion, RuleID: r.RuleID})
