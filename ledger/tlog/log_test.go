@@ -13,6 +13,8 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 	sumtlog "golang.org/x/mod/sumdb/tlog"
+
+	"github.com/acsledger/acsledger/verify"
 )
 
 func newTestLog(t testing.TB, s Storage, cfg Config) *Log {
@@ -169,7 +171,7 @@ func TestLogIntegratesAndVerifiesExternally(t *testing.T) {
 			t.Fatalf("round %d: size %d, want %d", round, size, oldSize+n)
 		}
 		// The ML-DSA-44 line verifies too.
-		pq, err := NewVerifier(vkeys[1])
+		pq, err := verify.NoteVerifier(vkeys[1])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +318,7 @@ func TestAddingAKeyKeepsTheLogOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pq, _ := NewVerifier(vkeys[1])
+	pq, _ := verify.NoteVerifier(vkeys[1])
 	if _, err := note.Open(signed, note.VerifierList(pq)); err != nil {
 		t.Fatalf("new checkpoint lacks the added key's signature: %v", err)
 	}
