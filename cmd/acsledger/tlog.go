@@ -308,12 +308,6 @@ func (s notifyingStore) AppendBatch(ctx context.Context, rs []ledger.Record) ([]
 	return a, err
 }
 
-func (s notifyingStore) AppendSigned(ctx context.Context, r ledger.Record, params []byte, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
-	a, resp, err := s.GuardianStore.AppendSigned(ctx, r, params, sign)
-	s.after(err)
-	return a, resp, err
-}
-
 func (s notifyingStore) AppendRequest(ctx context.Context, r ledger.Record, params []byte, seen ledger.Seen, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
 	a, resp, err := s.GuardianStore.AppendRequest(ctx, r, params, seen, sign)
 	s.after(err)
