@@ -1,7 +1,8 @@
 // Package acs is the protocol vocabulary of the Agent Control Standard (ACS)
-// v0.1.0 as acsledger speaks it: RFC 8785 canonical JSON, the chain hashing
-// rules of ACS §8, and (later) wire types, the error registry and the
-// signature algorithm registry.
+// v0.1.0 as acsledger speaks it: RFC 8785 canonical JSON and the chain
+// hashing rules of ACS §8. Its subpackages hold the rest of the vocabulary:
+// the JSON-RPC error registry (acs/rpcerr), the signature algorithm
+// registry and envelopes (acs/sig) and the JSON Schemas (acs/schemas).
 //
 // # Canonical JSON
 //

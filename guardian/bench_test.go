@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
@@ -15,33 +16,35 @@ import (
 // BenchmarkStep measures one signed toolCallRequest answered in process
 // (parse, schemas, signature, replay record, policy, chained append,
 // signed answer) against the same-run baseline of the store's bare
-// AppendSigned of an entry of similar size with an HMAC-signed response:
+// AppendRequest of an entry of similar size with an HMAC-signed response:
 // the Guardian's overhead is the ratio of the two. Durable SQLite store.
 //
 //	go test ./guardian -run XXX -bench BenchmarkStep -benchtime 2000x
 func BenchmarkStep(b *testing.B) {
 	t := &testing.T{}
 	k := mustKeys(t)
-	b.Run("baseline-appendsigned", func(b *testing.B) {
+	b.Run("baseline-appendrequest", func(b *testing.B) {
 		st := openStoreB(b)
 		signer, _ := k.hmac.Signer("bench")
-		entry := func(i int) []byte {
+		entry := func(i int, stepID string) []byte {
 			e, _ := json.Marshal(map[string]any{
-				"entry_id": uuid(), "step_id": uuid(), "step_type": "steps/toolCallRequest",
+				"entry_id": uuid(), "step_id": stepID, "step_type": "steps/toolCallRequest",
 				"timestamp": "2026-11-30T05:00:00.000000000Z", "request_hash": fmt.Sprintf("%064x", i), "agent_id": "agent-7",
 				"decision": map[string]any{"disposition": "allow", "reasoning": "no rule matched", "reason_codes": []string{},
 					"policy_references": []any{map[string]any{"policy_id": "p", "policy_version": "1", "rule_id": "default_allow"}}},
 			})
 			return e
 		}
-		entries := make([][]byte, b.N)
+		entries, stepIDs := make([][]byte, b.N), make([]string, b.N)
 		for i := range entries {
-			entries[i] = entry(i)
+			stepIDs[i] = uuid()
+			entries[i] = entry(i, stepIDs[i])
 		}
 		ctx := context.Background()
 		b.ResetTimer()
 		for i := range b.N {
-			_, _, err := st.AppendSigned(ctx, ledger.Record{SessionID: "bench", AgentID: "agent-7", Entry: entries[i]}, benchParams, func(a ledger.Appended) ([]byte, error) {
+			seen := ledger.Seen{RequestID: stepIDs[i], At: time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)}
+			_, _, err := st.AppendRequest(ctx, ledger.Record{SessionID: "bench", AgentID: "agent-7", Entry: entries[i]}, benchParams, seen, func(a ledger.Appended) ([]byte, error) {
 				resp, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i, "result": map[string]any{
 					"type": "final", "acs_version": "0.1.0", "request_id": "6f1d2c3b-0a4e-4f5a-9b8c-7d6e5f4a3b2c", "decision": "allow", "chain_hash": a.EntryHash.String()}})
 				return sig.SignEnvelope(resp, sig.Result, signer)

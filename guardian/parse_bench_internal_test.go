@@ -72,7 +72,7 @@ func BenchmarkRequestPath(b *testing.B) {
 	b.Run("request-hash/canonical-cut", func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
-			req := &request{params: top["params"], canonParams: canonicalMember(canon, "params")}
+			req := &request{params: top["params"], canonParams: acs.CanonicalMember(canon, "params")}
 			if h, _ := requestHash(req); h != want {
 				b.Fatal("wrong hash")
 			}

@@ -9,7 +9,8 @@ import (
 
 // Policy is the deterministic decision layer (ACS §12.1) the Guardian asks
 // about every content-bearing step. The Guardian owns this interface; the
-// OPA/Rego evaluator of guardian/policy and TestPolicy implement it.
+// OPA/Rego evaluator of guardian/policy implements it (and a first-match
+// rule table in this package's tests).
 //
 // Decide must be a function of its Input and the policy's own versioned
 // state, except for what it records in Decision.Cache (for example the

@@ -129,7 +129,7 @@ func (g *Guardian) serveOne(ctx context.Context, raw, canon []byte, transport st
 	}()
 	req, rerr := g.parse(raw)
 	if rerr == nil && canon != nil {
-		req.canonParams = canonicalMember(canon, "params")
+		req.canonParams = acs.CanonicalMember(canon, "params")
 	}
 	if req != nil {
 		method = req.method

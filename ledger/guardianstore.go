@@ -18,24 +18,21 @@ var ErrReplay = errors.New("replayed request")
 // survives restarts, and the policy bundles its decisions reference. Both
 // stores implement it.
 //
-// AppendSigned appends r like Append and, in the same transaction, stores
-// the signed response that sign builds from the append's result (whose
-// EntryHash is the chain_hash the response must carry, ACS §8.6) and params,
-// the request's params exactly as received (nil stores none). The params
-// are kept apart from the chained entry, which commits to them only through
-// its request_hash, so that they can be erased later without breaking any
-// hash (docs/storage.md, "Request params"). If sign returns an error
-// nothing is written. An idempotent retry (see Store) returns the original
-// result and the response stored with it, without calling sign and without
-// storing params again.
-//
-// AppendRequest is AppendSigned for the entry of a request that carries a
-// replay key: in the same transaction it records seen as RecordRequest
-// does. If the session has already seen seen.RequestID or seen.Nonce, or
-// already holds an entry with the entry's step_id, it returns an error
-// wrapping ErrReplay and writes nothing else: no entry, no response, no
-// params. Concurrent appends with the same key in one session commit at
-// most one; the others get ErrReplay.
+// AppendRequest appends r, the entry of a request that carries a replay
+// key, like Append and, in the same transaction, records seen as
+// RecordRequest does and stores the signed response that sign builds from
+// the append's result (whose EntryHash is the chain_hash the response must
+// carry, ACS §8.6) and params, the request's params exactly as received
+// (nil stores none). The params are kept apart from the chained entry,
+// which commits to them only through its request_hash, so that they can be
+// erased later without breaking any hash (docs/storage.md, "Request
+// params"). If sign returns an error, no entry, response or params are
+// written. If the session has already seen seen.RequestID or seen.Nonce,
+// or already holds an entry with the entry's step_id (so a retry is a
+// replay here, not an idempotent append), it returns an error wrapping
+// ErrReplay without calling sign and writes nothing else: no entry, no
+// response, no params. Concurrent appends with the same key in one
+// session commit at most one; the others get ErrReplay.
 //
 // Response returns the exact bytes of the response stored beside a
 // session's entry at position, or ErrNotFound.
@@ -65,7 +62,6 @@ var ErrReplay = errors.New("replayed request")
 // without their Content.
 type GuardianStore interface {
 	Store
-	AppendSigned(ctx context.Context, r Record, params []byte, sign func(Appended) ([]byte, error)) (Appended, []byte, error)
 	AppendRequest(ctx context.Context, r Record, params []byte, seen Seen, sign func(Appended) ([]byte, error)) (Appended, []byte, error)
 	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
 	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)

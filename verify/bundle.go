@@ -536,7 +536,7 @@ func (s *bundleState) checkPolicies(i int, e *acs.Entry) []Finding {
 		return nil
 	}
 	var top, decision []byte
-	canonicalMembers(e.Content, func(key, v []byte) bool {
+	acs.CanonicalMembers(e.Content, func(key, v []byte) bool {
 		switch string(key) {
 		case "decision":
 			decision = v
@@ -550,7 +550,7 @@ func (s *bundleState) checkPolicies(i int, e *acs.Entry) []Finding {
 		return nil
 	}
 	if len(decision) > 0 && decision[0] == '{' {
-		if more, ok := policyRefs(canonicalMember(decision, "policy_references")); ok {
+		if more, ok := policyRefs(acs.CanonicalMember(decision, "policy_references")); ok {
 			refs = append(refs, more...)
 		}
 	}
@@ -583,7 +583,7 @@ func policyRefs(v []byte) (refs []policyRef, ok bool) {
 		return nil, true
 	}
 	shaped := true
-	isArray := canonicalElements(v, func(elem []byte) {
+	isArray := acs.CanonicalElements(v, func(elem []byte) {
 		var ref policyRef
 		if string(elem) != "null" {
 			if elem[0] != '{' {
@@ -594,7 +594,7 @@ func policyRefs(v []byte) (refs []policyRef, ok bool) {
 				name string
 				to   *string
 			}{{"policy_id", &ref.PolicyID}, {"policy_version", &ref.PolicyVersion}, {"rule_id", &ref.RuleID}} {
-				mv := canonicalMember(elem, m.name)
+				mv := acs.CanonicalMember(elem, m.name)
 				if mv == nil || string(mv) == "null" {
 					continue
 				}

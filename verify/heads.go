@@ -198,7 +198,7 @@ func readResponseFields(canon []byte) (responseFields, error) {
 		return rf, fmt.Errorf("a response is a JSON object, not %s", kindOrChar(canon[0]))
 	}
 	var result []byte
-	canonicalMembers(canon, func(key, v []byte) bool {
+	acs.CanonicalMembers(canon, func(key, v []byte) bool {
 		switch string(key) {
 		case "result":
 			result = v
@@ -215,7 +215,7 @@ func readResponseFields(canon []byte) (responseFields, error) {
 	}
 	rf.result = true
 	var err error
-	canonicalMembers(result, func(key, v []byte) bool {
+	acs.CanonicalMembers(result, func(key, v []byte) bool {
 		if string(key) != "request_id" && string(key) != "chain_hash" || string(v) == "null" {
 			return true
 		}

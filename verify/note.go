@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/cloudflare/circl/sign/mldsa/mldsa44"
@@ -54,6 +55,10 @@ func NoteVerifier(vkey string) (note.Verifier, error) {
 		return nil, fmt.Errorf("verifier key %q: want name+<8 hex digits>+<base64 key>", truncate(vkey))
 	}
 	name := parts[0]
+	// signed-note: a key name holds no Unicode space (and no '+').
+	if strings.ContainsFunc(name, unicode.IsSpace) || !utf8.ValidString(name) {
+		return nil, fmt.Errorf("verifier key %q: key name %q is not a signed-note key name", truncate(vkey), truncate(name))
+	}
 	id, err := strconv.ParseUint(parts[1], 16, 32)
 	if err != nil {
 		return nil, fmt.Errorf("verifier key %q: key ID is not 8 hex digits", truncate(vkey))
@@ -189,6 +194,29 @@ func splitNote(msg []byte) (text []byte, sigs []noteSig, err error) {
 		sigs = append(sigs, noteSig{name: name, id: binary.BigEndian.Uint32(raw), sig: raw[4:]})
 	}
 	return text, sigs, nil
+}
+
+// ParseCheckpoint parses c2sp.org/tlog-checkpoint note text, the part of a
+// checkpoint note before its signatures, as acsledger logs write it: the
+// origin, the size and the root, and no extension lines. The Merkle log
+// (ledger/tlog) reads its own checkpoints with it, so the log and its
+// auditors share one reader of the format.
+func ParseCheckpoint(text []byte) (Checkpoint, error) {
+	if !utf8.Valid(text) {
+		return Checkpoint{}, errors.New("checkpoint: not valid UTF-8")
+	}
+	return parseCheckpointText(text, false)
+}
+
+// ParseCheckpointHead is [ParseCheckpoint] for checkpoints of any log:
+// extension lines after the root are allowed and ignored. A witness reads
+// the checkpoints it cosigns with it, and subtree/v1 cosignatures sign only
+// these three lines.
+func ParseCheckpointHead(text []byte) (Checkpoint, error) {
+	if !utf8.Valid(text) {
+		return Checkpoint{}, errors.New("checkpoint: not valid UTF-8")
+	}
+	return parseCheckpointText(text, true)
 }
 
 // parseCheckpointText reads c2sp.org/tlog-checkpoint text: origin, size in

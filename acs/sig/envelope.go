@@ -73,19 +73,6 @@ func SignedInput(envelope []byte, m Member) ([]byte, error) {
 	return in, err
 }
 
-// ExtractSignature returns the signature object of member m, or an error
-// wrapping ErrMissingSignature.
-func ExtractSignature(envelope []byte, m Member) (*Signature, error) {
-	_, s, err := Split(envelope, m)
-	if err != nil {
-		return nil, err
-	}
-	if s == nil {
-		return nil, &Error{Kind: ErrMissingSignature, Member: m}
-	}
-	return s, nil
-}
-
 // MemberOf classifies an envelope: a request (it has "method") is signed in
 // params, a response in result or error. An envelope that is none of these,
 // or has both result and error, is refused with ErrNotEnvelope.

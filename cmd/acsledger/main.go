@@ -1,14 +1,23 @@
 // Command acsledger runs the acsledger service and its administration tasks.
 //
-//	acsledger serve   [--addr 127.0.0.1:8080] [--db URL]   run the service
-//	acsledger migrate --db URL                             apply SQL migrations
-//	acsledger guardian --stdio [--db URL] [--keys DIR]     the Guardian over stdio
-//	acsledger keygen --dir DIR [--alg ALG,...]             write signing keys
-//	acsledger erase --db URL --session ID --position N --reason TEXT [--by NAME]
-//	                                                       erase a step's request params
+//	acsledger serve    [--addr 127.0.0.1:8080] [--db URL]   run the service
+//	acsledger migrate  --db URL                             apply SQL migrations
+//	acsledger guardian --stdio [--db URL] [--keys DIR]      the Guardian over stdio
+//	acsledger keygen   --dir DIR [--alg ALG,...]            write signing keys
+//	acsledger log-key  [--db URL] [--keys DIR]              print the Merkle log's origin and verifier keys
+//	acsledger witness  --state FILE --log-origin O --log-key VKEY [--addr ADDR]
+//	                                                        run a minimal tlog-witness for one log
+//	acsledger export   --session ID [--out FILE] [--db URL] [--keys DIR]
+//	                                                        write a session's evidence bundle
+//	acsledger replay   [--db URL] [--session ID] REQUEST_ID re-evaluate a recorded decision
+//	acsledger erase    --db URL --session ID --position N --reason TEXT [--by NAME]
+//	                                                        erase a step's request params
+//	acsledger bench    guardian [--url URL] [--sessions N]  measure the Guardian beside bare OPA
+//	acsledger demo     [--url URL] [--keys DIR]             drive a running server and verify its evidence
 //
 // With no --db the service keeps its evidence in an embedded SQLite store
-// under ./acsledger-data; --db postgres://... uses PostgreSQL.
+// under ./acsledger-data; --db postgres://... uses PostgreSQL. Run
+// 'acsledger <command> -h' for a command's flags.
 package main
 
 import (

@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"go/parser"
+	"go/token"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -59,4 +63,34 @@ func TestMigrate(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestUsageListsEveryCommand holds the printed usage and the command's doc
+// comment (what go doc and a reader of main.go see) to the commands run
+// dispatches: each must name every one of them.
+func TestUsageListsEveryCommand(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"help"}, io.Discard, &stderr); code != 0 {
+		t.Fatalf("help: exit %d", code)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Doc == nil {
+		t.Fatal("main.go has no package doc comment")
+	}
+	doc := f.Doc.Text()
+	cmds := commands()
+	if len(cmds) < 11 {
+		t.Fatalf("commands() lists %d commands, want at least the 11 documented", len(cmds))
+	}
+	for _, c := range cmds {
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(c.name) + ` +\S`).MatchString(stderr.String()) {
+			t.Errorf("the usage does not list %q:\n%s", c.name, stderr.String())
+		}
+		if !regexp.MustCompile(`(?m)^\tacsledger ` + regexp.QuoteMeta(c.name) + `( |$)`).MatchString(doc) {
+			t.Errorf("the doc comment of main.go does not list 'acsledger %s'", c.name)
+		}
+	}
 }

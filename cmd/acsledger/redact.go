@@ -2,14 +2,13 @@ package main
 
 import "net/url"
 
-// redact hides the password of a database URL before it is logged.
+// redact hides the password of a database URL before it is logged. A
+// directory path of the embedded store, or a URL without a password, is
+// returned as given.
 func redact(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.User == nil {
 		return s
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
+	return u.Redacted()
 }

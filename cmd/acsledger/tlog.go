@@ -290,12 +290,6 @@ func (s notifyingStore) AppendBatch(ctx context.Context, rs []ledger.Record) ([]
 	return a, err
 }
 
-func (s notifyingStore) AppendSigned(ctx context.Context, r ledger.Record, params []byte, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
-	a, resp, err := s.Store.AppendSigned(ctx, r, params, sign)
-	s.after(err)
-	return a, resp, err
-}
-
 func (s notifyingStore) AppendRequest(ctx context.Context, r ledger.Record, params []byte, seen ledger.Seen, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
 	a, resp, err := s.Store.AppendRequest(ctx, r, params, seen, sign)
 	s.after(err)

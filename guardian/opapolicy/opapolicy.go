@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/guardian/policy"
 )
@@ -126,6 +127,17 @@ func (c *provenanceCache) provenance(raws []json.RawMessage) []policy.Provenance
 	return out
 }
 
+// evaluatorVersion is a result's metadata.evaluator_version (ACS §6.1,
+// docs/policy.md): the engine on its OPA version, then the policy bundle
+// that decided as "<policy_id>@<policy_version>". The engine names its
+// bundle in every decision's first policy reference.
+func evaluatorVersion(refs []acs.PolicyReference) string {
+	if len(refs) == 0 {
+		return policy.EvaluatorVersion()
+	}
+	return policy.EvaluatorVersion() + " " + refs[0].PolicyID + "@" + refs[0].PolicyVersion
+}
+
 // decision is the engine's verdict as the Guardian's: the ACS result
 // members are acs types on both sides.
 func (p *Policy) decision(d *policy.Decision) (guardian.Decision, error) {
@@ -140,6 +152,7 @@ func (p *Policy) decision(d *policy.Decision) (guardian.Decision, error) {
 		Ask:                d.AskDetails,
 		Defer:              d.DeferDetails,
 		AskFallback:        p.AskFallback,
+		EvaluatorVersion:   evaluatorVersion(d.PolicyReferences),
 	}
 	if len(d.NDBuiltinCache) > 0 {
 		if !json.Valid(d.NDBuiltinCache) {

@@ -19,6 +19,7 @@ import (
 	"github.com/acsledger/acsledger/guardian/policy"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
+	"github.com/open-policy-agent/opa/v1/version"
 )
 
 // TestBaselineOverHTTP runs the Guardian with the OPA baseline bundle
@@ -101,6 +102,12 @@ func TestBaselineOverHTTP(t *testing.T) {
 	if ref["policy_id"] != policy.BaselineID || ref["rule_id"] != "shell.pipe_remote_to_interpreter" || ref["policy_version"] == "" {
 		t.Errorf("policy reference %v", ref)
 	}
+	// metadata.evaluator_version names the engine and the bundle that
+	// decided (docs/policy.md).
+	wantEV := "acsledger-policy/opa-" + version.Version + " " + policy.BaselineID + "@" + policy.BaselineVersion
+	if md, _ := deny["metadata"].(map[string]any); md["evaluator_version"] != wantEV {
+		t.Errorf("metadata %v, want evaluator_version %q", deny["metadata"], wantEV)
+	}
 	mod := call("steps/userMessage", map[string]any{"content": []any{map[string]any{
 		"type": "text", "value": "deploy with key AKIAIOSFODNN7EXAMPLE", "provenance": map[string]any{"provenance_id": "p2", "origin": "user_input"},
 	}}})
@@ -124,6 +131,20 @@ func TestBaselineOverHTTP(t *testing.T) {
 	_ = json.Unmarshal(entries[0].Content, &e)
 	if e.Decision.Disposition != "deny" || e.Decision.PolicyReferences[0]["policy_version"] != ref["policy_version"] {
 		t.Errorf("entry records %s", entries[0].Content)
+	}
+	stored, err := gs.Response(ctx, session, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr struct {
+		Result struct {
+			Metadata struct {
+				EvaluatorVersion string `json:"evaluator_version"`
+			} `json:"metadata"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(stored, &sr); err != nil || sr.Result.Metadata.EvaluatorVersion != wantEV {
+		t.Errorf("the response stored beside entry 0 has evaluator_version %q (%v), want %q", sr.Result.Metadata.EvaluatorVersion, err, wantEV)
 	}
 	bundles, err := gs.PolicyBundles(ctx)
 	if err != nil || !slices.ContainsFunc(bundles, func(b ledger.PolicyBundle) bool {

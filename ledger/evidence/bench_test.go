@@ -27,7 +27,7 @@ func BenchmarkBuild(b *testing.B) {
 	const session = "bench-session"
 	for i := range n {
 		entry := fmt.Sprintf(`{"entry_id":"e-%d","step_id":"r-%d","step_type":"steps/toolCallRequest","timestamp":"2026-11-30T10:00:00Z","request_hash":"%064x","agent_id":"agent-7","decision":{"disposition":"allow","reason_codes":[],"policy_references":[{"policy_id":"p","policy_version":"1","rule_id":"r"}]}}`, i, i, i)
-		_, _, err := gs.AppendSigned(ctx, ledger.Record{SessionID: session, AgentID: "agent-7", Entry: []byte(entry)}, fmt.Appendf(nil, `{"request_id":"r-%d"}`, i), func(a ledger.Appended) ([]byte, error) {
+		_, _, err := gs.AppendRequest(ctx, ledger.Record{SessionID: session, AgentID: "agent-7", Entry: []byte(entry)}, fmt.Appendf(nil, `{"request_id":"r-%d"}`, i), ledger.Seen{RequestID: fmt.Sprintf("r-%d", i)}, func(a ledger.Appended) ([]byte, error) {
 			return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"result":{"type":"final","request_id":"r-%d","decision":"allow","chain_hash":"%s","signature":{"algorithm":"HMAC-SHA256","key_id":"k","value":"AAAA"}}}`, i, i, a.EntryHash), nil
 		})
 		if err != nil {

@@ -84,9 +84,6 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 					return err
 				}
 			}
-			if err := s.storedResponses(ctx, tx, ps, p); err != nil {
-				return err
-			}
 			if s.beforeWrite != nil {
 				if err := s.beforeWrite(p); err != nil {
 					return err
@@ -396,21 +393,6 @@ func anySigner(ps []plan.Prepared) bool {
 		}
 	}
 	return false
-}
-
-// storedResponses fills in the stored response of every replayed record
-// that asked for one (nil if its entry was appended without a response).
-func (s *Store) storedResponses(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, p *plan.Plan) error {
-	for i, r := range ps {
-		if r.Sign == nil || p.Errs[i] != nil || !p.Results[i].Replayed {
-			continue
-		}
-		err := tx.QueryRow(ctx, q.Response, p.Results[i].SessionID, p.Results[i].Position).Scan(&p.Signed[i])
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("couldn't read the stored response of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
-		}
-	}
-	return nil
 }
 
 func hashPtr(b []byte) *acs.Hash {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -24,7 +25,7 @@ func erasureLedger(t *testing.T) (string, *pgstore.Store) {
 	url := newDB(t)
 	s := openStore(t, url, pgstore.Options{})
 	for i, f := range storetest.Fixtures(t) {
-		_, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, fmt.Appendf(nil, `{"payload":{"i":%d}}`, i),
+		_, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, fmt.Appendf(nil, `{"payload":{"i":%d}}`, i), ledger.Seen{RequestID: fmt.Sprintf("r-%d", i), At: time.Now()},
 			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
 		if err != nil {
 			t.Fatalf("fixture %d: %v", i, err)

@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestAppendOnly(t *testing.T) {
 	}
 	defer s.Close()
 	for i, f := range storetest.Fixtures(t) {
-		_, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, []byte(`{"payload":{}}`),
+		_, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, []byte(`{"payload":{}}`), ledger.Seen{RequestID: fmt.Sprintf("r-%d", i), At: time.Now()},
 			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
 		if err != nil {
 			t.Fatalf("fixture %d: %v", i, err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/sqlitestore"
@@ -27,7 +28,7 @@ func TestErasureEnforced(t *testing.T) {
 	}
 	defer s.Close()
 	for i, f := range storetest.Fixtures(t) {
-		_, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, fmt.Appendf(nil, `{"payload":{"i":%d}}`, i),
+		_, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, fmt.Appendf(nil, `{"payload":{"i":%d}}`, i), ledger.Seen{RequestID: fmt.Sprintf("r-%d", i), At: time.Now()},
 			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
 		if err != nil {
 			t.Fatalf("fixture %d: %v", i, err)

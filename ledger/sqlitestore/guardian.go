@@ -13,19 +13,6 @@ import (
 
 var _ ledger.GuardianStore = (*Store)(nil)
 
-// AppendSigned implements ledger.GuardianStore. It shares group commits
-// with Append: sign runs in the committer, inside the transaction, after
-// the entry is planned and before it is written; the response and params
-// are written in that transaction.
-func (s *Store) AppendSigned(ctx context.Context, r ledger.Record, params []byte, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
-	p, err := plan.Prepare(0, r, s.opts.EntryCap())
-	if err != nil {
-		return ledger.Appended{}, nil, err
-	}
-	p.Sign, p.Params = sign, params
-	return s.committer.Append(ctx, p)
-}
-
 // AppendRequest implements ledger.GuardianStore. The replay key is
 // inserted in the group's transaction, before the entries are planned.
 func (s *Store) AppendRequest(ctx context.Context, r ledger.Record, params []byte, seen ledger.Seen, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {

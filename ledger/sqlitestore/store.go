@@ -201,9 +201,6 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 					return err
 				}
 			}
-			if err := storedResponses(ctx, tx, ps, p); err != nil {
-				return err
-			}
 			return s.writePlan(ctx, tx, p)
 		})
 		if errors.Is(err, errHeadMoved) && attempt < 10 {
@@ -453,21 +450,6 @@ func (s *Store) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]
 		return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)
 	}
 	return es, nil
-}
-
-// storedResponses fills in the stored response of every replayed record
-// that asked for one (nil if its entry was appended without a response).
-func storedResponses(ctx context.Context, tx *sql.Tx, ps []plan.Prepared, p *plan.Plan) error {
-	for i, r := range ps {
-		if r.Sign == nil || p.Errs[i] != nil || !p.Results[i].Replayed {
-			continue
-		}
-		err := tx.QueryRowContext(ctx, q.Response, p.Results[i].SessionID, p.Results[i].Position).Scan(&p.Signed[i])
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("couldn't read the stored response of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
-		}
-	}
-	return nil
 }
 
 // isUnique reports a unique-key violation: another writer stored the same

@@ -24,15 +24,15 @@ func testEraseParams(t *testing.T, s ledger.GuardianStore, clock *Clock) {
 	params := func(i int) []byte { return fmt.Appendf(nil, `{"payload":{"text":"secret %d"}}`, i) }
 	fx := Fixtures(t)
 	for i := range 3 {
-		if _, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: fx[i]}, params(i), sign); err != nil {
+		if _, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: fx[i]}, params(i), requestKey(fmt.Sprintf("r-%d", i)), sign); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Position 3 has a response but no params; "other" is another session.
-	if _, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[3]}, nil, sign); err != nil {
+	if _, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", Entry: fx[3]}, nil, requestKey("r-3"), sign); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "other", AgentID: "a", Entry: fx[0]}, params(0), sign); err != nil {
+	if _, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "other", AgentID: "a", Entry: fx[0]}, params(0), requestKey("r-0"), sign); err != nil {
 		t.Fatal(err)
 	}
 	before := takeSnapshot(t, s)
@@ -136,10 +136,10 @@ func testEraseParams(t *testing.T, s ledger.GuardianStore, clock *Clock) {
 	}
 	wantParams("s", 2, 2)
 
-	// A retry of the erased step's append does not bring its params back.
-	again, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[1]}, params(1), sign)
-	if err != nil || !again.Replayed {
-		t.Fatalf("retry of the erased step: %+v, %v", again, err)
+	// A retry of the erased step's append is a replay and does not bring
+	// its params back.
+	if _, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", Entry: fx[1]}, params(1), requestKey("r-1-retry"), sign); !errors.Is(err, ledger.ErrReplay) {
+		t.Fatalf("retry of the erased step: %v, want ErrReplay", err)
 	}
 	wantErased(1, first)
 
@@ -173,7 +173,7 @@ func testEraseParams(t *testing.T, s ledger.GuardianStore, clock *Clock) {
 // wins; the others are told it was erased and record nothing.
 func testEraseParamsConcurrent(t *testing.T, s ledger.GuardianStore, _ *Clock) {
 	ctx := context.Background()
-	if _, _, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: Synthetic(0, "")}, []byte(`{"p":0}`),
+	if _, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: Synthetic(0, "")}, []byte(`{"p":0}`), requestKey("r-0"),
 		func(ledger.Appended) ([]byte, error) { return []byte("{}"), nil }); err != nil {
 		t.Fatal(err)
 	}

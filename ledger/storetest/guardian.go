@@ -19,8 +19,8 @@ var guardianTests = []struct {
 	name string
 	fn   func(*testing.T, ledger.GuardianStore, *Clock)
 }{
-	{"AppendSigned", testAppendSigned},
-	{"AppendSignedConcurrent", testAppendSignedConcurrent},
+	{"AppendRequestSigned", testAppendRequestSigned},
+	{"AppendRequestSignedConcurrent", testAppendRequestSignedConcurrent},
 	{"RecordRequest", testRecordRequest},
 	{"AppendRequest", testAppendRequest},
 	{"AppendRequestConcurrent", testAppendRequestConcurrent},
@@ -39,7 +39,16 @@ func runGuardian(t *testing.T, open Open) {
 	}
 }
 
-func testAppendSigned(t *testing.T, s ledger.GuardianStore, _ *Clock) {
+// requestKey is a replay key with request id id, for appends whose
+// subject is not the replay check.
+func requestKey(id string) ledger.Seen {
+	return ledger.Seen{RequestID: id, At: time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)}
+}
+
+// testAppendRequestSigned: the response and params are stored beside the
+// entry, byte for byte, and nothing is when the signer fails or the step
+// is refused.
+func testAppendRequestSigned(t *testing.T, s ledger.GuardianStore, _ *Clock) {
 	ctx := context.Background()
 	fx := Fixtures(t)
 	calls := 0
@@ -56,13 +65,13 @@ func testAppendSigned(t *testing.T, s ledger.GuardianStore, _ *Clock) {
 	// The params are stored byte for byte: member order, spacing, escapes
 	// and digits past 2^53 as received.
 	params := []byte("{\"b\": 1796016335809982101, \"a\":\"\\u00e9\"}\n")
-	got, resp, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[1]}, params, sign)
+	got, resp, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", Entry: fx[1]}, params, requestKey("req-1"), sign)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantResp := fmt.Sprintf(`{"result":{"chain_hash":%q,"position":1}}`, want)
 	if got.Position != 1 || got.EntryHash != want || got.Replayed || string(resp) != wantResp || calls != 1 {
-		t.Fatalf("AppendSigned: %+v, %s, %d sign calls", got, resp, calls)
+		t.Fatalf("AppendRequest: %+v, %s, %d sign calls", got, resp, calls)
 	}
 	if b, err := s.Response(ctx, "s", 1); err != nil || string(b) != wantResp {
 		t.Fatalf("Response: %s, %v", b, err)
@@ -82,11 +91,11 @@ func testAppendSigned(t *testing.T, s ledger.GuardianStore, _ *Clock) {
 		t.Fatalf("Request of another session: %v", err)
 	}
 
-	// A retry returns the original result and response without signing,
-	// and keeps the params stored first.
-	again, resp, err := s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[1]}, []byte(`{"other":true}`), sign)
-	if err != nil || !again.Replayed || again.EntryHash != want || string(resp) != wantResp || calls != 1 {
-		t.Fatalf("retry: %+v, %s, %v, %d sign calls", again, resp, err, calls)
+	// A retry of the step is a replay, refused without signing; the
+	// params stored first stay.
+	_, resp, err = s.AppendRequest(ctx, ledger.Record{SessionID: "s", Entry: fx[1]}, []byte(`{"other":true}`), requestKey("req-1-retry"), sign)
+	if !errors.Is(err, ledger.ErrReplay) || resp != nil || calls != 1 {
+		t.Fatalf("retry: %s, %v, %d sign calls", resp, err, calls)
 	}
 	if b, err := s.Request(ctx, "s", 1); err != nil || string(b) != string(params) {
 		t.Fatalf("Request after a retry: %q, %v; want %q", b, err, params)
@@ -95,30 +104,31 @@ func testAppendSigned(t *testing.T, s ledger.GuardianStore, _ *Clock) {
 	// A failing signer leaves nothing behind.
 	before := takeSnapshot(t, s)
 	boom := errors.New("HSM unavailable")
-	_, _, err = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: fx[2]}, []byte(`{"lost":1}`), func(ledger.Appended) ([]byte, error) { return nil, boom })
+	_, _, err = s.AppendRequest(ctx, ledger.Record{SessionID: "s", Entry: fx[2]}, []byte(`{"lost":1}`), requestKey("req-2"), func(ledger.Appended) ([]byte, error) { return nil, boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("failing signer: %v", err)
 	}
 	assertUnchanged(t, s, before)
 	if _, err := s.Response(ctx, "s", 2); !errors.Is(err, ledger.ErrNotFound) {
-		t.Fatalf("response stored by a failed AppendSigned: %v", err)
+		t.Fatalf("response stored by a failed AppendRequest: %v", err)
 	}
 	if _, err := s.Request(ctx, "s", 2); !errors.Is(err, ledger.ErrNotFound) {
-		t.Fatalf("params stored by a failed AppendSigned: %v", err)
+		t.Fatalf("params stored by a failed AppendRequest: %v", err)
 	}
 
-	// A conflict is refused before signing.
-	_, _, err = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(0, "")}, nil, sign)
+	// A step already chained, even with other content, is refused before
+	// signing.
+	_, _, err = s.AppendRequest(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(0, "")}, nil, requestKey("req-4"), sign)
 	if err != nil {
 		t.Fatal(err)
 	}
 	calls = 0
-	_, _, err = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(0, "changed")}, []byte(`{"conflict":1}`), sign)
-	if !errors.Is(err, ledger.ErrConflict) || calls != 0 {
-		t.Fatalf("conflict: %v after %d sign calls", err, calls)
+	_, _, err = s.AppendRequest(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(0, "changed")}, []byte(`{"conflict":1}`), requestKey("req-3"), sign)
+	if !errors.Is(err, ledger.ErrReplay) || calls != 0 {
+		t.Fatalf("changed step: %v after %d sign calls", err, calls)
 	}
 	if _, err := s.Request(ctx, "s", 2); !errors.Is(err, ledger.ErrNotFound) {
-		t.Fatalf("params stored by a refused AppendSigned (or by one given none): %v", err)
+		t.Fatalf("params stored by a refused AppendRequest (or by one given none): %v", err)
 	}
 	verifyChain(t, s, "s")
 }
@@ -191,11 +201,11 @@ func testPolicyBundles(t *testing.T, s ledger.GuardianStore, clock *Clock) {
 	}
 }
 
-// testAppendSignedConcurrent signs many appends to one session at once (so
+// testAppendRequestSignedConcurrent signs many appends to one session at once (so
 // stores that share commits sign inside one transaction), one signer
 // failing: the others are stored, each beside the response its signer built
 // for the entry's final position and hash.
-func testAppendSignedConcurrent(t *testing.T, s ledger.GuardianStore, _ *Clock) {
+func testAppendRequestSignedConcurrent(t *testing.T, s ledger.GuardianStore, _ *Clock) {
 	ctx := context.Background()
 	const n, failing = 20, 7
 	boom := errors.New("signer down")
@@ -207,7 +217,7 @@ func testAppendSignedConcurrent(t *testing.T, s ledger.GuardianStore, _ *Clock) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], resps[i], errs[i] = s.AppendSigned(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(i, "")}, fmt.Appendf(nil, `{"i":%d}`, i),
+			got[i], resps[i], errs[i] = s.AppendRequest(ctx, ledger.Record{SessionID: "s", Entry: Synthetic(i, "")}, fmt.Appendf(nil, `{"i":%d}`, i), requestKey(fmt.Sprintf("r-%d", i)),
 				func(a ledger.Appended) ([]byte, error) {
 					if i == failing {
 						return nil, boom

@@ -15,9 +15,12 @@
 //     proof builders.
 //   - Tile paths ([TilePath], [ParseTilePath]), entry bundles
 //     ([AppendBundleEntry], [ParseBundle]) and checkpoints ([Checkpoint]).
-//   - Note signers and verifiers: Ed25519 log signatures through
+//   - Note signers: Ed25519 log signatures through
 //     golang.org/x/mod/sumdb/note, ML-DSA-44 and Ed25519 cosignatures per
-//     c2sp.org/tlog-cosignature.
+//     c2sp.org/tlog-cosignature. Checkpoints and verifier keys are read
+//     with package verify's readers ([verify.ParseCheckpoint],
+//     [verify.NoteVerifier]), the ones auditors run, so the log and its
+//     verifier cannot disagree about the format.
 //
 // [RFC 6962]: https://www.rfc-editor.org/rfc/rfc6962
 // [tlog-tiles]: https://c2sp.org/tlog-tiles

@@ -14,6 +14,8 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/acsledger/acsledger/verify"
 )
 
 // ErrInconsistent means the stored log does not extend its own latest
@@ -136,7 +138,7 @@ func New(ctx context.Context, s Storage, cfg Config) (*Log, error) {
 		if i == 0 && keyType(vkey) != sigTypeEd25519 {
 			return nil, errors.New("tlog: the first key must be an Ed25519 note key")
 		}
-		v, err := NewVerifier(vkey)
+		v, err := verify.NoteVerifier(vkey)
 		if err != nil {
 			return nil, fmt.Errorf("tlog: key %d: %w", i, err)
 		}

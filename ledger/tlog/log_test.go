@@ -7,6 +7,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
+	"github.com/acsledger/acsledger/verify"
 )
 
 func newTestLog(t testing.TB, s Storage, cfg Config) *Log {
@@ -43,7 +44,7 @@ func TestAddingAKeyKeepsTheLogOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pq, _ := NewVerifier(vkeys[1])
+	pq, _ := verify.NoteVerifier(vkeys[1])
 	if _, err := note.Open(signed, note.VerifierList(pq)); err != nil {
 		t.Fatalf("new checkpoint lacks the added key's signature: %v", err)
 	}

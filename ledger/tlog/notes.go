@@ -15,6 +15,8 @@ import (
 
 	"github.com/cloudflare/circl/sign/mldsa/mldsa44"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/acsledger/acsledger/verify"
 )
 
 // Signature type bytes from the c2sp.org/signed-note registry.
@@ -171,41 +173,6 @@ func splitKey(s string) (name string, typ byte, key []byte, id uint32, err error
 	return name, raw[0], raw[1:], uint32(id64), nil
 }
 
-// NewVerifier parses a verifier key made by [GenerateKey] (or by
-// note.GenerateKey): Ed25519 note keys, and Ed25519 and ML-DSA-44
-// cosignature keys.
-func NewVerifier(vkey string) (note.Verifier, error) {
-	name, typ, key, id, err := splitKey(vkey)
-	if err != nil {
-		return nil, fmt.Errorf("verifier key: %w", err)
-	}
-	var v *cosigVerifier
-	switch typ {
-	case sigTypeEd25519:
-		return note.NewVerifier(vkey)
-	case sigTypeCosignatureEd25519:
-		if len(key) != ed25519.PublicKeySize {
-			return nil, fmt.Errorf("verifier key: Ed25519 key is %d bytes", len(key))
-		}
-		v = &cosigVerifier{name: name, alg: CosignatureEd25519, ed: ed25519.PublicKey(key)}
-	case sigTypeCosignatureMLDSA44:
-		if len(key) != mldsa44.PublicKeySize {
-			return nil, fmt.Errorf("verifier key: ML-DSA-44 key is %d bytes, want %d", len(key), mldsa44.PublicKeySize)
-		}
-		v = &cosigVerifier{name: name, alg: CosignatureMLDSA44, mldsa: new(mldsa44.PublicKey)}
-		if err := v.mldsa.UnmarshalBinary(key); err != nil {
-			return nil, fmt.Errorf("verifier key: %w", err)
-		}
-	default:
-		return nil, fmt.Errorf("verifier key: unknown signature type 0x%02x", typ)
-	}
-	v.id = keyID(name, typ, key)
-	if v.id != id {
-		return nil, fmt.Errorf("verifier key: key ID %08x does not match the key (want %08x)", id, v.id)
-	}
-	return v, nil
-}
-
 // cosigner makes c2sp.org/tlog-cosignature signatures: a big-endian uint64
 // timestamp followed by the signature over the algorithm's message.
 type cosigner struct {
@@ -249,7 +216,7 @@ func cosignedMessage(alg Algorithm, name string, ts uint64, text []byte) ([]byte
 	}
 	// tlog-cosignature subtree/v1: the checkpoint's three lines, not the
 	// text, are signed, so only our extension-free checkpoints qualify.
-	cp, err := ParseCheckpointHead(text)
+	cp, err := verify.ParseCheckpointHead(text)
 	if err != nil {
 		return nil, err
 	}
@@ -265,53 +232,4 @@ func cosignedMessage(alg Algorithm, name string, ts uint64, text []byte) ([]byte
 	m = binary.BigEndian.AppendUint64(m, 0) // start: a checkpoint is the subtree [0, size)
 	m = binary.BigEndian.AppendUint64(m, cp.Size)
 	return append(m, cp.Root[:]...), nil
-}
-
-// ParseCheckpointHead reads the first three lines of checkpoint text,
-// allowing extension lines after them (other logs may write some).
-func ParseCheckpointHead(text []byte) (Checkpoint, error) {
-	lines := strings.SplitAfterN(string(text), "\n", 4)
-	if len(lines) < 3 {
-		return Checkpoint{}, errors.New("checkpoint: fewer than 3 lines")
-	}
-	return ParseCheckpoint([]byte(lines[0] + lines[1] + lines[2]))
-}
-
-type cosigVerifier struct {
-	name  string
-	id    uint32
-	alg   Algorithm
-	ed    ed25519.PublicKey
-	mldsa *mldsa44.PublicKey
-}
-
-func (v *cosigVerifier) Name() string    { return v.name }
-func (v *cosigVerifier) KeyHash() uint32 { return v.id }
-
-func (v *cosigVerifier) Verify(text, sig []byte) bool {
-	want := 8 + ed25519.SignatureSize
-	if v.alg == CosignatureMLDSA44 {
-		want = 8 + mldsa44.SignatureSize
-	}
-	if len(sig) != want {
-		return false
-	}
-	ts := binary.BigEndian.Uint64(sig)
-	msg, err := cosignedMessage(v.alg, v.name, ts, text)
-	if err != nil {
-		return false
-	}
-	if v.alg == CosignatureMLDSA44 {
-		return mldsa44.Verify(v.mldsa, msg, nil, sig[8:])
-	}
-	return ed25519.Verify(v.ed, msg, sig[8:])
-}
-
-// CosignatureTime returns the timestamp of a tlog-cosignature: sig is the
-// signature-line payload after the 4-byte key ID.
-func CosignatureTime(sig []byte) (time.Time, error) {
-	if len(sig) < 8 {
-		return time.Time{}, errors.New("cosignature shorter than its timestamp")
-	}
-	return time.Unix(int64(binary.BigEndian.Uint64(sig)), 0).UTC(), nil
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
+	"github.com/acsledger/acsledger/verify"
 )
 
 func testCheckpoint() Checkpoint {
@@ -84,7 +86,7 @@ func TestCosignatures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := NewVerifier(vkey)
+		v, err := verify.NoteVerifier(vkey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +100,7 @@ func TestCosignatures(t *testing.T) {
 			t.Fatalf("alg %d: %v", alg, err)
 		}
 		sig, _ := base64.StdEncoding.DecodeString(n.Sigs[0].Base64)
-		if ts, _ := CosignatureTime(sig[4:]); !ts.Equal(now()) {
+		if ts := time.Unix(int64(binary.BigEndian.Uint64(sig[4:])), 0); !ts.Equal(now()) {
 			t.Errorf("alg %d: timestamp %v", alg, ts)
 		}
 		// Type byte in the verifier key per tlog-cosignature.
@@ -154,9 +156,13 @@ func TestKeyParsingRefusesBadKeys(t *testing.T) {
 		"", "name+00000000", strings.Replace(vkeys[1], "+", "+f", 1),
 		vkeys[1][:len(vkeys[1])-8] + "AAAAAAA=", "a b+00000000+AQ==",
 	}
+	// A name with a space, under the key ID that name and key hash to.
+	pub := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
+	typed := append([]byte{sigTypeCosignatureEd25519}, pub...)
+	bad = append(bad, fmt.Sprintf("a b+%08x+%s", keyID("a b", sigTypeCosignatureEd25519, pub), base64.StdEncoding.EncodeToString(typed)))
 	for _, k := range bad {
-		if _, err := NewVerifier(k); err == nil {
-			t.Errorf("NewVerifier accepted %q", k)
+		if _, err := verify.NoteVerifier(k); err == nil {
+			t.Errorf("verify.NoteVerifier accepted %q", k)
 		}
 	}
 	// A key ID that does not match the key.

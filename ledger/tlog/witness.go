@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/acsledger/acsledger/verify"
 )
 
 // WitnessConfig names a c2sp.org/tlog-witness witness the log asks to cosign
@@ -40,7 +42,7 @@ type witnessClient struct {
 }
 
 func newWitnessClient(c WitnessConfig) (*witnessClient, error) {
-	v, err := NewVerifier(c.VerifierKey)
+	v, err := verify.NoteVerifier(c.VerifierKey)
 	if err != nil {
 		return nil, fmt.Errorf("tlog: witness %s: %w", c.URL, err)
 	}

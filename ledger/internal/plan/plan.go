@@ -21,10 +21,10 @@ type Prepared struct {
 	ledger.Record
 	Entry *acs.Entry
 	// Sign, when set, builds the signed response stored beside the entry
-	// (GuardianStore.AppendSigned).
+	// (GuardianStore.AppendRequest).
 	Sign func(ledger.Appended) ([]byte, error)
 	// Params, when set, are the request's params stored beside the entry
-	// (GuardianStore.AppendSigned).
+	// (GuardianStore.AppendRequest).
 	Params []byte
 	// Seen, when set, is the request's replay key, recorded in the same
 	// transaction as the entry (GuardianStore.AppendRequest). The entry's

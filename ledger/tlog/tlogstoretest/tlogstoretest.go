@@ -26,6 +26,7 @@ import (
 
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
+	"github.com/acsledger/acsledger/verify"
 )
 
 // DB is one store's log storage over a fresh, migrated database, with the
@@ -337,7 +338,7 @@ func testIntegrate(t *testing.T, db DB) {
 			t.Fatalf("round %d: size %d, want %d", round, size, oldSize+n)
 		}
 		// The ML-DSA-44 line verifies too.
-		pq, err := tlog.NewVerifier(vkeys[1])
+		pq, err := verify.NoteVerifier(vkeys[1])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/ledger/tlog"
+	"github.com/acsledger/acsledger/verify"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
@@ -80,7 +81,7 @@ func New(cfg Config) (*Witness, error) {
 	for _, l := range cfg.Logs {
 		var vs []note.Verifier
 		for _, k := range l.VerifierKeys {
-			v, err := tlog.NewVerifier(k)
+			v, err := verify.NoteVerifier(k)
 			if err != nil {
 				return nil, fmt.Errorf("log %s: %w", l.Origin, err)
 			}
@@ -165,7 +166,7 @@ func (w *Witness) AddCheckpoint(body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fail(http.StatusForbidden, "checkpoint signature: %v", err)
 	}
-	cp, err := tlog.ParseCheckpointHead([]byte(n.Text))
+	cp, err := verify.ParseCheckpointHead([]byte(n.Text))
 	if err != nil {
 		return nil, fail(http.StatusBadRequest, "%v", err)
 	}

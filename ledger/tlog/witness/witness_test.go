@@ -19,6 +19,7 @@ import (
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 	"github.com/acsledger/acsledger/ledger/tlog/witness"
+	"github.com/acsledger/acsledger/verify"
 	"github.com/acsledger/acsledger/web/tlogserve"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -95,9 +96,9 @@ func checkCosigned(t *testing.T, lp *loop, signed []byte) string {
 	if !found {
 		t.Fatalf("no witness cosignature on\n%s", signed)
 	}
-	wv, _ := tlog.NewVerifier(lp.witVKey)
+	wv, _ := verify.NoteVerifier(lp.witVKey)
 	if _, err := note.Open(signed, note.VerifierList(wv)); err != nil {
-		t.Fatalf("tlog.NewVerifier rejects the cosignature: %v", err)
+		t.Fatalf("verify.NoteVerifier rejects the cosignature: %v", err)
 	}
 	return strings.Split(n.Text, "\n")[1]
 }

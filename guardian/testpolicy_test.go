@@ -7,7 +7,7 @@ import (
 	"github.com/acsledger/acsledger/acs"
 )
 
-// TestPolicy is a tiny deterministic Policy for tests and demonstrations,
+// TestPolicy is a tiny deterministic Policy for this package's tests,
 // not for production: the first rule whose Method and Tool match decides,
 // and a step no rule matches is allowed. Real deployments use the OPA/Rego
 // evaluator of guardian/policy.

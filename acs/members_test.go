@@ -1,0 +1,192 @@
+package acs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+func TestCanonicalMember(t *testing.T) {
+	t.Parallel()
+	obj := []byte(`{"a":[1,{"params":2}],"id":"x\"params\":{}","n":-1.5e-7,"params":{"b":[],"c":"}]"},"z":null}`)
+	for _, tc := range []struct{ name, want string }{
+		{"a", `[1,{"params":2}]`},
+		{"id", `"x\"params\":{}"`},
+		{"n", `-1.5e-7`},
+		{"params", `{"b":[],"c":"}]"}`},
+		{"z", `null`},
+	} {
+		if got := CanonicalMember(obj, tc.name); string(got) != tc.want {
+			t.Errorf("CanonicalMember(%q) = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	if got := CanonicalMember(obj, "b"); got != nil {
+		t.Errorf("CanonicalMember of a nested member's name = %s, want nil", got)
+	}
+}
+
+// TestCanonicalMemberRefuses: a value that is absent, or follows a
+// malformed byte, is nil. A value position holding a closing bracket or a
+// delimiter is no value (not an empty one), and nothing after it is read.
+func TestCanonicalMemberRefuses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ obj, name string }{
+		{``, "params"},
+		{`[]`, "params"},
+		{`{}`, "params"},
+		{`{"params"`, "params"},
+		{`{"a":1}`, "params"},
+		{`{"a":"x`, "params"},
+		{`{"a":[1,"params"]}`, "params"},
+		{`{"params":1`, "params"},
+		{`{"params"1}`, "params"},
+		{`{"params":}`, "params"},
+		{`{"params":]`, "params"},
+		{`{"a":},"params":1}`, "params"},
+		{`{"a":,"params":1}`, "params"},
+		{`{"a":1"params":2}`, "params"},
+		{`{"a":1}}`, "params"},
+		{`{"a":1},"params":2}`, "params"},
+		{`{"a":{}}},"params":2}`, "params"},
+		{`{,"params":1}`, "params"},
+	} {
+		if got := CanonicalMember([]byte(tc.obj), tc.name); got != nil {
+			t.Errorf("CanonicalMember(%s, %q) = %q, want nil", tc.obj, tc.name, got)
+		}
+	}
+}
+
+// TestCanonicalElements: well-formed arrays yield their elements; a
+// malformed one is refused, and an unbalanced closing bracket ends the
+// walk instead of being read, again and again, as an empty element.
+func TestCanonicalElements(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		arr  string
+		want []string
+		ok   bool
+	}{
+		{`[]`, nil, true},
+		{`[1]`, []string{`1`}, true},
+		{`[1,"a,]",{"b":[2]},[],null]`, []string{`1`, `"a,]"`, `{"b":[2]}`, `[]`, `null`}, true},
+		{`[}]`, nil, false},
+		{`[1,}]`, []string{`1`}, false},
+		{`[1,]`, []string{`1`}, false},
+		{`[1,,2]`, []string{`1`}, false},
+		{`[1}`, []string{`1`}, false},
+		{`[1`, nil, false},
+		{`[1]]`, []string{`1`}, false},
+		{`{}`, nil, false},
+	} {
+		var got []string
+		ok := CanonicalElements([]byte(tc.arr), func(elem []byte) {
+			if len(got) > 10 {
+				t.Fatalf("CanonicalElements(%s) yields element after element: %q", tc.arr, got)
+			}
+			got = append(got, string(elem))
+		})
+		if ok != tc.ok || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("CanonicalElements(%s) = %q, %v; want %q, %v", tc.arr, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestCanonicalMembers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		obj  string
+		want []string
+		ok   bool
+	}{
+		{`{}`, nil, true},
+		{`{"a":1,"b\"c":"}","d":{"e":[]}}`, []string{`a=1`, `b\"c="}"`, `d={"e":[]}`}, true},
+		{`{"a":1,}`, []string{`a=1`}, false},
+		{`{"a":}`, nil, false},
+		{`{"a":1}x`, []string{`a=1`}, false},
+		{`{"a":1`, nil, false},
+		{`[]`, nil, false},
+	} {
+		var got []string
+		ok := CanonicalMembers([]byte(tc.obj), func(k, v []byte) bool {
+			got = append(got, string(k)+"="+string(v))
+			return true
+		})
+		if ok != tc.ok || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("CanonicalMembers(%s) = %q, %v; want %q, %v", tc.obj, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// FuzzCanonicalMembers holds the scanners to encoding/json on canonical
+// input: the members and elements they find at the top level are the ones
+// encoding/json decodes, each in canonical form, in order. On any input
+// they must return.
+//
+//	go test ./acs -run XXX -fuzz FuzzCanonicalMembers -fuzztime 30s
+func FuzzCanonicalMembers(f *testing.F) {
+	fuzzSeeds(f)
+	for _, s := range []string{`{"a":}`, `[}]`, `{"a":[1,}],"b":2}`, `{"params":{"x":[1,2,{"y":"}"}]},"z":1}`, `[1,"a",{"b":null},[true]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		CanonicalMember(in, "a")
+		CanonicalElements(in, func([]byte) {})
+		canon, err := Canonicalize(in)
+		if err != nil {
+			return
+		}
+		canonOf := func(raw []byte) []byte {
+			c, err := Canonicalize(raw)
+			if err != nil {
+				t.Fatalf("Canonicalize(%s), a part of canonical %s: %v", raw, canon, err)
+			}
+			return c
+		}
+		switch canon[0] {
+		case '{':
+			var top map[string]json.RawMessage
+			if err := json.Unmarshal(canon, &top); err != nil {
+				t.Fatalf("encoding/json refuses canonical %s: %v", canon, err)
+			}
+			n := 0
+			ok := CanonicalMembers(canon, func(k, v []byte) bool {
+				var name string
+				if err := json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &name); err != nil {
+					t.Fatalf("member name %q of %s: %v", k, canon, err)
+				}
+				raw, found := top[name]
+				if !found || !bytes.Equal(v, canonOf(raw)) {
+					t.Fatalf("member %q of %s: scanned %s, encoding/json decodes %s", name, canon, v, raw)
+				}
+				if got := CanonicalMember(canon, name); !bytes.Equal(got, v) && bytes.IndexByte(k, '\\') < 0 {
+					t.Fatalf("CanonicalMember(%s, %q) = %s, want %s", canon, name, got, v)
+				}
+				n++
+				return true
+			})
+			if !ok || n != len(top) {
+				t.Fatalf("CanonicalMembers(%s) saw %d members (ok %v); encoding/json decodes %d", canon, n, ok, len(top))
+			}
+		case '[':
+			var elems []json.RawMessage
+			if err := json.Unmarshal(canon, &elems); err != nil {
+				t.Fatalf("encoding/json refuses canonical %s: %v", canon, err)
+			}
+			i := 0
+			ok := CanonicalElements(canon, func(e []byte) {
+				if i >= len(elems) || !bytes.Equal(e, canonOf(elems[i])) {
+					t.Fatalf("element %d of %s: scanned %s", i, canon, e)
+				}
+				i++
+			})
+			if !ok || i != len(elems) {
+				t.Fatalf("CanonicalElements(%s) saw %d elements (ok %v); encoding/json decodes %d", canon, i, ok, len(elems))
+			}
+		default:
+			if CanonicalMember(canon, "a") != nil || CanonicalMembers(canon, func(_, _ []byte) bool { return true }) || CanonicalElements(canon, func([]byte) {}) {
+				t.Fatalf("a scanner read %s, not an object or array, as one", canon)
+			}
+		}
+	})
+}
