@@ -37,7 +37,7 @@ const (
 // Store is what the Guardian calls on the ledger (ledger.GuardianStore
 // documents each contract): it reads a session's head, appends the entry
 // of an intent, appends a step's entry with its signed response, params and
-// replay key in one transaction (ErrReplay for a key seen before), and
+// replay key in one transaction (ledger.ErrReplay for a key seen before), and
 // records a request's replay key on its own (ACS §10.3).
 type Store interface {
 	Session(ctx context.Context, sessionID string) (ledger.Session, error)
