@@ -105,17 +105,8 @@ func TestMangleResponseSignatures(t *testing.T) {
 // must count once, and a note that is not a signed note must be refused.
 func TestMangleCheckpoint(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("testdata", "bundles", "valid.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bundle struct {
-		Checkpoints []string `json:"checkpoints"`
-	}
-	if err := json.Unmarshal(b, &bundle); err != nil {
-		t.Fatal(err)
-	}
-	note := bundle.Checkpoints[1]
+	checkpoints := validBundleCheckpoints(t)
+	note := checkpoints[1]
 	trust := readTrust(t, "")
 	policy := &trust.Checkpoint
 	verifyNote := func(n string) ([]string, error) {
@@ -183,6 +174,23 @@ func TestMangleCheckpoint(t *testing.T) {
 // a checkpoint, and that is a finding.
 func TestCheckpointNoLogKey(t *testing.T) {
 	t.Parallel()
+	checkpoints := validBundleCheckpoints(t)
+	cp, fs, err := VerifyCheckpoint([]byte(checkpoints[0]), nil, "checkpoints[0]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 || fs[0].Code != CodeCheckpointSignatureInvalid || fs[0].Expected != "a trusted log key" {
+		t.Errorf("findings %v", fs)
+	}
+	if cp.Origin != "log.acsledger.example/audit" || cp.Size == 0 {
+		t.Errorf("checkpoint %+v", cp)
+	}
+}
+
+// validBundleCheckpoints reads the checkpoint notes of the corpus's valid
+// bundle.
+func validBundleCheckpoints(t *testing.T) []string {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "bundles", "valid.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -193,14 +201,5 @@ func TestCheckpointNoLogKey(t *testing.T) {
 	if err := json.Unmarshal(b, &bundle); err != nil {
 		t.Fatal(err)
 	}
-	cp, fs, err := VerifyCheckpoint([]byte(bundle.Checkpoints[0]), nil, "checkpoints[0]")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(fs) != 1 || fs[0].Code != CodeCheckpointSignatureInvalid || fs[0].Expected != "a trusted log key" {
-		t.Errorf("findings %v", fs)
-	}
-	if cp.Origin != "log.acsledger.example/audit" || cp.Size == 0 {
-		t.Errorf("checkpoint %+v", cp)
-	}
+	return bundle.Checkpoints
 }

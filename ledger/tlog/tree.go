@@ -189,11 +189,7 @@ func (r *treeReader) inclusion(ctx context.Context, index uint64) ([][]byte, err
 	if err != nil {
 		return nil, err
 	}
-	hashes, err := r.nodeHashes(ctx, nodes.IDs)
-	if err != nil {
-		return nil, err
-	}
-	return nodes.Rehash(hashes, hasher.HashChildren)
+	return r.proof(ctx, nodes)
 }
 
 func (r *treeReader) consistency(ctx context.Context, oldSize uint64) ([][]byte, error) {
@@ -204,6 +200,11 @@ func (r *treeReader) consistency(ctx context.Context, oldSize uint64) ([][]byte,
 	if err != nil {
 		return nil, err
 	}
+	return r.proof(ctx, nodes)
+}
+
+// proof reads the hashes of a proof's nodes and folds them into the proof.
+func (r *treeReader) proof(ctx context.Context, nodes proof.Nodes) ([][]byte, error) {
 	hashes, err := r.nodeHashes(ctx, nodes.IDs)
 	if err != nil {
 		return nil, err
