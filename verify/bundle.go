@@ -106,6 +106,10 @@ type bundleState struct {
 	// entryBuf holds the entry of the step being read.
 	entryBuf []byte
 
+	// since is the report of an earlier bundle of the session that this
+	// one must extend (VerifyBundleSince), or nil.
+	since *Report
+
 	findings, notices []Finding
 }
 
@@ -128,7 +132,11 @@ type bundleState struct {
 // are out of order, or with a value longer than acs.MaxInput, is an
 // *InputError naming the member and the byte offset.
 func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
-	s := &bundleState{policies: map[[2]string]PolicyBundleRecord{}, bySize: map[uint64]int{}, anchors: map[uint64][]int{}}
+	return verifyBundle(r, trust, nil)
+}
+
+func verifyBundle(r io.Reader, trust *Trust, since *Report) (*Report, error) {
+	s := &bundleState{since: since, policies: map[[2]string]PolicyBundleRecord{}, bySize: map[uint64]int{}, anchors: map[uint64][]int{}}
 	if trust != nil {
 		s.trust = *trust
 	}
@@ -170,6 +178,9 @@ func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
 			}
 			if s.sessionID == "" {
 				return errors.New("empty session_id")
+			}
+			if since != nil && since.SessionID != s.sessionID {
+				return fmt.Errorf("session %q, but the earlier bundle is of session %q", s.sessionID, since.SessionID)
 			}
 		case "keys":
 			return s.readKeys(vr)
@@ -234,7 +245,13 @@ func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
 		return fail("entries", errors.New("no context entries"))
 	}
 	s.finish()
-	return &Report{Entries: s.chain.Entries(), Head: s.chain.Head(), Findings: s.findings, Notices: s.notices}, nil
+	rep := &Report{Entries: s.chain.Entries(), Head: s.chain.Head(), Findings: s.findings, Notices: s.notices, SessionID: s.sessionID}
+	for _, cp := range s.checkpoints {
+		if rep.Checkpoint == nil || cp.Size > rep.Checkpoint.Size {
+			rep.Checkpoint = &cp
+		}
+	}
+	return rep, nil
 }
 
 // decodeValue decodes the next value into v with encoding/json.
@@ -494,6 +511,7 @@ func (s *bundleState) checkEntry(raw []byte, i int) error {
 		s.tail = &Finding{Code: CodeNotAnchored, EntryIndex: i, EntryID: e.EntryID, StepID: e.StepID}
 	}
 	fs = append(fs, s.checkPolicies(i, e)...)
+	fs = append(fs, s.checkSinceEntry(i, e, head)...)
 	s.findings = append(s.findings, fs...)
 	return nil
 }
@@ -613,6 +631,7 @@ func policyRefs(v []byte) (refs []policyRef, ok bool) {
 
 // finish adds what only the end of the bundle shows.
 func (s *bundleState) finish() {
+	s.findings = append(s.findings, s.finishSince()...)
 	if s.heads != nil {
 		s.findings = append(s.findings, s.heads.Finish()...)
 	}

@@ -65,6 +65,29 @@ const (
 	// consistent: the log was rewritten or forked between them.
 	CodeConsistencyProofInvalid = "consistency_proof_invalid"
 
+	// CodeLoggedEntryMissing: the Merkle log holds a leaf for the session
+	// at a position where the store has no entry (found online only: the
+	// log's leaves are not in a bundle).
+	CodeLoggedEntryMissing = "logged_entry_missing"
+
+	// CodeLoggedEntryMismatch: the Merkle log holds a leaf for the session
+	// at a position whose stored entry has another entry_hash.
+	CodeLoggedEntryMismatch = "logged_entry_mismatch"
+
+	// CodeTruncated: the session is shorter than the evidence says it was:
+	// the log holds a leaf past its last entry, or an earlier bundle of the
+	// session has more entries than a later one.
+	CodeTruncated = "truncated"
+
+	// CodeRewritten: a later bundle of a session does not have the entries
+	// of an earlier one as its prefix.
+	CodeRewritten = "rewritten"
+
+	// CodeLogFork: a later bundle's checkpoints are not shown to extend an
+	// earlier bundle's checkpoint: same size with another root, a smaller
+	// log, or no checkpoint of the earlier size to prove consistency from.
+	CodeLogFork = "log_fork"
+
 	// CodePolicyUnresolved: a decision cites a policy bundle version the
 	// evidence does not record.
 	CodePolicyUnresolved = "policy_unresolved"

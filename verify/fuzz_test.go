@@ -67,7 +67,8 @@ func knownCode(code string) bool {
 	case CodeEntryHashMismatch, CodePreviousHashMismatch, CodeRootHasPrevious, CodeFork,
 		CodeChainMismatch, CodeResponseSignatureInvalid, CodeResponseWithoutEntry, CodeEntryWithoutResponse, CodeUnverifiableHMAC,
 		CodeCheckpointSignatureInvalid, CodeWitnessQuorumNotMet, CodeNotAnchored, CodeInclusionProofInvalid, CodeAnchorWithoutEntry, CodeConsistencyProofInvalid,
-		CodePolicyUnresolved, CodePolicyRecordedAfterDecision, CodePolicyDigestMismatch, CodeKeysFromBundle, CodeHeadsNotChecked:
+		CodePolicyUnresolved, CodePolicyRecordedAfterDecision, CodePolicyDigestMismatch, CodeKeysFromBundle, CodeHeadsNotChecked,
+		CodeLoggedEntryMissing, CodeLoggedEntryMismatch, CodeTruncated, CodeRewritten, CodeLogFork:
 		return true
 	}
 	return false

@@ -56,6 +56,11 @@ type Report struct {
 	// signature that could not be checked without a secret
 	// (unverifiable_hmac). They do not affect Verified.
 	Notices []Finding
+	// SessionID is a bundle's session_id, and Checkpoint its checkpoint
+	// of the largest tree (nil when it has none): what a later bundle of
+	// the session must extend (VerifyBundleSince). Empty for a chain.
+	SessionID  string
+	Checkpoint *Checkpoint
 }
 
 // Verified reports whether the chain replayed without findings.

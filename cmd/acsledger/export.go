@@ -26,6 +26,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	db := fs.String("db", "", "store URL (default: embedded store in ./"+storeopen.DefaultDir+")")
 	keysDir := fs.String("keys", "", "key directory, as for serve: the bundle carries its public response keys and is anchored with its Merkle log keys ("+logKeyFile+"); default: keys/ beside the embedded store or ./acsledger-keys")
 	includePolicies := fs.Bool("include-policies", false, "put the policy bundles' content in the bundle, not only their digests")
+	sinceSize := fs.Uint64("since-size", 0, "also carry the checkpoint of this tree size (an earlier bundle's) and a consistency proof from it, for acsverify bundle --since")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -42,7 +43,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if dir == "" {
 		dir = defaultKeysDir(storeURL(*db))
 	}
-	opts := evidence.Options{IncludePolicies: *includePolicies}
+	opts := evidence.Options{IncludePolicies: *includePolicies, SinceSize: *sinceSize}
 	if opts.ResponseKeys, err = publicKeys(dir); err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@
 //	acsverify entry-hash [--prev HEX] < entry.json
 //	acsverify request-hash < params.json
 //	acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
-//	acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] FILE
+//	acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] FILE
 //
 // Exit status: 0 verified, 1 verification found problems, 2 the input could
 // not be read or parsed (the message names the 1-based line) or the command
@@ -41,14 +41,15 @@ const usage = `usage:
   acsverify entry-hash [--prev HEX] < entry.json
   acsverify request-hash < params.json
   acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
-  acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] FILE
+  acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] FILE
 
 entry-hash    print the entry_hash of one ContextEntry read from stdin
 request-hash  print the request_hash of a request's params read from stdin
 chain         replay a session's chain from JSON Lines (FILE "-" is stdin),
               and with --responses check the chain heads the Guardian signed
 bundle        check an evidence bundle: chain, signed heads, checkpoints,
-              witness cosignatures, inclusion and consistency proofs, policies
+              witness cosignatures, inclusion and consistency proofs, policies;
+              with --since, that FILE extends an earlier bundle EARLIER
 
 Exit status: 0 verified, 1 findings, 2 unreadable or malformed input.
 `
@@ -302,8 +303,9 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("bundle", "[--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] FILE", stderr)
+	fs := newFlags("bundle", "[--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] FILE", stderr)
 	asJSON := fs.Bool("json", false, "print a machine-readable JSON report")
+	since := fs.String("since", "", "an earlier bundle of the same session that FILE must extend: same entries as a prefix, and a log proven consistent with its checkpoint (findings truncated, rewritten, log_fork)")
 	var trustFiles, ikms multiFlag
 	fs.Var(&trustFiles, "trust", "a trust file (the shape of a bundle's \"keys\") or a .pub.json key file (repeatable); for each kind of key none names, the bundle's own keys are used and a keys_from_bundle notice says so")
 	fs.Var(&ikms, "hmac-ikm", "HMAC-SHA256 input keying material as KEY_ID=HEX (repeatable); without it HMAC-signed responses are reported as unverifiable_hmac")
@@ -322,6 +324,13 @@ func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acsverify bundle: %v\n", err)
 		return exitInput
 	}
+	var earlier *verify.Report
+	if *since != "" {
+		var code int
+		if earlier, code = verifyEarlier(*since, trust, stderr); earlier == nil {
+			return code
+		}
+	}
 	in, name, closeIn, err := openInput(fs.Arg(0), stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "acsverify bundle: %v\n", err)
@@ -329,7 +338,12 @@ func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer closeIn()
 	in = progressReader(in, name, stderr)
-	r, err := verify.VerifyBundle(in, trust)
+	var r *verify.Report
+	if earlier != nil {
+		r, err = verify.VerifyBundleSince(in, trust, earlier)
+	} else {
+		r, err = verify.VerifyBundle(in, trust)
+	}
 	if err != nil {
 		var ie *verify.InputError
 		if errors.As(err, &ie) {
@@ -339,6 +353,32 @@ func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	return printReport("bundle", name, r, *asJSON, stdout, stderr)
+}
+
+// verifyEarlier verifies the --since bundle. It returns its report, or nil
+// and the exit status when it cannot be read or does not verify: a later
+// bundle is only compared with an earlier one that holds up on its own.
+func verifyEarlier(path string, trust *verify.Trust, stderr io.Writer) (*verify.Report, int) {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "acsverify bundle: --since: %v\n", err)
+		return nil, exitInput
+	}
+	defer f.Close()
+	r, err := verify.VerifyBundle(f, trust)
+	if err != nil {
+		var ie *verify.InputError
+		if errors.As(err, &ie) {
+			ie.File = ""
+		}
+		fmt.Fprintf(stderr, "acsverify bundle: --since %s: %v\n", path, err)
+		return nil, exitInput
+	}
+	if !r.Verified() {
+		fmt.Fprintf(stderr, "acsverify bundle: --since %s does not verify (%d findings): check it on its own first\n", path, len(r.Findings))
+		return nil, exitFindings
+	}
+	return r, exitVerified
 }
 
 // readTrust reads --trust files: trust files in the shape of a bundle's

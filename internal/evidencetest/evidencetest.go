@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/guardian/opapolicy"
@@ -342,4 +344,75 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// Superuser runs stmts behind the store's back in one transaction, as a
+// database superuser can: on Postgres with session_replication_role =
+// replica, so that no trigger fires (the append-only ones included); on
+// SQLite after dropping the append-only triggers, as whoever holds the
+// file can. The statements are plain SQL, the same for both.
+func (f *Fixture) Superuser(t testing.TB, stmts ...string) {
+	t.Helper()
+	ctx := context.Background()
+	switch f.Kind {
+	case "postgres":
+		conn, err := pgx.Connect(ctx, f.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stmts {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case "sqlite":
+		db, err := sql.Open("sqlite", filepath.Join(strings.TrimPrefix(f.URL, "sqlite:"), storeopen.SQLiteFile)+"?_pragma=busy_timeout(10000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'trigger' AND (name LIKE '%no_delete' OR name LIKE '%no_update' OR name LIKE '%_forward' OR name LIKE '%erased_only')`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var triggers []string
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			triggers = append(triggers, n)
+		}
+		rows.Close()
+		for _, n := range triggers {
+			stmts = append([]string{"DROP TRIGGER " + n}, stmts...)
+		}
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		for _, s := range stmts {
+			if _, err := tx.Exec(s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatalf("unknown store kind %q", f.Kind)
+	}
 }

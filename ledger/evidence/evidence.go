@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"runtime/debug"
 
@@ -24,17 +25,23 @@ import (
 	"github.com/acsledger/acsledger/verify"
 )
 
-// Log is what Build needs of the Merkle log; *tlog.Log implements it.
+// Log is what Build and Verify need of the Merkle log; *tlog.Log
+// implements it.
 //
-// Checkpoint returns the latest signed checkpoint with its cosignatures.
-// EntryProof returns, beside a proof document Build does not use, the leaf
-// index of a session's entry, or an error wrapping tlog.ErrNotFound when the
-// entry has no leaf yet or the latest checkpoint does not cover it.
-// InclusionProof returns the audit path of a leaf in the tree of a size.
+// Checkpoint returns the latest signed checkpoint with its cosignatures;
+// CheckpointAt the one signed at a given size (an error wrapping
+// tlog.ErrNotFound when none was). LastSessionLeaf returns the session's
+// leaf with the highest index below a tree size, or an error wrapping
+// tlog.ErrNotFound; SessionLeaves yields every leaf of a session, read from
+// the leaves themselves and not from the store's entries.
+// InclusionProof and ConsistencyProof return RFC 6962 proofs.
 type Log interface {
 	Checkpoint(ctx context.Context) ([]byte, error)
-	EntryProof(ctx context.Context, sessionID string, position int64) ([]byte, uint64, error)
+	CheckpointAt(ctx context.Context, size uint64) ([]byte, error)
+	LastSessionLeaf(ctx context.Context, sessionID string, size uint64) (tlog.LoggedLeaf, error)
+	SessionLeaves(ctx context.Context, sessionID string) iter.Seq2[tlog.LoggedLeaf, error]
 	InclusionProof(ctx context.Context, index, size uint64) ([][]byte, error)
+	ConsistencyProof(ctx context.Context, oldSize, newSize uint64) ([][]byte, error)
 	VerifierKeys() []string
 }
 
@@ -52,6 +59,12 @@ type Options struct {
 	// IncludePolicies puts each policy bundle's content in the bundle, not
 	// only its digest.
 	IncludePolicies bool
+	// SinceSize, when not 0, is the tree size of the checkpoint of an
+	// earlier bundle of the session: the bundle then also carries the
+	// checkpoint signed at that size and a consistency proof from it to
+	// the latest, so that `acsverify bundle --since` can show the later
+	// bundle extends the earlier one (docs/evidence-bundle.md).
+	SinceSize uint64
 }
 
 // Summary says what Build wrote.
@@ -88,8 +101,7 @@ type Summary struct {
 // temporary one and rename it on success.
 func Build(ctx context.Context, store ledger.GuardianStore, log Log, sessionID string, w io.Writer, opts Options) (Summary, error) {
 	var sum Summary
-	sess, err := store.Session(ctx, sessionID)
-	if err != nil {
+	if _, err := store.Session(ctx, sessionID); err != nil {
 		return sum, fmt.Errorf("couldn't load session %s: %w", sessionID, err)
 	}
 	keys, err := bundleKeys(log, opts)
@@ -101,13 +113,33 @@ func Build(ctx context.Context, store ledger.GuardianStore, log Log, sessionID s
 		return sum, err
 	}
 	var anchor *verify.Anchor
-	var checkpoint []byte
+	var checkpoints []string
+	var consistency []verify.ConsistencyProof
 	var treeSize uint64
-	if log != nil && sess.Length > 0 {
-		checkpoint, treeSize, anchor, err = anchorSession(ctx, log, sessionID, sess.Length)
+	if log != nil {
+		var checkpoint []byte
+		checkpoint, treeSize, anchor, err = anchorSession(ctx, log, sessionID)
 		if err != nil {
 			return sum, err
 		}
+		if checkpoint != nil {
+			checkpoints = []string{string(checkpoint)}
+			if opts.SinceSize != 0 && opts.SinceSize < treeSize {
+				old, proof, err := sinceProof(ctx, log, opts.SinceSize, treeSize)
+				if err != nil {
+					return sum, err
+				}
+				checkpoints = []string{string(old), string(checkpoint)}
+				consistency = []verify.ConsistencyProof{{OldSize: opts.SinceSize, NewSize: treeSize, Proof: proof}}
+			}
+		}
+	}
+	// The length is read after the log: every leaf the anchor was chosen
+	// from names an entry committed before this read, so an honest chain
+	// is at least as long as the anchor says.
+	sess, err := store.Session(ctx, sessionID)
+	if err != nil {
+		return sum, fmt.Errorf("couldn't load session %s: %w", sessionID, err)
 	}
 
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -117,12 +149,16 @@ func Build(ctx context.Context, store ledger.GuardianStore, log Log, sessionID s
 	writeJSON(bw, keys)
 	bw.WriteString(`,"policy_bundles":`)
 	writeJSON(bw, policies)
-	if checkpoint != nil {
+	if checkpoints != nil {
 		bw.WriteString(`,"checkpoints":`)
-		writeJSON(bw, []string{string(checkpoint)})
+		writeJSON(bw, checkpoints)
 		// The checkpoint's size, also when none of the session's entries
 		// is in it yet (no anchor).
 		sum.TreeSize = treeSize
+	}
+	if consistency != nil {
+		bw.WriteString(`,"consistency_proofs":`)
+		writeJSON(bw, consistency)
 	}
 	if anchor != nil {
 		bw.WriteString(`,"anchors":`)
@@ -244,13 +280,14 @@ func policyRecords(ctx context.Context, store ledger.GuardianStore, content bool
 }
 
 // anchorSession returns the latest checkpoint and the inclusion proof in it
-// of the last of the session's first length entries that it covers, or a nil
-// anchor when it covers none (or there is no checkpoint yet).
+// of the session's last leaf it covers, or a nil anchor when it covers none
+// (or there is no checkpoint yet).
 //
-// A session's entries enter the log in chain order (each append waits for
-// the one before it to commit, and leaves follow commit order), so the
-// covered positions are a prefix of the chain: try the head, then search.
-func anchorSession(ctx context.Context, log Log, sessionID string, length int64) (signed []byte, size uint64, _ *verify.Anchor, _ error) {
+// The leaf is found in the log, not from the store's length: when the
+// store lost the session's tail, the anchor names a position past the
+// chain's end, and every verifier of the bundle reports
+// anchor_without_entry.
+func anchorSession(ctx context.Context, log Log, sessionID string) (signed []byte, size uint64, _ *verify.Anchor, _ error) {
 	signed, err := log.Checkpoint(ctx)
 	if errors.Is(err, tlog.ErrNotFound) {
 		return nil, 0, nil, nil
@@ -258,55 +295,49 @@ func anchorSession(ctx context.Context, log Log, sessionID string, length int64)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("couldn't read the latest checkpoint: %w", err)
 	}
+	cp, err := checkpointSize(signed)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("the log's latest checkpoint: %w", err)
+	}
+	ll, err := log.LastSessionLeaf(ctx, sessionID, cp)
+	if errors.Is(err, tlog.ErrNotFound) {
+		return signed, cp, nil, nil
+	}
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("couldn't find the last leaf of session %s: %w", sessionID, err)
+	}
+	proof, err := log.InclusionProof(ctx, ll.Index, cp)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("couldn't prove leaf %d in the tree of size %d: %w", ll.Index, cp, err)
+	}
+	return signed, cp, &verify.Anchor{Position: uint64(ll.Position), LeafIndex: ll.Index, TreeSize: cp, Proof: proof}, nil
+}
+
+// checkpointSize is the tree size of a signed checkpoint note.
+func checkpointSize(signed []byte) (uint64, error) {
 	text, _, ok := bytes.Cut(signed, []byte("\n\n"))
 	if !ok {
-		return nil, 0, nil, fmt.Errorf("the log's latest checkpoint is not a signed note")
+		return 0, errors.New("not a signed note")
 	}
 	cp, err := tlog.ParseCheckpoint(append(text, '\n'))
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("couldn't parse the log's latest checkpoint: %w", err)
+		return 0, fmt.Errorf("couldn't parse it: %w", err)
 	}
-	covered := func(pos int64) (uint64, bool, error) {
-		_, idx, err := log.EntryProof(ctx, sessionID, pos)
-		if errors.Is(err, tlog.ErrNotFound) {
-			return 0, false, nil
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("couldn't find the leaf of session %s position %d: %w", sessionID, pos, err)
-		}
-		return idx, idx < cp.Size, nil
-	}
-	pos := length - 1
-	idx, ok, err := covered(pos)
+	return cp.Size, nil
+}
+
+// sinceProof returns the checkpoint signed at size old and the consistency
+// proof from it to the tree of size cur.
+func sinceProof(ctx context.Context, log Log, old, cur uint64) ([]byte, [][]byte, error) {
+	note, err := log.CheckpointAt(ctx, old)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, nil, fmt.Errorf("couldn't read the checkpoint of size %d: %w", old, err)
 	}
-	if !ok {
-		// Largest covered position in [0, length-1), if any.
-		lo, hi := int64(0), length-1 // invariant: positions >= hi are not covered
-		found := false
-		for lo < hi {
-			mid := lo + (hi-lo)/2
-			i, c, err := covered(mid)
-			if err != nil {
-				return nil, 0, nil, err
-			}
-			if c {
-				pos, idx, found = mid, i, true
-				lo = mid + 1
-			} else {
-				hi = mid
-			}
-		}
-		if !found {
-			return signed, cp.Size, nil, nil
-		}
-	}
-	proof, err := log.InclusionProof(ctx, idx, cp.Size)
+	proof, err := log.ConsistencyProof(ctx, old, cur)
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("couldn't prove leaf %d in the tree of size %d: %w", idx, cp.Size, err)
+		return nil, nil, fmt.Errorf("couldn't prove the tree of size %d extends the one of size %d: %w", cur, old, err)
 	}
-	return signed, cp.Size, &verify.Anchor{Position: uint64(pos), LeafIndex: idx, TreeSize: cp.Size, Proof: proof}, nil
+	return note, proof, nil
 }
 
 // Report is the JSON report of a verification, the same shape as
@@ -332,7 +363,9 @@ func NewReport(r *verify.Report) Report {
 // Verify checks a session straight from the store: it builds the session's
 // bundle and verifies it with verify.VerifyBundle in the same pass (through
 // a pipe, holding one step at a time), so the report is the one an auditor
-// gets from the exported bundle with the same trust.
+// gets from the exported bundle with the same trust. Then it holds the
+// session against every leaf the log has for it (logged_entry_missing,
+// logged_entry_mismatch, truncated), which a bundle cannot show.
 func Verify(ctx context.Context, store ledger.GuardianStore, log Log, sessionID string, opts Options, trust *verify.Trust) (*verify.Report, error) {
 	if _, err := store.Session(ctx, sessionID); err != nil {
 		return nil, fmt.Errorf("couldn't load session %s: %w", sessionID, err)
@@ -363,6 +396,13 @@ func Verify(ctx context.Context, store ledger.GuardianStore, log Log, sessionID 
 	}
 	if verr != nil {
 		return nil, fmt.Errorf("couldn't verify the bundle of session %s: %w", sessionID, verr)
+	}
+	if log != nil {
+		fs, err := checkLog(ctx, store, log, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		rep.Findings = append(rep.Findings, fs...)
 	}
 	return rep, nil
 }

@@ -254,3 +254,41 @@ func (s *logStorage) Cosignatures(ctx context.Context, size uint64) ([][]byte, e
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[[]byte])
 }
+
+func (s *logStorage) SessionLeaves(ctx context.Context, sessionID string, from, to uint64, limit int) ([]tlog.IndexedLeaf, error) {
+	rows, err := s.pool.Query(ctx, q.LogSessionLeaves, sessionID, int64(from), clampIndex(to), limit)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the leaves of session %q: %w", sessionID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (tlog.IndexedLeaf, error) {
+		var l tlog.IndexedLeaf
+		var idx int64
+		err := r.Scan(&idx, &l.Data)
+		l.Index = uint64(idx)
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the leaves of session %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+func (s *logStorage) LastSessionLeaf(ctx context.Context, sessionID string, to uint64) (tlog.IndexedLeaf, error) {
+	var l tlog.IndexedLeaf
+	var idx int64
+	err := s.pool.QueryRow(ctx, q.LogLastSessionLeaf, sessionID, clampIndex(to)).Scan(&idx, &l.Data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return l, fmt.Errorf("%w: no leaf of session %q below index %d", tlog.ErrNotFound, sessionID, to)
+	}
+	if err != nil {
+		return l, fmt.Errorf("couldn't read the last leaf of session %q: %w", sessionID, err)
+	}
+	l.Index = uint64(idx)
+	return l, nil
+}
+
+// clampIndex converts an exclusive upper bound on leaf indexes to bigint:
+// no leaf index reaches 2^63.
+func clampIndex(to uint64) int64 {
+	return int64(min(to, 1<<63-1))
+}

@@ -185,6 +185,16 @@ SELECT root FROM tlog_tiles WHERE level = $1 AND idx >= $2 AND idx < $3 ORDER BY
 SELECT l.idx FROM entries e JOIN tlog_leaves l ON l.entry_id = e.id
 WHERE e.session_id = $1 AND e.position = $2;
 
+-- name: LogSessionLeaves
+-- The expression is the index's (migration 0008): the session is read from
+-- the leaf's own data, never from entries.
+SELECT idx, data FROM tlog_leaves
+WHERE tlog_leaf_session(data) = $1 AND idx >= $2 AND idx < $3 ORDER BY idx LIMIT $4;
+
+-- name: LogLastSessionLeaf
+SELECT idx, data FROM tlog_leaves
+WHERE tlog_leaf_session(data) = $1 AND idx < $2 ORDER BY idx DESC LIMIT 1;
+
 -- name: LogLeafIndexByEntryHash
 SELECT idx FROM tlog_leaves WHERE entry_hash = $1 ORDER BY idx LIMIT 1;
 

@@ -44,7 +44,7 @@ type queries struct {
 	RequestParams, RecordRequest, InsertBundle, BundleDigest, PolicyBundle,
 	PolicyBundles, InsertErasure, DeleteRequestParams, Erasure, LogPending,
 	LogSize, LogDequeue, LogInsertTiles, LogLeaves, LogFullTile, LogTileRoots,
-	LogLeafIndexByPosition, LogLeafIndexByEntryHash, LogLatestCheckpoint,
+	LogLeafIndexByPosition, LogLeafIndexByEntryHash, LogSessionLeaves, LogLastSessionLeaf, LogLatestCheckpoint,
 	LogInsertCheckpoint, LogMoveHead, LogInsertHead, LogCheckpoint,
 	LogAddCosignature, LogCosignatures string
 }

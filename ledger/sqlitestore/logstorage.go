@@ -278,3 +278,41 @@ func (s *logStorage) Cosignatures(ctx context.Context, size uint64) ([][]byte, e
 	}
 	return out, rows.Err()
 }
+
+func (s *logStorage) SessionLeaves(ctx context.Context, sessionID string, from, to uint64, limit int) ([]tlog.IndexedLeaf, error) {
+	rows, err := s.st.read.QueryContext(ctx, q.LogSessionLeaves, sessionID, int64(from), clampIndex(to), limit)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the leaves of session %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	var out []tlog.IndexedLeaf
+	for rows.Next() {
+		var l tlog.IndexedLeaf
+		if err := rows.Scan(&l.Index, &l.Data); err != nil {
+			return nil, fmt.Errorf("couldn't read the leaves of session %q: %w", sessionID, err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("couldn't read the leaves of session %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+func (s *logStorage) LastSessionLeaf(ctx context.Context, sessionID string, to uint64) (tlog.IndexedLeaf, error) {
+	var l tlog.IndexedLeaf
+	err := s.st.read.QueryRowContext(ctx, q.LogLastSessionLeaf, sessionID, clampIndex(to)).Scan(&l.Index, &l.Data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, fmt.Errorf("%w: no leaf of session %q below index %d", tlog.ErrNotFound, sessionID, to)
+	}
+	if err != nil {
+		return l, fmt.Errorf("couldn't read the last leaf of session %q: %w", sessionID, err)
+	}
+	return l, nil
+}
+
+// clampIndex converts an exclusive upper bound on leaf indexes to an
+// INTEGER: no leaf index reaches 2^63.
+func clampIndex(to uint64) int64 {
+	return int64(min(to, 1<<63-1))
+}

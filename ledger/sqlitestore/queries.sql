@@ -151,6 +151,16 @@ SELECT root FROM tlog_tiles WHERE level = ? AND idx >= ? AND idx < ? ORDER BY id
 SELECT l.idx FROM entries e JOIN tlog_leaves l ON l.entry_id = e.id
 WHERE e.session_id = ? AND e.position = ?;
 
+-- name: LogSessionLeaves
+-- The expression is the index's (migration 0008): the session is read from
+-- the leaf's own data, never from entries.
+SELECT idx, data FROM tlog_leaves
+WHERE json_extract(CAST(data AS TEXT), '$.session_id') = ? AND idx >= ? AND idx < ? ORDER BY idx LIMIT ?;
+
+-- name: LogLastSessionLeaf
+SELECT idx, data FROM tlog_leaves
+WHERE json_extract(CAST(data AS TEXT), '$.session_id') = ? AND idx < ? ORDER BY idx DESC LIMIT 1;
+
 -- name: LogLeafIndexByEntryHash
 SELECT idx FROM tlog_leaves WHERE entry_hash = ? ORDER BY idx LIMIT 1;
 

@@ -41,7 +41,7 @@ type queries struct {
 	RecordRequest, InsertBundle, BundleDigest, PolicyBundle, PolicyBundles,
 	InsertErasure, DeleteRequestParams, Erasure, LogPending, LogSize,
 	LogInsertLeaves, LogDequeue, LogInsertTile, LogLeaves, LogFullTile,
-	LogTileRoots, LogLeafIndexByPosition, LogLeafIndexByEntryHash,
+	LogTileRoots, LogLeafIndexByPosition, LogLeafIndexByEntryHash, LogSessionLeaves, LogLastSessionLeaf,
 	LogLatestCheckpoint, LogInsertCheckpoint, LogMoveHead, LogInsertHead,
 	LogCheckpoint, LogAddCosignature, LogCosignatures string
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -815,4 +817,82 @@ func VerifierKeysFor(cfg Config) (origin string, vkeys []string, err error) {
 		vkeys = append(vkeys, vkey)
 	}
 	return cfg.Origin, vkeys, nil
+}
+
+// LoggedLeaf is a leaf the log holds, with its index in the tree.
+type LoggedLeaf struct {
+	Index uint64
+	Leaf
+}
+
+// sessionLeavesPage is how many leaves SessionLeaves reads at a time.
+const sessionLeavesPage = 1000
+
+// SessionLeaves yields every leaf the log holds for sessionID, in index
+// order, which is the session's chain order: the leaves the entries of the
+// session were given, whether or not the store still holds those entries.
+// A leaf whose data does not parse, or names another session, is an error
+// wrapping ErrInconsistent, and ends the sequence.
+func (l *Log) SessionLeaves(ctx context.Context, sessionID string) iter.Seq2[LoggedLeaf, error] {
+	return func(yield func(LoggedLeaf, error) bool) {
+		var from uint64
+		for {
+			page, err := l.s.SessionLeaves(ctx, sessionID, from, math.MaxUint64, sessionLeavesPage)
+			if err != nil {
+				yield(LoggedLeaf{}, err)
+				return
+			}
+			for _, il := range page {
+				ll, err := parseSessionLeaf(il, sessionID)
+				if !yield(ll, err) || err != nil {
+					return
+				}
+			}
+			if len(page) < sessionLeavesPage {
+				return
+			}
+			from = page[len(page)-1].Index + 1
+		}
+	}
+}
+
+// LastSessionLeaf returns the leaf of sessionID with the highest index
+// below size (the tree size of a checkpoint): the session's last leaf that
+// checkpoint covers. ErrNotFound if it covers none.
+func (l *Log) LastSessionLeaf(ctx context.Context, sessionID string, size uint64) (LoggedLeaf, error) {
+	il, err := l.s.LastSessionLeaf(ctx, sessionID, size)
+	if err != nil {
+		return LoggedLeaf{}, err
+	}
+	return parseSessionLeaf(il, sessionID)
+}
+
+func parseSessionLeaf(il IndexedLeaf, sessionID string) (LoggedLeaf, error) {
+	leaf, err := ParseLeaf(il.Data)
+	if err != nil {
+		return LoggedLeaf{}, fmt.Errorf("%w: leaf %d: %v", ErrInconsistent, il.Index, err)
+	}
+	if leaf.SessionID != sessionID {
+		return LoggedLeaf{}, fmt.Errorf("%w: leaf %d, found for session %q, names session %q", ErrInconsistent, il.Index, sessionID, leaf.SessionID)
+	}
+	return LoggedLeaf{Index: il.Index, Leaf: leaf}, nil
+}
+
+// CheckpointAt returns the checkpoint signed at size, with the witness
+// cosignatures stored for it appended; ErrNotFound if none was signed at
+// that size.
+func (l *Log) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) {
+	signed, err := l.s.Checkpoint(ctx, size)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := l.s.Cosignatures(ctx, size)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), signed...)
+	for _, line := range lines {
+		out = append(out, line...)
+	}
+	return out, nil
 }

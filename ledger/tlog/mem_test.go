@@ -100,6 +100,30 @@ func (m *memStorage) LeafIndexByPosition(context.Context, string, int64) (uint64
 	return 0, fmt.Errorf("%w: not indexed in memory", ErrNotFound)
 }
 
+// SessionLeaves scans every leaf: the memory store has no index.
+func (m *memStorage) SessionLeaves(_ context.Context, sessionID string, from, to uint64, limit int) ([]IndexedLeaf, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []IndexedLeaf
+	for i := from; i < min(to, uint64(len(m.leaves))) && len(out) < limit; i++ {
+		if l, err := ParseLeaf(m.leaves[i]); err == nil && l.SessionID == sessionID {
+			out = append(out, IndexedLeaf{Index: i, Data: m.leaves[i]})
+		}
+	}
+	return out, nil
+}
+
+func (m *memStorage) LastSessionLeaf(_ context.Context, sessionID string, to uint64) (IndexedLeaf, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := min(to, uint64(len(m.leaves))); i > 0; i-- {
+		if l, err := ParseLeaf(m.leaves[i-1]); err == nil && l.SessionID == sessionID {
+			return IndexedLeaf{Index: i - 1, Data: m.leaves[i-1]}, nil
+		}
+	}
+	return IndexedLeaf{}, ErrNotFound
+}
+
 func (m *memStorage) LeafIndexByEntryHash(_ context.Context, h [HashSize]byte) (uint64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -28,6 +28,12 @@ type StoredLeaf struct {
 	Data      []byte // Leaf.MarshalJCS
 }
 
+// IndexedLeaf is one stored leaf's data with its index in the tree.
+type IndexedLeaf struct {
+	Index uint64
+	Data  []byte
+}
+
 // FullTile is a completed tile: 256 hashes of tree level 8*Level, and Root,
 // the hash of tree level 8*(Level+1) they reduce to. Partial tiles are never
 // stored: they are rebuilt from leaves (level 0) or from the Roots of the
@@ -75,6 +81,16 @@ type Storage interface {
 	// LeafIndexByPosition returns the leaf index of the entry at position of
 	// session; ErrNotFound if it has no leaf (yet).
 	LeafIndexByPosition(ctx context.Context, sessionID string, position int64) (uint64, error)
+
+	// SessionLeaves returns up to limit leaves whose data names sessionID,
+	// with index in [from, to), lowest index first. The session is read
+	// from each leaf's own data, never from the entries, so that a leaf
+	// whose entry is gone is still found.
+	SessionLeaves(ctx context.Context, sessionID string, from, to uint64, limit int) ([]IndexedLeaf, error)
+
+	// LastSessionLeaf returns the leaf naming sessionID with the highest
+	// index below to; ErrNotFound if there is none.
+	LastSessionLeaf(ctx context.Context, sessionID string, to uint64) (IndexedLeaf, error)
 
 	// LeafIndexByEntryHash returns the lowest leaf index whose entry_hash is
 	// h; ErrNotFound if there is none.

@@ -573,6 +573,8 @@ func main() {
 	write("no_responses.json", "the responses left out: no published head can be checked", b, true, "", nil,
 		finding{"heads_not_checked", -1})
 
+	writeSince(k, valid)
+
 	trust := bundleKeys{ResponseKeys: []json.RawMessage{pub(k.ecdsa), pub(k.mldsa), pub(k.hybrid)}, LogKeys: k.logVKeys, Witnesses: k.witnessVKeys, WitnessQuorum: 2}
 	out, _ := json.MarshalIndent(trust, "", " ")
 	if err := os.WriteFile(filepath.Join("bundles", "trust.json"), append(out, '\n'), 0o644); err != nil {
@@ -587,6 +589,56 @@ func main() {
 	if err := os.WriteFile(filepath.Join("bundles", "manifest.json"), append(out, '\n'), 0o644); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// writeSince writes the bundles `acsverify bundle --since` compares with
+// valid.json as the later bundle (verify/since_test.go lists what each
+// gives): since_earlier.json is the same session exported when the log's
+// first checkpoint was the latest, so valid.json extends it; the others are
+// later bundles that each verify on their own but do not extend it.
+func writeSince(k keys, valid []entry) {
+	put := func(file string, b bundle) {
+		out, err := json.MarshalIndent(b, "", " ")
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("bundles", file), append(out, '\n'), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Entries 0..4 and the checkpoint after entry 4, which anchors entry 4.
+	b := assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
+	l := buildLog(valid)
+	b.Entries, b.Responses = b.Entries[:5], b.Responses[:5]
+	b.Checkpoints, b.ConsistencyProofs, b.Anchors = b.Checkpoints[:1], []consistency{}, b.Anchors[:1]
+	if b.Anchors[0].TreeSize != l.checkpoints[0] || b.Anchors[0].Position != 4 {
+		log.Fatal("since_earlier.json: the first anchor is not entry 4 in the first checkpoint")
+	}
+	put("since_earlier.json", b)
+
+	// valid.json cut to its first 3 entries, anchored by entry 2 in the
+	// first checkpoint: the same log, a shorter session.
+	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
+	b.Entries, b.Responses = b.Entries[:3], b.Responses[:3]
+	rp, err := tlog.ProveRecord(l.checkpoints[0], l.leafIndex[2], l)
+	if err != nil {
+		log.Fatal(err)
+	}
+	b.Anchors = []anchor{{2, l.leafIndex[2], l.checkpoints[0], hashes(rp)}}
+	put("since_truncated.json", b)
+
+	// Entry 2's decision rewritten, the chain re-hashed forward, every
+	// response re-signed and the log rebuilt: a bundle that verifies.
+	es := append([]entry(nil), valid...)
+	es[2].Decision.Disposition = "deny"
+	rehash(es, 2)
+	put("since_rewritten.json", assemble(k, es, respond(es, k.ecdsa), k.ecdsa))
+
+	// valid.json without the first checkpoint and its consistency proof:
+	// nothing ties its log to the earlier bundle's checkpoint.
+	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
+	b.Checkpoints, b.ConsistencyProofs, b.Anchors = b.Checkpoints[1:], []consistency{}, b.Anchors[1:]
+	put("since_unproven.json", b)
 }
 
 // mangleSig flips one bit of the signature by the first signature line
