@@ -122,6 +122,10 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 			return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, "session_agent_mismatch",
 				fmt.Sprintf("session %s belongs to another agent", req.sessionID)), signer)
 		}
+		if stored.Writer != ledger.WriterGuardian {
+			return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, ReasonForeignSession,
+				fmt.Sprintf("session %s was written outside this Guardian and accepts no Guardian entry; start a new session", req.sessionID)), signer)
+		}
 		head := stored.Head
 		s.head, s.length = &head, stored.Length
 	case errors.Is(err, ledger.ErrNotFound):

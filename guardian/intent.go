@@ -202,7 +202,7 @@ func (g *Guardian) ResolveAsk(ctx context.Context, approval []byte) (Resolution,
 	if err != nil {
 		return Resolution{}, err
 	}
-	app, err := g.cfg.Store.Append(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: b})
+	app, err := g.cfg.Store.Append(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: b, Writer: ledger.WriterGuardian, Expect: s.expected()})
 	if err != nil {
 		return Resolution{}, fmt.Errorf("couldn't record intent extension for session %s: %w", s.id, err)
 	}

@@ -75,6 +75,14 @@ func refuse(code rpcerr.Code, reason, message string, data ...any) *rpcerr.Error
 
 // serve answers one body from transport ("http", "https" or "stdio").
 func (g *Guardian) serve(ctx context.Context, body []byte, transport string) []byte {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	// The batch's length is checked before anything else reads the body,
+	// so an oversized batch costs a scan of MaxBatch+1 elements at most.
+	if n, ok := batchLen(trimmed, MaxBatch); ok && n > MaxBatch {
+		return g.bodyError(ctx, refuse(rpcerr.InvalidRequest, "batch_too_long",
+			fmt.Sprintf("a batch may hold at most %d requests; this one holds more", MaxBatch),
+			"max_batch", MaxBatch))
+	}
 	// RFC 8785 / I-JSON first: duplicate members, invalid UTF-8, lone
 	// surrogates and out-of-range numbers have no canonical form, so
 	// neither a signature nor a request_hash could be computed over them.
@@ -82,7 +90,6 @@ func (g *Guardian) serve(ctx context.Context, body []byte, transport string) []b
 	if err != nil {
 		return g.bodyError(ctx, refuse(rpcerr.ParseError, "parse_error", fmt.Sprintf("the body is not valid JSON: %v", err)))
 	}
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		var batch []json.RawMessage
 		if err := json.Unmarshal(trimmed, &batch); err != nil {

@@ -259,7 +259,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	// The replay key is recorded in the same transaction, so a replay is
 	// refused before any answer leaves (ACS §10.3).
 	seen := ledger.Seen{RequestID: req.requestID, Nonce: req.nonce, At: g.cfg.Clock()}
-	app, out, err := g.cfg.Store.AppendRequest(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: entryJSON}, req.params, seen,
+	app, out, err := g.cfg.Store.AppendRequest(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: entryJSON, Writer: ledger.WriterGuardian, Expect: s.expected()}, req.params, seen,
 		func(a ledger.Appended) ([]byte, error) {
 			res.ChainHash = a.EntryHash.String()
 			b, err := json.Marshal(response{JSONRPC: "2.0", ID: req.id, Result: res})
@@ -272,6 +272,9 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		// Not remembered: a refused request leaves no history of its
 		// own (its request_id with a fresh nonce, say, is not a replay).
 		return g.errorResponse(req.id, replayRefusal(req), s.signer)
+	}
+	if out := g.appendRefused(ctx, req, s, err); out != nil {
+		return out
 	}
 	if err != nil {
 		return g.ledgerFailure(ctx, req, s, d, err)
@@ -312,12 +315,9 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 // never an allow.
 func (g *Guardian) ledgerFailure(ctx context.Context, req *request, s *session, d Decision, err error) []byte {
 	g.cfg.Logger.Error("guardian: ledger failed", "session_id", s.id, "request_id", req.requestID, "err", err)
-	// Another writer may have moved the head; re-read it so the next
-	// step chains onto what the ledger holds.
-	if stored, serr := g.cfg.Store.Session(ctx, s.id); serr == nil {
-		head := stored.Head
-		s.head, s.length = &head, stored.Length
-	}
+	// The append may have committed before the error reached us; re-read
+	// the head so the next step is decided against what the ledger holds.
+	g.resync(ctx, s)
 	if g.cfg.OnDecisionFailure != PostureDeny {
 		return g.errorResponse(req.id, refuse(rpcerr.InternalError, ReasonLedgerUnavailable,
 			"the step could not be recorded in the ledger; apply the negotiated on_decision_failure posture"), s.signer)

@@ -363,7 +363,6 @@ func TestRefusedReplayLeavesNoHistory(t *testing.T) {
 			tp, tp2 := newHTTP(t, s.g), newHTTP(t, g2)
 			a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
 			mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
-			mustResult(t, decode(t, tp2.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
 			with := func(requestID, nonce string) func(p map[string]any) {
 				return func(p map[string]any) { p["request_id"], p["nonce"] = requestID, nonce }
 			}
@@ -371,6 +370,10 @@ func TestRefusedReplayLeavesNoHistory(t *testing.T) {
 			if r := decode(t, tp.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(first, "nonce-aaaaaaaaaaaaaaaa")))); r.decision() != "allow" {
 				t.Fatalf("first: %s", r.raw)
 			}
+			// The second Guardian takes the session up where the ledger
+			// has it (a Guardian that decided against an older head would
+			// be refused: TestHeadMovedUnderGuardian).
+			mustResult(t, decode(t, tp2.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
 			mustError(t, decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(second, "nonce-aaaaaaaaaaaaaaaa")))),
 				-32005, "replay_detected", "or its nonce")
 			r := decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(second, "nonce-bbbbbbbbbbbbbbbb"))))

@@ -47,6 +47,10 @@ const (
 //     the original result with Replayed set.
 //   - ErrAgentMismatch: the record names an agent id that differs from the
 //     one the session was created with.
+//   - ErrWriterMismatch, as *WriterMismatchError: the session is owned by
+//     the other kind of writer (Record.Writer). Nothing is written.
+//   - ErrHeadMoved, as *HeadMovedError: the session's head is not
+//     Record.Expect. Nothing is written.
 //   - ErrNotFound: Session or Entries on an unknown session. EntriesByStep
 //     never returns it: no match is an empty slice.
 //   - ErrClosed: an append on a closed store.
@@ -109,6 +113,20 @@ type Record struct {
 	// Entry is the ContextEntry as JSON. Its entry_hash and previous_hash
 	// members are optional; when present they must agree with the ledger.
 	Entry []byte
+
+	// Writer is the kind of writer appending (WriterExternal or
+	// WriterGuardian). "" is WriterExternal for Append and AppendBatch and
+	// WriterGuardian for GuardianStore.AppendRequest. The append that
+	// creates a session records its writer; a later record of the other
+	// kind is a *WriterMismatchError.
+	Writer string
+
+	// Expect, when set, makes the append a compare-and-swap on the head the
+	// writer decided against: if the session's head (before this record,
+	// after any earlier record of the same call) is not *Expect, the record
+	// is a *HeadMovedError and nothing of it is written. An idempotent
+	// retry of a stored step is judged before Expect.
+	Expect *Head
 }
 
 // Appended is the outcome of one successful append.
@@ -130,8 +148,11 @@ type Session struct {
 	AgentID   string
 	// Length is the number of entries; Head is the entry_hash of the newest
 	// one, the session's chain_hash (ACS §8).
-	Length    int64
-	Head      acs.Hash
+	Length int64
+	Head   acs.Hash
+	// Writer is the kind of writer that owns the session (WriterExternal
+	// or WriterGuardian).
+	Writer    string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

@@ -27,10 +27,13 @@ type appendedJSON struct {
 }
 
 type sessionJSON struct {
-	SessionID string    `json:"session_id"`
-	AgentID   string    `json:"agent_id"`
-	Length    int64     `json:"length"`
-	Head      string    `json:"chain_hash"`
+	SessionID string `json:"session_id"`
+	AgentID   string `json:"agent_id"`
+	Length    int64  `json:"length"`
+	Head      string `json:"chain_hash"`
+	// Writer owns the session: "guardian" (this ledger's Guardian) or
+	// "external" (the plain append API, ingest).
+	Writer    string    `json:"writer"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -57,7 +60,7 @@ func hashPtr(h *acs.Hash) *string {
 }
 
 func toSessionJSON(s ledger.Session) sessionJSON {
-	return sessionJSON{s.SessionID, s.AgentID, s.Length, s.Head.String(), s.CreatedAt.UTC(), s.UpdatedAt.UTC()}
+	return sessionJSON{s.SessionID, s.AgentID, s.Length, s.Head.String(), s.Writer, s.CreatedAt.UTC(), s.UpdatedAt.UTC()}
 }
 
 // appendEntry appends the request body, one ContextEntry, to the session
@@ -89,7 +92,12 @@ func (s *Server) appendEntry(w http.ResponseWriter, r *http.Request) {
 func (s *Server) failAppend(w http.ResponseWriter, r *http.Request, err error) {
 	var mm *ledger.HashMismatchError
 	var ce *ledger.ConflictError
+	var wm *ledger.WriterMismatchError
 	switch {
+	case errors.As(err, &wm):
+		// The session is the Guardian's: its chain holds only what the
+		// Guardian decided and signed.
+		writeJSON(w, statusFor(err), map[string]any{"error": err.Error(), "owner": wm.Owner, "writer": wm.Writer})
 	case errors.As(err, &mm):
 		writeJSON(w, statusFor(err), map[string]any{
 			"error": err.Error(), "member": mm.Member, "position": mm.Position,

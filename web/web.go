@@ -98,7 +98,8 @@ func statusFor(err error) int {
 		return http.StatusGone
 	case errors.Is(err, ledger.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, ledger.ErrHashMismatch), errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrAgentMismatch):
+	case errors.Is(err, ledger.ErrHashMismatch), errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrAgentMismatch),
+		errors.Is(err, ledger.ErrWriterMismatch), errors.Is(err, ledger.ErrHeadMoved):
 		return http.StatusConflict
 	}
 	return http.StatusInternalServerError

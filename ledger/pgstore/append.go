@@ -181,7 +181,7 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup,
 				var id string
 				var st plan.State
 				var head []byte
-				if err := rows.Scan(&id, &st.AgentID, &st.Length, &head); err != nil {
+				if err := rows.Scan(&id, &st.AgentID, &st.Writer, &st.Length, &head); err != nil {
 					return err
 				}
 				copy(st.Head[:], head)
@@ -221,7 +221,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 		return nil
 	}
 	now := s.opts.Clock()()
-	var newIDs, newAgents []string
+	var newIDs, newAgents, newWriters []string
 	var newLens []int64
 	var newHeads [][]byte
 	var mvIDs []string
@@ -231,6 +231,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 		if m.Created {
 			newIDs = append(newIDs, m.SessionID)
 			newAgents = append(newAgents, m.AgentID)
+			newWriters = append(newWriters, m.Writer)
 			newLens = append(newLens, m.ToLength)
 			newHeads = append(newHeads, m.ToHead[:])
 			continue
@@ -272,7 +273,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 	}
 	b.Queue(q.LockSessions, lockKeys(moved))
 	if len(newIDs) > 0 {
-		b.Queue(q.InsertSessions, newIDs, newAgents, now).Exec(expect("creating sessions", len(newIDs)))
+		b.Queue(q.InsertSessions, newIDs, newAgents, newWriters, now).Exec(expect("creating sessions", len(newIDs)))
 	}
 	if n >= copyMin {
 		// Large groups: COPY is cheaper than a multi-row INSERT, but cannot
@@ -374,7 +375,7 @@ func (c *headCache) put(moves []plan.Move) {
 		c.m = make(map[string]plan.State)
 	}
 	for _, m := range moves {
-		c.m[m.SessionID] = plan.State{AgentID: m.AgentID, Length: m.ToLength, Head: m.ToHead}
+		c.m[m.SessionID] = plan.State{AgentID: m.AgentID, Writer: m.Writer, Length: m.ToLength, Head: m.ToHead}
 	}
 }
 

@@ -21,6 +21,9 @@ func (s *Store) AppendRequest(ctx context.Context, r ledger.Record, params []byt
 	if err := plan.CheckRequest(r.SessionID, seen.RequestID, seen.Nonce); err != nil {
 		return ledger.Appended{}, nil, err
 	}
+	if r.Writer == "" {
+		r.Writer = ledger.WriterGuardian
+	}
 	p, err := plan.Prepare(0, r, s.opts.EntryCap())
 	if err != nil {
 		return ledger.Appended{}, nil, err

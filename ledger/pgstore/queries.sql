@@ -14,7 +14,7 @@
 SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k;
 
 -- name: SessionStates
-SELECT s.session_id, s.agent_id, h.length, h.head
+SELECT s.session_id, s.agent_id, s.writer, h.length, h.head
 FROM sessions s JOIN heads h ON h.session_id = s.session_id
 WHERE s.session_id = ANY($1::text[]);
 
@@ -27,9 +27,9 @@ JOIN unnest($1::text[], $2::text[]) AS k (session_id, step_id)
 -- name: InsertSessions
 -- ON CONFLICT: a concurrent writer created the session first; the caller
 -- sees fewer rows than it asked for and retries from the new state.
-INSERT INTO sessions (session_id, agent_id, created_at)
-SELECT u.session_id, u.agent_id, $3
-FROM unnest($1::text[], $2::text[]) AS u (session_id, agent_id)
+INSERT INTO sessions (session_id, agent_id, writer, created_at)
+SELECT u.session_id, u.agent_id, u.writer, $4
+FROM unnest($1::text[], $2::text[], $3::text[]) AS u (session_id, agent_id, writer)
 ON CONFLICT (session_id) DO NOTHING;
 
 -- name: InsertHeads
@@ -57,12 +57,12 @@ FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bytea[], $5::text[],
         step_id, step_type, entry_timestamp, content);
 
 -- name: Session
-SELECT s.session_id, s.agent_id, h.length, h.head, s.created_at, h.updated_at
+SELECT s.session_id, s.agent_id, s.writer, h.length, h.head, s.created_at, h.updated_at
 FROM sessions s JOIN heads h ON h.session_id = s.session_id
 WHERE s.session_id = $1;
 
 -- name: Sessions
-SELECT s.seq, s.session_id, s.agent_id, h.length, h.head, s.created_at, h.updated_at
+SELECT s.seq, s.session_id, s.agent_id, s.writer, h.length, h.head, s.created_at, h.updated_at
 FROM sessions s JOIN heads h ON h.session_id = s.session_id
 WHERE s.seq > $1
   AND ($2::text = '' OR s.agent_id = $2)

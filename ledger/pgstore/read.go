@@ -16,7 +16,7 @@ func (s *Store) Session(ctx context.Context, sessionID string) (ledger.Session, 
 	var se ledger.Session
 	var head []byte
 	err := s.pool.QueryRow(ctx, q.Session, sessionID).Scan(
-		&se.SessionID, &se.AgentID, &se.Length, &head, &se.CreatedAt, &se.UpdatedAt)
+		&se.SessionID, &se.AgentID, &se.Writer, &se.Length, &head, &se.CreatedAt, &se.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.Session{}, fmt.Errorf("session %q: %w", sessionID, ledger.ErrNotFound)
 	}
@@ -52,7 +52,7 @@ func (s *Store) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.Se
 		var se ledger.Session
 		var seq int64
 		var head []byte
-		if err := rows.Scan(&seq, &se.SessionID, &se.AgentID, &se.Length, &head, &se.CreatedAt, &se.UpdatedAt); err != nil {
+		if err := rows.Scan(&seq, &se.SessionID, &se.AgentID, &se.Writer, &se.Length, &head, &se.CreatedAt, &se.UpdatedAt); err != nil {
 			return ledger.SessionPage{}, fmt.Errorf("couldn't list sessions: %w", err)
 		}
 		copy(se.Head[:], head)

@@ -1,7 +1,7 @@
 -- Named queries of the SQLite store. Times are Unix microseconds.
 
 -- name: SessionState
-SELECT s.agent_id, h.length, h.head
+SELECT s.agent_id, s.writer, h.length, h.head
 FROM sessions s JOIN heads h ON h.session_id = s.session_id
 WHERE s.session_id = ?;
 
@@ -10,7 +10,7 @@ SELECT position, entry_hash, previous_hash, content
 FROM entries WHERE session_id = ? AND step_id = ?;
 
 -- name: InsertSession
-INSERT INTO sessions (session_id, agent_id, created_at) VALUES (?, ?, ?);
+INSERT INTO sessions (session_id, agent_id, writer, created_at) VALUES (?, ?, ?, ?);
 
 -- name: InsertHead
 INSERT INTO heads (session_id, length, head, updated_at) VALUES (?, ?, ?, ?);
@@ -25,12 +25,12 @@ INSERT INTO entries (session_id, position, entry_hash, previous_hash, entry_id,
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: Session
-SELECT s.session_id, s.agent_id, h.length, h.head, s.created_at, h.updated_at
+SELECT s.session_id, s.agent_id, s.writer, h.length, h.head, s.created_at, h.updated_at
 FROM sessions s JOIN heads h ON h.session_id = s.session_id
 WHERE s.session_id = ?;
 
 -- name: Sessions
-SELECT s.seq, s.session_id, s.agent_id, h.length, h.head, s.created_at, h.updated_at
+SELECT s.seq, s.session_id, s.agent_id, s.writer, h.length, h.head, s.created_at, h.updated_at
 FROM sessions s JOIN heads h ON h.session_id = s.session_id
 WHERE s.seq > :after
   AND (:agent = '' OR s.agent_id = :agent)

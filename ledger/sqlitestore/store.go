@@ -218,7 +218,7 @@ func (s *Store) plan(ctx context.Context, tx *sql.Tx, ps []plan.Prepared) (*plan
 	for _, id := range plan.SessionIDs(ps) {
 		var st plan.State
 		var head []byte
-		err := tx.QueryRowContext(ctx, q.SessionState, id).Scan(&st.AgentID, &st.Length, &head)
+		err := tx.QueryRowContext(ctx, q.SessionState, id).Scan(&st.AgentID, &st.Writer, &st.Length, &head)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -261,7 +261,7 @@ func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p *plan.Plan) error {
 		if !m.Created {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, q.InsertSession, m.SessionID, m.AgentID, now); err != nil {
+		if _, err := tx.ExecContext(ctx, q.InsertSession, m.SessionID, m.AgentID, m.Writer, now); err != nil {
 			if isUnique(err) {
 				return errHeadMoved
 			}
@@ -328,7 +328,7 @@ func (s *Store) Session(ctx context.Context, sessionID string) (ledger.Session, 
 	var head []byte
 	var created, updated int64
 	err := s.read.QueryRowContext(ctx, q.Session, sessionID).Scan(
-		&se.SessionID, &se.AgentID, &se.Length, &head, &created, &updated)
+		&se.SessionID, &se.AgentID, &se.Writer, &se.Length, &head, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.Session{}, fmt.Errorf("session %q: %w", sessionID, ledger.ErrNotFound)
 	}
@@ -367,7 +367,7 @@ func (s *Store) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.Se
 		var se ledger.Session
 		var seq, created, updated int64
 		var head []byte
-		if err := rows.Scan(&seq, &se.SessionID, &se.AgentID, &se.Length, &head, &created, &updated); err != nil {
+		if err := rows.Scan(&seq, &se.SessionID, &se.AgentID, &se.Writer, &se.Length, &head, &created, &updated); err != nil {
 			return ledger.SessionPage{}, fmt.Errorf("couldn't list sessions: %w", err)
 		}
 		copy(se.Head[:], head)

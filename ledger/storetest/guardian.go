@@ -56,8 +56,9 @@ func testAppendRequestSigned(t *testing.T, s ledger.GuardianStore, _ *Clock) {
 		calls++
 		return fmt.Appendf(nil, `{"result":{"chain_hash":%q,"position":%d}}`, a.EntryHash, a.Position), nil
 	}
-	// Mixed with plain appends in one chain.
-	if _, err := s.Append(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: fx[0]}); err != nil {
+	// Mixed with plain appends of the Guardian (its intent entries) in one
+	// chain.
+	if _, err := s.Append(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: fx[0], Writer: ledger.WriterGuardian}); err != nil {
 		t.Fatal(err)
 	}
 	head, _ := s.Session(ctx, "s")

@@ -259,6 +259,8 @@ func Run(t *testing.T, open Open) {
 		{"Sessions", testSessions},
 		{"Entries", testEntries},
 		{"EntriesByStep", testEntriesByStep},
+		{"Writers", testWriters},
+		{"ExpectHead", testExpectHead},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,7 +301,7 @@ func testChain(t *testing.T, open Open) {
 		t.Fatal(err)
 	}
 	start := NewClock().Now()
-	want := ledger.Session{SessionID: "sess-chain", AgentID: "agent-7", Length: int64(len(fx)), Head: *prev,
+	want := ledger.Session{SessionID: "sess-chain", AgentID: "agent-7", Length: int64(len(fx)), Head: *prev, Writer: ledger.WriterExternal,
 		CreatedAt: start, UpdatedAt: start.Add(time.Duration(len(fx)-1) * time.Second)}
 	if !se.CreatedAt.Equal(want.CreatedAt) || !se.UpdatedAt.Equal(want.UpdatedAt) {
 		t.Fatalf("session times: got %v, %v; want %v, %v", se.CreatedAt, se.UpdatedAt, want.CreatedAt, want.UpdatedAt)

@@ -47,6 +47,13 @@ func Prepare(index int, r ledger.Record, maxBytes int) (Prepared, error) {
 	if len(r.Entry) > maxBytes {
 		return Prepared{}, invalid("entry is %d bytes, over the %d-byte limit", len(r.Entry), maxBytes)
 	}
+	switch r.Writer {
+	case "":
+		r.Writer = ledger.WriterExternal
+	case ledger.WriterExternal, ledger.WriterGuardian:
+	default:
+		return Prepared{}, invalid("writer %q is not %q or %q", r.Writer, ledger.WriterExternal, ledger.WriterGuardian)
+	}
 	e, err := acs.ParseEntry(r.Entry)
 	if err != nil {
 		return Prepared{}, &ledger.InvalidEntryError{Index: index, SessionID: r.SessionID, Err: err}
@@ -80,11 +87,13 @@ func checkID(what, s string, max int, emptyOK bool) error {
 	return nil
 }
 
-// State is a stored session's identity and head.
+// State is a stored session's identity, owner and head.
 type State struct {
 	AgentID string
-	Length  int64
-	Head    acs.Hash
+	// Writer is the kind of writer that owns the session.
+	Writer string
+	Length int64
+	Head   acs.Hash
 }
 
 // Key names an entry by session and step_id, the idempotency key.
@@ -111,8 +120,10 @@ type Row struct {
 // FromHead) to (ToLength, ToHead). Created means the session does not exist
 // yet and must be inserted (FromLength is 0).
 type Move struct {
-	SessionID  string
-	AgentID    string
+	SessionID string
+	AgentID   string
+	// Writer owns the session: stored, or the creating record's.
+	Writer     string
 	Created    bool
 	FromLength int64
 	FromHead   acs.Hash
@@ -220,11 +231,12 @@ func chain(ps []Prepared, sessions map[string]State, stored map[Key]Stored, fail
 		if !touched {
 			st, exists := sessions[r.SessionID]
 			p.Moves = append(p.Moves, Move{
-				SessionID: r.SessionID, AgentID: st.AgentID, Created: !exists,
+				SessionID: r.SessionID, AgentID: st.AgentID, Writer: st.Writer, Created: !exists,
 				FromLength: st.Length, FromHead: st.Head, ToLength: st.Length, ToHead: st.Head,
 			})
 			if !exists {
 				p.Moves[len(p.Moves)-1].AgentID = r.AgentID
+				p.Moves[len(p.Moves)-1].Writer = r.Writer
 			}
 			mi = len(p.Moves) - 1
 			moves[r.SessionID] = mi
@@ -237,6 +249,10 @@ func chain(ps []Prepared, sessions map[string]State, stored map[Key]Stored, fail
 		if r.AgentID != "" && r.AgentID != m.AgentID {
 			p.Errs[i] = fmt.Errorf("entry %d for session %q: %w: session belongs to agent %q, record names %q",
 				r.Index, r.SessionID, ledger.ErrAgentMismatch, m.AgentID, r.AgentID)
+			continue
+		}
+		if r.Writer != m.Writer {
+			p.Errs[i] = &ledger.WriterMismatchError{Index: r.Index, SessionID: r.SessionID, Writer: r.Writer, Owner: m.Writer}
 			continue
 		}
 		key := Key{r.SessionID, r.Entry.StepID}
@@ -253,6 +269,18 @@ func chain(ps []Prepared, sessions map[string]State, stored map[Key]Stored, fail
 		if ok {
 			p.Results[i], p.Errs[i] = replay(r, old)
 			continue
+		}
+		if r.Expect != nil {
+			// The writer decided against *r.Expect; a different head is
+			// never re-linked silently.
+			actual := ledger.Head{Length: m.ToLength}
+			if m.ToLength > 0 {
+				actual.Hash = m.ToHead
+			}
+			if *r.Expect != actual {
+				p.Errs[i] = &ledger.HeadMovedError{Index: r.Index, SessionID: r.SessionID, Expected: *r.Expect, Actual: actual}
+				continue
+			}
 		}
 		var prev *acs.Hash
 		if m.ToLength > 0 {
