@@ -14,7 +14,8 @@ type Token struct {
 	// access log; it is unique.
 	Name string
 	Hash [32]byte
-	// Role is one of admin, writer, auditor, viewer (docs/security.md).
+	// Role is one of admin, writer, auditor, viewer, metrics
+	// (docs/security.md).
 	Role string
 	// Scope, when not empty, limits the token to sessions whose agent id
 	// starts with it.

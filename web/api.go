@@ -68,9 +68,16 @@ func (s *Server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("couldn't read entry: %w", err))
 		return
 	}
+	agentID := r.URL.Query().Get("agent_id")
+	if p := principalFrom(r.Context()); p != nil && agentID != "" && (agentID == AccessAgentID || !p.sees(agentID)) {
+		// Only the server writes the access log; a scoped token writes
+		// its own agents' sessions (the guard hid the others).
+		s.fail(w, r, errOutOfScope)
+		return
+	}
 	res, err := s.store.Append(r.Context(), ledger.Record{
 		SessionID: pathParam(r, "session_id"),
-		AgentID:   r.URL.Query().Get("agent_id"),
+		AgentID:   agentID,
 		Entry:     body,
 	})
 	if err != nil {
@@ -137,7 +144,14 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		Sessions []sessionJSON `json:"sessions"`
 		Next     string        `json:"next,omitempty"`
 	}{Sessions: []sessionJSON{}, Next: page.Next}
+	p := principalFrom(r.Context())
 	for _, ss := range page.Sessions {
+		// The access log is listed when asked for by its agent id only;
+		// sessions out of the caller's scope are left out, so a scoped
+		// page may hold fewer than limit sessions and still have a next.
+		if ss.AgentID == AccessAgentID && f.AgentID != AccessAgentID || p != nil && !p.sees(ss.AgentID) {
+			continue
+		}
 		out.Sessions = append(out.Sessions, toSessionJSON(ss))
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -151,6 +165,11 @@ func (s *Server) listEntries(w http.ResponseWriter, r *http.Request) {
 	id := pathParam(r, "session_id")
 	q := r.URL.Query()
 	if q.Get("format") == "jsonl" {
+		if p := principalFrom(r.Context()); p != nil && !(Route{Roles: exportRoles}).Allows(p.Role) {
+			// The whole chain at once is an export, as a bundle is.
+			writeAuthFailure(w, failRole(p.Role))
+			return
+		}
 		s.streamChain(w, r, id)
 		return
 	}

@@ -90,7 +90,7 @@ func TestPoliciesRoute(t *testing.T) {
 	}
 
 	// A store that keeps no policy bundles or responses answers 501.
-	plain := httptest.NewServer(New(struct{ ledger.Store }{f.Store}, Options{}))
+	plain := httptest.NewServer(New(struct{ ledger.Store }{f.Store}, Options{Auth: testAuth()}))
 	t.Cleanup(plain.Close)
 	for _, path := range []string{"/policies", "/decisions/" + f.Steps[0].RequestID} {
 		if code, _, b := do(t, "GET", plain.URL+"/api/v1"+path, nil); code != 501 || !strings.Contains(errorText(t, b), "policy bundles") {

@@ -7,7 +7,7 @@
 CREATE TABLE api_tokens (
     name         text PRIMARY KEY CHECK (btrim(name) <> ''),
     token_sha256 bytea NOT NULL UNIQUE CHECK (octet_length(token_sha256) = 32),
-    role         text NOT NULL CHECK (role IN ('admin', 'writer', 'auditor', 'viewer')),
+    role         text NOT NULL CHECK (role IN ('admin', 'writer', 'auditor', 'viewer', 'metrics')),
     scope        text NOT NULL DEFAULT '',
     created_at   timestamptz NOT NULL,
     expires_at   timestamptz,

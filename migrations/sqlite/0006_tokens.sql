@@ -4,7 +4,7 @@
 CREATE TABLE api_tokens (
     name         TEXT PRIMARY KEY CHECK (trim(name) <> ''),
     token_sha256 BLOB NOT NULL UNIQUE CHECK (length(token_sha256) = 32),
-    role         TEXT NOT NULL CHECK (role IN ('admin', 'writer', 'auditor', 'viewer')),
+    role         TEXT NOT NULL CHECK (role IN ('admin', 'writer', 'auditor', 'viewer', 'metrics')),
     scope        TEXT NOT NULL DEFAULT '',
     created_at   INTEGER NOT NULL,
     expires_at   INTEGER,
