@@ -185,7 +185,7 @@ func (f *logFlags) evidenceOptions(store ledger.Store, l *tlog.Log, keySet *sig.
 	trust := &verify.Trust{ResponseKeys: keySet, Checkpoint: verify.CheckpointPolicy{
 		LogKeys: l.VerifierKeys(), Witnesses: opts.Witnesses, WitnessQuorum: opts.WitnessQuorum,
 	}}
-	ev := web.EvidenceOptions{Log: l, Bundle: opts, Trust: trust, AdminToken: os.Getenv("ACSLEDGER_ADMIN_TOKEN")}
+	ev := web.EvidenceOptions{Log: l, Bundle: opts, Trust: trust}
 	if gs, ok := store.(ledger.GuardianStore); ok {
 		ev.Reverifier = evidence.NewReverifier(gs, l, opts, trust, nil, log)
 	}
