@@ -76,10 +76,10 @@ type Principal struct {
 }
 
 // sees reports whether p may see a session of agentID: within its scope,
-// and the access log only for admins and auditors.
+// and the access log only for unscoped admins and auditors.
 func (p *Principal) sees(agentID string) bool {
 	if agentID == AccessAgentID {
-		return p.Role == RoleAdmin || p.Role == RoleAuditor
+		return (p.Role == RoleAdmin || p.Role == RoleAuditor) && p.Scope == ""
 	}
 	return strings.HasPrefix(agentID, p.Scope)
 }
@@ -321,8 +321,15 @@ func (s *Server) guard(mux *chi.Mux) func(http.Handler) http.Handler {
 			ctx := context.WithValue(r.Context(), principalKey{}, p)
 			r = r.WithContext(ctx)
 			sessionID := param(rctx, "session_id")
-			if rule.Recorded && !s.auth.opts.NoAccessLog {
-				if err := s.recordAccess(ctx, p, r, pattern, sessionID, param(rctx, "request_id")); err != nil {
+			record := func() error {
+				return s.recordAccess(ctx, p, r, pattern, sessionID, param(rctx, "request_id"))
+			}
+			// A read of the access log itself is recorded once served:
+			// recorded first, its own record would be the newest entry of
+			// what it reads, not yet anchored in the Merkle log.
+			recordAfter := rule.Recorded && !s.auth.opts.NoAccessLog && strings.HasPrefix(sessionID, AccessAgentID+"-")
+			if rule.Recorded && !s.auth.opts.NoAccessLog && !recordAfter {
+				if err := record(); err != nil {
 					// No read goes unrecorded: without its record it is
 					// refused.
 					s.log.Error("couldn't record an access", "who", p.Name, "pattern", pattern, "err", err)
@@ -337,6 +344,11 @@ func (s *Server) guard(mux *chi.Mux) func(http.Handler) http.Handler {
 				}
 			}
 			next.ServeHTTP(w, r)
+			if recordAfter {
+				if err := record(); err != nil {
+					s.log.Error("couldn't record an access", "who", p.Name, "pattern", pattern, "err", err)
+				}
+			}
 		})
 	}
 }
@@ -400,15 +412,18 @@ func param(rctx *chi.Context, name string) string {
 	return v
 }
 
-// checkSession answers whether p may reach the session: a session out of
-// its scope (or the access log, for roles that may not read it) is not
-// found, with the message an unknown session gets, so that its existence
-// does not leak. An unknown session passes to the handler: reads answer
-// 404, and an append creates it, within the scope.
+// checkSession answers whether p may reach the session. A session out of
+// its scope (or the access log, for roles that may not read it) and an
+// unknown one get the same 404, so that a session's existence does not
+// leak. An append to an unknown session passes: it creates the session,
+// within the token's scope (appendEntry checks the agent id).
 func (s *Server) checkSession(ctx context.Context, p *Principal, sessionID string, write bool) error {
 	sess, err := s.store.Session(ctx, sessionID)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return nil
+		if write {
+			return nil
+		}
+		return fmt.Errorf("session %q: %w", sessionID, ledger.ErrNotFound)
 	}
 	if err != nil {
 		return err

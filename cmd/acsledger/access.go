@@ -35,7 +35,17 @@ func (f *accessFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.sessionTTL, "session-ttl", web.DefaultSessionTTL, "how long a UI login lasts")
 }
 
-// adminTokenFile is where the first admin token is saved.
+// rateLimits applies --rate-limit; a negative one turns off the limit on
+// failed authentications too.
+func (f *accessFlags) rateLimits() web.RateLimits {
+	rl := web.RateLimits{PerAddress: f.rateLimit, PerCredential: f.rateLimit}
+	if f.rateLimit < 0 {
+		rl.FailuresPerMinute = -1
+	}
+	return rl
+}
+
+// adminTokenPath is where the first admin token is saved.
 func (f *accessFlags) adminTokenPath(storeURL string) string {
 	if f.adminTokenFile != "" {
 		return f.adminTokenFile

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -14,10 +15,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
+	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/web"
 	"github.com/acsledger/acsledger/web/tlogserve"
 	"github.com/acsledger/acsledger/web/ui"
@@ -112,13 +115,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ev := lf.evidenceOptions(store, mlog, keySet, log)
 	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Auth: web.AuthOptions{
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
-		RateLimits: web.RateLimits{PerAddress: af.rateLimit, PerCredential: af.rateLimit},
+		RateLimits: af.rateLimits(),
 	}})
-	tlogserve.Mount(handler.Router(), mlog, log)
-	ui.Mount(handler.Router())
-	handler.Router().Method(http.MethodGet, "/metrics", metrics)
-	handler.Router().Method(http.MethodPost, "/acs", gd)
-	handler.Router().Method(http.MethodPost, "/acs/approvals", gd.ApprovalHandler())
+	mountRoutes(handler.Router(), mlog, metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -186,6 +185,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// mountRoutes adds the routes other packages serve beside web's API: the
+// Merkle log, the UI, the metrics and the Guardian. web.AccessTable must
+// list each (TestAccessTable walks the router this builds).
+func mountRoutes(r chi.Router, mlog *tlog.Log, metrics, acs, approvals http.Handler, log *slog.Logger) {
+	tlogserve.Mount(r, mlog, log)
+	ui.Mount(r)
+	r.Method(http.MethodGet, "/metrics", metrics)
+	r.Method(http.MethodPost, "/acs", acs)
+	r.Method(http.MethodPost, "/acs/approvals", approvals)
 }
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
