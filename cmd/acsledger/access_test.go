@@ -358,6 +358,7 @@ func TestAccessTable(t *testing.T) {
 		}
 		// Its bundle, anchored in the Merkle log, verifies offline.
 		var rep *verify.Report
+		var bundleFile string
 		for deadline := time.Now().Add(20 * time.Second); ; {
 			code, b, _ := call(t, client, "GET", s.url+"/api/v1/sessions/"+accessSession+"/bundle", auditor, nil)
 			if code != 200 {
@@ -368,7 +369,8 @@ func TestAccessTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			if rep.Verified() || time.Now().After(deadline) {
-				if err := os.WriteFile(filepath.Join(t.TempDir(), "access.bundle.json"), b, 0o600); err != nil {
+				bundleFile = filepath.Join(t.TempDir(), "access.bundle.json")
+				if err := os.WriteFile(bundleFile, b, 0o600); err != nil {
 					t.Fatal(err)
 				}
 				break
@@ -377,6 +379,15 @@ func TestAccessTable(t *testing.T) {
 		}
 		if !rep.Verified() || rep.Entries < 20 {
 			t.Errorf("the access log's bundle: verified %v, %d entries, findings %v", rep.Verified(), rep.Entries, rep.Findings)
+		}
+		// And with the auditor's own tool, built from this tree.
+		acsverify := filepath.Join(t.TempDir(), "acsverify")
+		if out, err := exec.Command("go", "build", "-o", acsverify, "../acsverify").CombinedOutput(); err != nil {
+			t.Fatalf("build acsverify: %v\n%s", err, out)
+		}
+		out, err := exec.Command(acsverify, "bundle", bundleFile).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), ": verified: ") {
+			t.Errorf("acsverify bundle on the access log: %v\n%s", err, out)
 		}
 	})
 
