@@ -216,8 +216,10 @@ async function sessionPage() {
   const base = `${API}/sessions/${segment(id)}`;
   document.getElementById("session-id").textContent = id;
   document.title = `Session ${id} · acsledger`;
-  document.getElementById("bundle-link").href = `${base}/bundle`;
-  document.getElementById("jsonl-link").href = `${base}/entries?format=jsonl`;
+  if (document.getElementById("export-section")) {
+    document.getElementById("bundle-link").href = `${base}/bundle`;
+    document.getElementById("jsonl-link").href = `${base}/entries?format=jsonl`;
+  }
   verdict(base);
   try {
     const s = await getJSON(base);
