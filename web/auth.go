@@ -49,6 +49,10 @@ type AuthOptions struct {
 	SessionTTL time.Duration
 	// RateLimits bound requests per address and per credential.
 	RateLimits RateLimits
+	// ACSRequireToken makes POST /acs and POST /acs/approvals need a
+	// writer's token beside their signatures, and binds each session to
+	// the token that opened it (acsbind.go).
+	ACSRequireToken bool
 	// NoAccessLog stops recording evidence reads. serve never sets it; it
 	// exists for tests that count the sessions of a ledger, which the
 	// access log's own sessions would change.
@@ -310,6 +314,10 @@ func (s *Server) guard(mux *chi.Mux) func(http.Handler) http.Handler {
 				limit = s.maxBody
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
+			acs := s.auth.opts.ACSRequireToken && strings.HasPrefix(pattern, "/acs")
+			if acs {
+				rule.Public, rule.Roles = false, acsRoles
+			}
 			if rule.Public {
 				next.ServeHTTP(w, r)
 				return
@@ -317,6 +325,12 @@ func (s *Server) guard(mux *chi.Mux) func(http.Handler) http.Handler {
 			p, ok := s.admit(w, r, rule)
 			if !ok {
 				return
+			}
+			if acs && pattern == "/acs" {
+				if f := s.checkACS(r, p); f != nil {
+					writeAuthFailure(w, f)
+					return
+				}
 			}
 			ctx := context.WithValue(r.Context(), principalKey{}, p)
 			r = r.WithContext(ctx)

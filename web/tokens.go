@@ -126,7 +126,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		s.fail(w, r, fmt.Errorf("%w: %v", errBadToken, err))
+		s.fail(w, r, fmt.Errorf("%w: %w", errBadToken, err))
 		return
 	}
 	if _, err := dec.Token(); err != io.EOF {

@@ -38,11 +38,13 @@ type Server struct {
 	maxBody int64
 	router  chi.Router
 	auth    *auth
+	// acsBound binds ACS sessions to tokens (AuthOptions.ACSRequireToken).
+	acsBound *acsBindings
 }
 
 // New returns the HTTP handler for store.
 func New(store ledger.Store, opts Options) *Server {
-	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth)}
+	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -25,6 +25,7 @@ type accessFlags struct {
 	tlsKey         string
 	rateLimit      float64
 	sessionTTL     time.Duration
+	acsToken       bool
 }
 
 func (f *accessFlags) register(fs *flag.FlagSet) {
@@ -33,6 +34,7 @@ func (f *accessFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM, mode 0600)")
 	fs.Float64Var(&f.rateLimit, "rate-limit", web.DefaultRatePerSecond, "requests per second per address and per credential on the routes that need one (bursts of twice that); negative: no limit")
 	fs.DurationVar(&f.sessionTTL, "session-ttl", web.DefaultSessionTTL, "how long a UI login lasts")
+	fs.BoolVar(&f.acsToken, "acs-require-token", false, "POST /acs and /acs/approvals also need a writer token, and each ACS session is bound to the token that opened it")
 }
 
 // rateLimits applies --rate-limit; a negative one turns off the limit on

@@ -115,7 +115,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ev := lf.evidenceOptions(store, mlog, keySet, log)
 	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Auth: web.AuthOptions{
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
-		RateLimits: af.rateLimits(),
+		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
 	}})
 	mountRoutes(handler.Router(), mlog, metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{

@@ -221,6 +221,7 @@ func TestLogin(t *testing.T) {
 		run(t, b, "log in as the auditor", chromedp.WaitVisible("#token"), chromedp.SendKeys("#token", auditor), chromedp.Click("#login-button"))
 		settle(t, b, whoExpr, "audrey (auditor)")
 		run(t, b, "open the session", chromedp.Navigate(base+"/ui/sessions/"+deny.SessionID))
+		settle(t, b, whoExpr, "audrey (auditor)")
 		waitText(t, b, "#export-section", "Evidence bundle")
 		if eval[bool](t, b, `!!document.getElementById("dashboard-link")`) {
 			t.Error("the auditor is offered the admin dashboard")
