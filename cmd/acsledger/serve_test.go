@@ -57,7 +57,7 @@ type server struct {
 	done chan error
 }
 
-var servingLine = regexp.MustCompile(`url=(http://[0-9.:]+)`)
+var servingLine = regexp.MustCompile(`url=(https?://[0-9.:]+)`)
 
 // startServer runs the binary with serve on a free loopback port and waits
 // for it to report its address.
@@ -70,8 +70,18 @@ func startServer(t *testing.T, args ...string) *server {
 // it serves at.
 func startProcess(t *testing.T, args ...string) *server {
 	t.Helper()
+	// Defaults such as ./acsledger-keys land in a temporary directory, not
+	// in the source tree.
+	return startIn(t, t.TempDir(), nil, args...)
+}
+
+// startIn is startProcess in directory dir, with env as the environment
+// (nil: the test's).
+func startIn(t *testing.T, dir string, env []string, args ...string) *server {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Dir = t.TempDir() // defaults such as ./acsledger-keys land here, not in the source tree
+	cmd.Dir = dir
+	cmd.Env = env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
