@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -69,14 +70,21 @@ func (s *Server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	agentID := r.URL.Query().Get("agent_id")
-	if p := principalFrom(r.Context()); p != nil && agentID != "" && (agentID == AccessAgentID || !p.sees(agentID)) {
-		// Only the server writes the access log; a scoped token writes
-		// its own agents' sessions (the guard hid the others).
+	sessionID := pathParam(r, "session_id")
+	if strings.HasPrefix(sessionID, AccessAgentID+"-") || agentID == AccessAgentID {
+		// Only the server writes the access log, and no one may take the
+		// id of a day it has not reached yet.
+		s.fail(w, r, errReserved)
+		return
+	}
+	if p := principalFrom(r.Context()); p != nil && agentID != "" && !p.sees(agentID) {
+		// A scoped token writes its own agents' sessions (the guard hid
+		// the others).
 		s.fail(w, r, errOutOfScope)
 		return
 	}
 	res, err := s.store.Append(r.Context(), ledger.Record{
-		SessionID: pathParam(r, "session_id"),
+		SessionID: sessionID,
 		AgentID:   agentID,
 		Entry:     body,
 	})

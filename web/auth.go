@@ -448,9 +448,14 @@ func (s *Server) checkSession(ctx context.Context, p *Principal, sessionID strin
 	return nil
 }
 
-// errOutOfScope refuses a write that would create a session outside the
-// token's scope.
-var errOutOfScope = errors.New("the agent_id is outside this token's scope")
+// Errors of appends through the API; statusFor maps them.
+var (
+	// errOutOfScope refuses a write that would create a session outside
+	// the token's scope.
+	errOutOfScope = errors.New("the agent_id is outside this token's scope")
+	// errReserved refuses an append to the access log's sessions.
+	errReserved = errors.New("session ids starting with " + AccessAgentID + "- and the agent id " + AccessAgentID + " are the access log's")
+)
 
 // scoped is the store as p sees it: sessions out of its scope answer as
 // unknown ones do. Decision lookups and replay go through it, because

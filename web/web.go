@@ -94,7 +94,7 @@ func statusFor(err error) int {
 	switch {
 	case errors.As(err, &maxErr):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, errOutOfScope):
+	case errors.Is(err, errOutOfScope), errors.Is(err, errReserved):
 		return http.StatusForbidden
 	case errors.Is(err, errBadToken):
 		return http.StatusBadRequest
