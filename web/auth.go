@@ -130,10 +130,11 @@ type authErrorBody struct {
 }
 
 func writeAuthFailure(w http.ResponseWriter, f *authFailure) {
-	if f.status == http.StatusUnauthorized {
+	code := statusFor(f)
+	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="acsledger", error="invalid_token"`)
 	}
-	writeJSON(w, f.status, authErrorBody{Error: f.msg, Credential: f.reason})
+	writeJSON(w, code, authErrorBody{Error: f.msg, Credential: f.reason})
 }
 
 // auth holds the state of access control: the token store, UI sessions

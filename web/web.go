@@ -91,7 +91,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // place that does.
 func statusFor(err error) int {
 	var maxErr *http.MaxBytesError
+	var authErr *authFailure
 	switch {
+	case errors.As(err, &authErr):
+		return authErr.status
 	case errors.As(err, &maxErr):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errOutOfScope), errors.Is(err, errReserved):
