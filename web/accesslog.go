@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/acsledger/acsledger/ledger"
 )
 
@@ -80,7 +82,9 @@ func (s *Server) recordAccess(ctx context.Context, p *Principal, r *http.Request
 	}
 	// A client hanging up does not cut the record short.
 	if _, err := s.store.Append(context.WithoutCancel(ctx), ledger.Record{SessionID: AccessSessionID(now), AgentID: AccessAgentID, Entry: b}); err != nil {
+		accessRecords.Add(ctx, 1, metric.WithAttributes(attrOutcome.String("error")))
 		return fmt.Errorf("couldn't append to the access log: %w", err)
 	}
+	accessRecords.Add(ctx, 1, metric.WithAttributes(attrOutcome.String("recorded")))
 	return nil
 }

@@ -175,7 +175,7 @@ func (s *Server) listEntries(w http.ResponseWriter, r *http.Request) {
 	if q.Get("format") == "jsonl" {
 		if p := principalFrom(r.Context()); p != nil && !(Route{Roles: exportRoles}).Allows(p.Role) {
 			// The whole chain at once is an export, as a bundle is.
-			writeAuthFailure(w, failRole(p.Role))
+			refuse(w, r, failRole(p.Role))
 			return
 		}
 		s.streamChain(w, r, id)

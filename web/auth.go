@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/acsledger/acsledger/ledger"
 )
@@ -129,7 +130,9 @@ type authErrorBody struct {
 	Credential string `json:"credential"`
 }
 
-func writeAuthFailure(w http.ResponseWriter, f *authFailure) {
+// refuse answers a refused credential and counts it.
+func refuse(w http.ResponseWriter, r *http.Request, f *authFailure) {
+	authRefusals.Add(r.Context(), 1, metric.WithAttributes(attrReason.String(f.reason)))
 	code := statusFor(f)
 	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="acsledger", error="invalid_token"`)
@@ -279,7 +282,8 @@ func routePath(r *http.Request) string {
 	return r.URL.Path
 }
 
-func tooMany(w http.ResponseWriter, retry time.Duration) {
+func tooMany(w http.ResponseWriter, r *http.Request, retry time.Duration) {
+	authRefusals.Add(r.Context(), 1, metric.WithAttributes(attrReason.String(reasonRateLimited)))
 	secs := int(retry.Seconds() + 0.999)
 	if secs < 1 {
 		secs = 1
@@ -329,7 +333,7 @@ func (s *Server) guard(mux *chi.Mux) func(http.Handler) http.Handler {
 			}
 			if acs && pattern == "/acs" {
 				if f := s.checkACS(r, p); f != nil {
-					writeAuthFailure(w, f)
+					refuse(w, r, f)
 					return
 				}
 			}
@@ -375,11 +379,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, rule Route) (*Pri
 	// A blocked address is refused before its credential is looked at:
 	// guessing tokens costs one failure per attempt, and failures run out.
 	if ok, retry := s.auth.failures.peek(addr); !ok {
-		tooMany(w, retry)
+		tooMany(w, r, retry)
 		return nil, false
 	}
 	if ok, retry := s.auth.perAddr.take(addr); !ok {
-		tooMany(w, retry)
+		tooMany(w, r, retry)
 		return nil, false
 	}
 	p, err := s.auth.authenticate(r)
@@ -394,20 +398,20 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, rule Route) (*Pri
 			http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return nil, false
 		}
-		writeAuthFailure(w, f)
+		refuse(w, r, f)
 		return nil, false
 	}
 	if ok, retry := s.auth.perCred.take("token:" + p.Name); !ok {
-		tooMany(w, retry)
+		tooMany(w, r, retry)
 		return nil, false
 	}
 	if !rule.Allows(p.Role) {
-		writeAuthFailure(w, failRole(p.Role))
+		refuse(w, r, failRole(p.Role))
 		return nil, false
 	}
 	if p.ui != nil && !safeMethod(r.Method) {
 		if f := checkCSRF(r, p.ui); f != nil {
-			writeAuthFailure(w, f)
+			refuse(w, r, f)
 			return nil, false
 		}
 	}

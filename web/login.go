@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
 // The UI logs in with a token once and then carries a session cookie: an
@@ -126,11 +128,11 @@ func setSessionCookie(w http.ResponseWriter, r *http.Request, value string, maxA
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	addr := remoteHost(r)
 	if ok, retry := s.auth.failures.peek(addr); !ok {
-		tooMany(w, retry)
+		tooMany(w, r, retry)
 		return
 	}
 	if !sameOrigin(r) {
-		writeAuthFailure(w, failOrigin)
+		refuse(w, r, failOrigin)
 		return
 	}
 	next := r.PostFormValue("next")
@@ -145,6 +147,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.auth.failures.take(addr)
+		authRefusals.Add(r.Context(), 1, metric.WithAttributes(attrReason.String(f.reason)))
 		http.Redirect(w, r, "/ui/login?error="+url.QueryEscape(f.reason)+"&next="+url.QueryEscape(next), http.StatusSeeOther)
 		return
 	}
