@@ -183,27 +183,30 @@ func (a *auth) check(ctx context.Context, token string) (*Principal, error) {
 	if !wellFormed(token) {
 		return nil, failMalformed
 	}
+	return a.resolve(ctx, h, failUnknown)
+}
+
+// resolve finds the stored token whose hash is h and checks that it is
+// still good; a hash no token has is refused with unknown.
+func (a *auth) resolve(ctx context.Context, h [32]byte, unknown *authFailure) (*Principal, error) {
 	if a.opts.Tokens == nil {
-		return nil, failUnknown
+		return nil, unknown
 	}
 	t, err := a.opts.Tokens.TokenByHash(ctx, h)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return nil, failUnknown
+		return nil, unknown
 	}
 	if err != nil {
 		return nil, fmt.Errorf("couldn't look up a token: %w", err)
 	}
-	if subtle.ConstantTimeCompare(t.Hash[:], h[:]) != 1 {
-		return nil, failUnknown
+	if subtle.ConstantTimeCompare(t.Hash[:], h[:]) != 1 || !ValidRole(t.Role) {
+		return nil, unknown
 	}
-	now := a.opts.Now()
-	switch {
+	switch now := a.opts.Now(); {
 	case !t.RevokedAt.IsZero():
 		return nil, failRevoked
 	case !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt):
 		return nil, failExpired
-	case !ValidRole(t.Role):
-		return nil, failUnknown
 	}
 	return &Principal{Name: t.Name, Role: Role(t.Role), Scope: t.Scope, hash: h}, nil
 }
@@ -243,21 +246,7 @@ func (a *auth) recheck(ctx context.Context, s *uiSession) (*Principal, error) {
 		p := s.principal
 		return &p, nil
 	}
-	if a.opts.Tokens == nil {
-		return nil, failSession
-	}
-	t, err := a.opts.Tokens.TokenByHash(ctx, s.principal.hash)
-	switch {
-	case errors.Is(err, ledger.ErrNotFound):
-		return nil, failSession
-	case err != nil:
-		return nil, fmt.Errorf("couldn't look up a token: %w", err)
-	case !t.RevokedAt.IsZero():
-		return nil, failRevoked
-	case !t.ExpiresAt.IsZero() && !a.opts.Now().Before(t.ExpiresAt):
-		return nil, failExpired
-	}
-	return &Principal{Name: t.Name, Role: Role(t.Role), Scope: t.Scope, hash: t.Hash}, nil
+	return a.resolve(ctx, s.principal.hash, failSession)
 }
 
 // remoteHost is the address a request came from, without its port. A

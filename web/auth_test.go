@@ -189,7 +189,7 @@ func TestTokenAPI(t *testing.T) {
 		created.ExpiresAt == nil || created.ExpiresAt.Sub(created.CreatedAt) != 720*time.Hour {
 		t.Fatalf("create: %d %s", code, b)
 	}
-	for _, bad := range []string{`{"role":"root"}`, `{"role":"viewer","expires_in":"soon"}`, `{"role":"viewer","extra":1}`, `{"name":"ci","role":"viewer"}`} {
+	for _, bad := range []string{`{"role":"root"}`, `{"role":"viewer","expires_in":"soon"}`, `{"role":"viewer","extra":1}`, `{"name":"ci","role":"viewer"}`, `{"name":"bootstrap","role":"viewer"}`} {
 		if code, b, _ := call("POST", "/api/v1/admin/tokens", admin, bad, nil); code != 400 && code != 409 {
 			t.Errorf("create %s: %d %s, want 400 or 409", bad, code, b)
 		}

@@ -44,6 +44,9 @@ func CreateToken(ctx context.Context, ts Tokens, req TokenRequest, now time.Time
 	if strings.TrimSpace(req.Name) != req.Name || len(req.Name) > 128 || strings.ContainsFunc(req.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "", ledger.Token{}, fmt.Errorf("%w: a token name is 1 to 128 printable characters without surrounding spaces", errBadToken)
 	}
+	if req.Name == BootstrapName {
+		return "", ledger.Token{}, fmt.Errorf("%w: the name %s is the bootstrap token's ($ACSLEDGER_ADMIN_TOKEN)", errBadToken, BootstrapName)
+	}
 	token, hash := NewToken()
 	// Stored to the microsecond, as both stores keep it.
 	now = now.UTC().Truncate(time.Microsecond)
