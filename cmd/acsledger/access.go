@@ -149,7 +149,9 @@ func writeSecret(path, content string) error {
 }
 
 // isTerminal reports whether w is a terminal, where a secret may be shown
-// once; logs and pipes never get one.
+// once; logs, files and pipes never get one. It takes any character
+// device for a terminal (/dev/null too, where the token is simply lost),
+// which needs no terminal library.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {

@@ -155,6 +155,9 @@ func tokenCLI(t *testing.T, dir string, args ...string) string {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("token %v: %v\n%s", args, err, stderr.String())
 	}
+	if tok := strings.TrimSpace(stdout.String()); strings.HasPrefix(tok, "acsl_") && strings.Contains(stderr.String(), tok) {
+		t.Errorf("token %v repeated the token on stderr: %s", args, stderr.String())
+	}
 	return stdout.String()
 }
 
