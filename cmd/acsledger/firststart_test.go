@@ -213,6 +213,8 @@ func TestTokenCLIErrors(t *testing.T) {
 		{[]string{"token", "create", "--db", dir, "--role", "viewer", "--expires", "soon"}, 2, "--expires"},
 		{[]string{"token", "revoke", "--db", dir, "nobody"}, 1, "not found"},
 		{[]string{"token", "revoke", "--db", dir}, 2, "one token NAME"},
+		{[]string{"token", "revoke", "nobody", "--db", dir}, 1, "not found"},
+		{[]string{"token", "revoke", "a", "b", "--db", dir}, 2, "one token NAME"},
 	} {
 		cmd := exec.Command(binary, tc.args...)
 		var stdout, stderr bytes.Buffer

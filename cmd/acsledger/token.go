@@ -184,10 +184,18 @@ func tokenState(t ledger.Token, now time.Time) string {
 func tokenRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("token revoke", stderr)
 	db := fs.String("db", "", "store URL: postgres://... or the embedded store's directory")
+	// NAME may come before or after the flags.
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if fs.NArg() != 1 {
+	var name string
+	if rest := fs.Args(); len(rest) > 0 {
+		name = rest[0]
+		if err := fs.Parse(rest[1:]); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+	}
+	if name == "" || fs.NArg() != 0 {
 		return fmt.Errorf("%w: token revoke takes one token NAME", errUsage)
 	}
 	ts, closeStore, err := openTokens(ctx, *db)
@@ -195,9 +203,9 @@ func tokenRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer closeStore()
-	if err := ts.RevokeToken(ctx, fs.Arg(0), time.Now().UTC().Truncate(time.Microsecond)); err != nil {
+	if err := ts.RevokeToken(ctx, name, time.Now().UTC().Truncate(time.Microsecond)); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "revoked %s\n", fs.Arg(0))
+	fmt.Fprintf(stdout, "revoked %s\n", name)
 	return nil
 }
