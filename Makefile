@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help run test check unit bench fuzz lint
+.PHONY: help run test check vulncheck unit bench fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
@@ -12,11 +12,25 @@ run: ## run the service on the embedded store at http://127.0.0.1:8080
 
 test: check unit ## the whole suite: formatting, vet, staticcheck, race-enabled tests (starts its own PostgreSQL)
 
-check: ## gofmt, go vet and staticcheck
+check: ## gofmt, go vet, staticcheck and govulncheck
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
+	@$(MAKE) --no-print-directory vulncheck
+
+# govulncheck needs the Go vulnerability database (https://vuln.go.dev).
+# Only when it cannot be fetched is the check skipped, and it says so; any
+# other failure, a vulnerability found included, fails the build.
+vulncheck: ## govulncheck ./... (skipped, with a message, only when vuln.go.dev is unreachable)
+	@echo "$(GO) tool govulncheck $(PKGS)"; \
+	  out=$$($(GO) tool govulncheck $(PKGS) 2>&1); rc=$$?; \
+	  if [ $$rc -ne 0 ] && printf '%s\n' "$$out" | grep -q '^govulncheck: fetching vulnerabilities: '; then \
+	    echo "govulncheck SKIPPED: the Go vulnerability database is unreachable from this machine:"; \
+	    printf '%s\n' "$$out" | grep '^govulncheck: fetching vulnerabilities: '; \
+	    exit 0; \
+	  fi; \
+	  printf '%s\n' "$$out"; exit $$rc
 
 unit: ## go test -race over every package
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -71,9 +72,23 @@ func (s *Server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("couldn't read entry: %w", err))
 		return
 	}
+	agentID := r.URL.Query().Get("agent_id")
+	sessionID := pathParam(r, "session_id")
+	if strings.HasPrefix(sessionID, AccessAgentID+"-") || agentID == AccessAgentID {
+		// Only the server writes the access log, and no one may take the
+		// id of a day it has not reached yet.
+		s.fail(w, r, errReserved)
+		return
+	}
+	if p := principalFrom(r.Context()); p != nil && agentID != "" && !p.sees(agentID) {
+		// A scoped token writes its own agents' sessions (the guard hid
+		// the others).
+		s.fail(w, r, errOutOfScope)
+		return
+	}
 	res, err := s.store.Append(r.Context(), ledger.Record{
-		SessionID: pathParam(r, "session_id"),
-		AgentID:   r.URL.Query().Get("agent_id"),
+		SessionID: sessionID,
+		AgentID:   agentID,
 		Entry:     body,
 	})
 	if err != nil {
@@ -145,7 +160,14 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		Sessions []sessionJSON `json:"sessions"`
 		Next     string        `json:"next,omitempty"`
 	}{Sessions: []sessionJSON{}, Next: page.Next}
+	p := principalFrom(r.Context())
 	for _, ss := range page.Sessions {
+		// The access log is listed when asked for by its agent id only;
+		// sessions out of the caller's scope are left out, so a scoped
+		// page may hold fewer than limit sessions and still have a next.
+		if ss.AgentID == AccessAgentID && f.AgentID != AccessAgentID || p != nil && !p.sees(ss.AgentID) {
+			continue
+		}
 		out.Sessions = append(out.Sessions, toSessionJSON(ss))
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -159,6 +181,11 @@ func (s *Server) listEntries(w http.ResponseWriter, r *http.Request) {
 	id := pathParam(r, "session_id")
 	q := r.URL.Query()
 	if q.Get("format") == "jsonl" {
+		if p := principalFrom(r.Context()); p != nil && !(Route{Roles: exportRoles}).Allows(p.Role) {
+			// The whole chain at once is an export, as a bundle is.
+			refuse(w, r, failRole(p.Role))
+			return
+		}
 		s.streamChain(w, r, id)
 		return
 	}

@@ -96,7 +96,7 @@ type decisionJSON struct {
 func (a *evidenceAPI) getDecision(w http.ResponseWriter, r *http.Request) {
 	gs := a.s.store
 	id := pathParam(r, "request_id")
-	e, err := replay.FindEntry(r.Context(), gs, id, r.URL.Query().Get("session_id"))
+	e, err := replay.FindEntry(r.Context(), scopedFor(r, gs), id, r.URL.Query().Get("session_id"))
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,10 +43,6 @@ type EvidenceOptions struct {
 	// the caller runs its Schedule. Nil makes one from the fields above
 	// (runs then only start through POST /api/v1/admin/reverify).
 	Reverifier *evidence.Reverifier
-	// AdminToken guards /api/v1/admin/: requests must carry
-	// "Authorization: Bearer <AdminToken>". Empty disables the admin routes
-	// (403).
-	AdminToken string
 	// MaxBundleBytes caps an uploaded bundle; 0 means DefaultMaxBundleBytes.
 	MaxBundleBytes int64
 }
@@ -72,17 +67,12 @@ func (s *Server) mountEvidence(r chi.Router, opts EvidenceOptions) {
 	r.Post("/verify/bundle", a.verifyBundle)
 	r.Post("/decisions/{request_id}/replay", a.replay)
 	a.mountDecisions(r)
-	r.Route("/admin", func(r chi.Router) {
-		r.Use(a.admin)
-		r.Post("/reverify", a.startReverify)
-		r.Get("/reverify", a.reverifyStatus)
-	})
+	r.Post("/admin/reverify", a.startReverify)
+	r.Get("/admin/reverify", a.reverifyStatus)
 }
 
 // Errors of the evidence routes; statusFor maps them.
 var (
-	errAdminDisabled   = errors.New("the admin API is disabled: no admin token is configured")
-	errUnauthorized    = errors.New("admin routes need Authorization: Bearer <admin token>")
 	errMalformedBundle = errors.New("malformed evidence bundle")
 )
 
@@ -196,23 +186,6 @@ func (a *evidenceAPI) verifyBundle(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, evidence.NewReport(rep))
 }
 
-// admin guards the admin routes with the admin token.
-func (a *evidenceAPI) admin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.opts.AdminToken == "" {
-			a.fail(w, r, errAdminDisabled)
-			return
-		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.opts.AdminToken)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="acsledger admin"`)
-			a.fail(w, r, errUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 type reverifyJSON struct {
 	Current *evidence.RunStatus `json:"current"`
 	Last    *evidence.RunStatus `json:"last"`
@@ -248,7 +221,7 @@ func (a *evidenceAPI) replay(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	res, err := replay.Replay(r.Context(), gs, replay.Request{
+	res, err := replay.Replay(r.Context(), scopedFor(r, gs), replay.Request{
 		RequestID: pathParam(r, "request_id"), SessionID: req.SessionID,
 		Params: req.Params, Provenance: req.Provenance, PolicyVersion: req.PolicyVersion,
 	})

@@ -1,5 +1,6 @@
-// Package web is acsledger's HTTP surface: the health check and the
-// /api/v1 evidence API over a ledger.Store. Handlers are thin: they decode,
+// Package web is acsledger's HTTP surface: the health check, the /api/v1
+// evidence API over a ledger.Store, and access control for every route
+// (auth.go, AccessTable, docs/security.md). Handlers are thin: they decode,
 // call the store and encode; errors map to statuses in one place
 // (statusFor).
 package web
@@ -26,6 +27,8 @@ type Options struct {
 	MaxEntryBytes int64
 	// Evidence configures the evidence routes (web/evidence.go).
 	Evidence EvidenceOptions
+	// Auth configures access control (web/auth.go, docs/security.md).
+	Auth AuthOptions
 }
 
 // Server serves the HTTP API over one store.
@@ -34,11 +37,14 @@ type Server struct {
 	log     *slog.Logger
 	maxBody int64
 	router  chi.Router
+	auth    *auth
+	// acsBound binds ACS sessions to tokens (AuthOptions.ACSRequireToken).
+	acsBound *acsBindings
 }
 
 // New returns the HTTP handler for store.
 func New(store ledger.GuardianStore, opts Options) *Server {
-	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes}
+	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -46,8 +52,15 @@ func New(store ledger.GuardianStore, opts Options) *Server {
 		s.maxBody = ledger.DefaultMaxEntryBytes
 	}
 	r := chi.NewRouter()
+	r.Use(s.guard(r))
 	r.Get("/healthz", s.healthz)
+	r.Post("/ui/login", s.login)
+	r.Post("/ui/logout", s.logout)
 	r.Route("/api/v1", func(r chi.Router) {
+		r.Get("/whoami", s.whoami)
+		r.Get("/admin/tokens", s.listTokens)
+		r.Post("/admin/tokens", s.createToken)
+		r.Post("/admin/tokens/{name}/revoke", s.revokeToken)
 		r.Get("/sessions", s.listSessions)
 		r.Get("/sessions/{session_id}", s.getSession)
 		r.Get("/sessions/{session_id}/entries", s.listEntries)
@@ -78,13 +91,20 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // place that does.
 func statusFor(err error) int {
 	var maxErr *http.MaxBytesError
+	var authErr *authFailure
 	switch {
+	case errors.As(err, &authErr):
+		return authErr.status
 	case errors.As(err, &maxErr):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, errUnauthorized):
-		return http.StatusUnauthorized
-	case errors.Is(err, errAdminDisabled):
+	case errors.Is(err, errOutOfScope), errors.Is(err, errReserved):
 		return http.StatusForbidden
+	case errors.Is(err, errBadToken):
+		return http.StatusBadRequest
+	case errors.Is(err, ledger.ErrTokenExists):
+		return http.StatusConflict
+	case errors.Is(err, errNoTokenStore):
+		return http.StatusNotImplemented
 	case errors.Is(err, evidence.ErrRunning), errors.Is(err, replay.ErrAmbiguous),
 		errors.Is(err, replay.ErrStoredParamsMismatch):
 		return http.StatusConflict

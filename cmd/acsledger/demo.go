@@ -29,6 +29,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	keysDir := fs.String("keys", "", "the server's key directory, for its HMAC key (default: serve's, ./acsledger-data/keys or, for a PostgreSQL store, ./acsledger-keys)")
 	approverDir := fs.String("approver-keys", "", "directory with the approver's private key (key_id security-oncall, the baseline's approver) to grant the ASK")
 	out := fs.String("out", "", "directory to write each session's signed responses to (default: a new temporary directory)")
+	tokenFile := fs.String("token-file", "", "file holding a token that may read sessions, to fetch the chains (default: $ACSLEDGER_TOKEN, else $ACSLEDGER_ADMIN_TOKEN, else serve's first admin token file, "+defaultAdminTokenFile("")+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -64,7 +65,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	token, tokenFrom, err := demoToken(*tokenFile)
+	if err != nil {
+		return err
+	}
 	d := &demo{
+		token:     token,
+		tokenFrom: tokenFrom,
 		base:      strings.TrimRight(*base, "/"),
 		key:       key,
 		approvers: approvers,
@@ -84,6 +91,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // demo holds one run's sessions and what they were answered.
 type demo struct {
+	token     string // reads the chains back; never printed
+	tokenFrom string // where the token came from, for the hints
 	base      string
 	key       *sig.PrivateKey
 	approvers []*sig.PrivateKey
@@ -370,8 +379,9 @@ func (d *demo) verify(ctx context.Context, keys *sig.KeySet, keysDir string) err
 	}
 	first := d.sessions[0].id
 	fmt.Fprintf(d.w, "\nlook at the evidence yourself:\n")
-	fmt.Fprintf(d.w, "  curl -s %s/api/v1/sessions?agent_id=demo-coder\n", d.base)
-	fmt.Fprintf(d.w, "  curl -s '%s/api/v1/sessions/%s/entries?format=jsonl' > chain.jsonl\n", d.base, first)
+	fmt.Fprintf(d.w, "  TOKEN=%s\n", d.tokenFrom)
+	fmt.Fprintf(d.w, "  curl -s -H \"Authorization: Bearer $TOKEN\" %s/api/v1/sessions?agent_id=demo-coder\n", d.base)
+	fmt.Fprintf(d.w, "  curl -s -H \"Authorization: Bearer $TOKEN\" '%s/api/v1/sessions/%s/entries?format=jsonl' > chain.jsonl\n", d.base, first)
 	fmt.Fprintf(d.w, "  go run ./cmd/acsverify chain --session %s --responses %s --keys %s chain.jsonl\n", first, filepath.Join(d.dir, first+".responses.jsonl"), keysDir)
 	return failed
 }
@@ -382,6 +392,7 @@ func (d *demo) chain(ctx context.Context, sessionID string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Authorization", "Bearer "+d.token)
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return nil, err
@@ -395,4 +406,24 @@ func (d *demo) chain(ctx context.Context, sessionID string) ([]byte, error) {
 		return nil, fmt.Errorf("GET the chain of session %s: HTTP %d: %s", sessionID, resp.StatusCode, bytes.TrimSpace(b))
 	}
 	return b, nil
+}
+
+// demoToken finds a token to read the chains back with: $ACSLEDGER_TOKEN,
+// $ACSLEDGER_ADMIN_TOKEN, or the file serve saved its first admin token
+// in. It returns the token and, for the printed hints, a shell expression
+// that yields it (never the token itself).
+func demoToken(file string) (string, string, error) {
+	if file == "" {
+		for _, env := range []string{"ACSLEDGER_TOKEN", "ACSLEDGER_ADMIN_TOKEN"} {
+			if v := os.Getenv(env); v != "" {
+				return v, "$" + env, nil
+			}
+		}
+		file = defaultAdminTokenFile("")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", fmt.Errorf("couldn't read a token to fetch the chains with: %w (set ACSLEDGER_TOKEN or pass --token-file)", err)
+	}
+	return strings.TrimSpace(string(b)), "$(cat " + file + ")", nil
 }

@@ -192,7 +192,7 @@ func checkDemo(t *testing.T, output, url, keys, respDir string) string {
 			t.Errorf("the demo did not report session %s as verified\n%s", id, out.String())
 		}
 	}
-	for _, hint := range []string{"curl -s '" + url + "/api/v1/sessions/" + coder + "/entries?format=jsonl'", "go run ./cmd/acsverify chain --session " + coder} {
+	for _, hint := range []string{"curl -s -H \"Authorization: Bearer $TOKEN\" '" + url + "/api/v1/sessions/" + coder + "/entries?format=jsonl'", "TOKEN=$ACSLEDGER_ADMIN_TOKEN", "go run ./cmd/acsverify chain --session " + coder} {
 		if !strings.Contains(out.String(), hint) {
 			t.Errorf("the demo does not say %q\n%s", hint, out.String())
 		}
@@ -268,7 +268,7 @@ func TestDemoAskGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := web.New(store, web.Options{})
+	h := web.New(store, web.Options{Auth: web.AuthOptions{Bootstrap: testAdminToken}})
 	h.Router().Method(http.MethodPost, "/acs", g)
 	h.Router().Method(http.MethodPost, "/acs/approvals", g.ApprovalHandler())
 	srv := httptest.NewServer(h)

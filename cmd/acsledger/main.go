@@ -4,6 +4,9 @@
 //	acsledger migrate  --db URL                             apply SQL migrations
 //	acsledger guardian --stdio [--db URL] [--keys DIR]      the Guardian over stdio
 //	acsledger keygen   --dir DIR [--alg ALG,...]            write signing keys
+//	acsledger token    create --role ROLE [--name N] [--scope AGENT_PREFIX] [--expires DURATION] [--db URL]
+//	                                                        make an API token (printed once)
+//	acsledger token    list [--db URL] | revoke [--db URL] NAME
 //	acsledger log-key  [--db URL] [--keys DIR]              print the Merkle log's origin and verifier keys
 //	acsledger witness  --state FILE --log-origin O --log-key VKEY [--addr ADDR]
 //	                                                        run a minimal tlog-witness for one log
@@ -47,6 +50,7 @@ func commands() []command {
 		{"witness", "run a minimal tlog-witness for one log", runWitness},
 		{"export", "write a session's evidence bundle (--session ID)", runExport},
 		{"replay", "re-evaluate a recorded decision (REQUEST_ID)", runReplay},
+		{"token", "manage API tokens: create --role ROLE, list, revoke NAME", runToken},
 		{"erase", "erase a step's stored request params (--session ID --position N --reason TEXT)", runErase},
 		{"bench", "measure the Guardian under load beside bare OPA (bench guardian)", runBench},
 		{"demo", "send a short agent workload to a running server and verify its evidence", runDemo},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"regexp"
 	"strings"
 	"syscall"
@@ -36,6 +37,22 @@ func TestMetricsShowReverification(t *testing.T) {
 			t.Fatalf("no completed re-verification in /metrics after 30s:\n%s", text)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	// Refused credentials are counted by reason, and evidence reads by
+	// whether the access log took them.
+	req, _ := http.NewRequest("GET", s.url+"/api/v1/sessions", nil)
+	req.Header.Set("Authorization", "Bearer acsl_"+strings.Repeat("Q", 43))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("unknown token: %v %v", resp, err)
+	}
+	if code, _ := get(t, s.url+"/api/v1/sessions/m1"); code != 200 {
+		t.Fatalf("read m1: %d", code)
+	}
+	_, body := get(t, s.url+"/metrics")
+	for _, want := range []string{`acsledger_auth_refusals_total{acsledger_reason="unknown"`, `acsledger_access_log_records_total{acsledger_outcome="recorded"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 	s.stop(t, syscall.SIGTERM)
 }

@@ -2,19 +2,25 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
+	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/web"
 	"github.com/acsledger/acsledger/web/tlogserve"
 	"github.com/acsledger/acsledger/web/ui"
@@ -34,11 +40,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	gf.register(fs)
 	var lf logFlags
 	lf.register(fs)
+	var af accessFlags
+	af.register(fs)
 	reverifyEvery := fs.Duration("reverify-every", time.Hour, "re-verify the whole ledger this often (0: only on demand through the admin API, whose token is $ACSLEDGER_ADMIN_TOKEN)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	log := newLogger(stderr)
+	if (af.tlsCert == "") != (af.tlsKey == "") {
+		return fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
+	}
+	tokenFile := af.adminTokenPath(*db)
+	// Secrets readable by others are refused before anything starts.
+	if err := checkPrivate(tokenFile); err != nil {
+		return err
+	}
+	if af.tlsKey != "" {
+		if err := checkPrivate(af.tlsKey); err != nil {
+			return err
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -52,6 +73,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	defer store.Close()
+	var tokens web.Tokens = store
+	bootstrap := os.Getenv("ACSLEDGER_ADMIN_TOKEN")
+	if bootstrap == "" {
+		if err := firstAdminToken(ctx, tokens, tokenFile, stdout, stderr, log); err != nil {
+			return err
+		}
+	}
 
 	metrics, stopMetrics, err := newMetrics()
 	if err != nil {
@@ -67,6 +95,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if keysDir == "" {
 		keysDir = defaultKeysDir(url)
 	}
+	if err := checkKeyDir(keysDir); err != nil {
+		return err
+	}
 	mlog, err := lf.openLog(ctx, store, keysDir, log)
 	if err != nil {
 		return err
@@ -77,12 +108,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	ev := lf.evidenceOptions(store, mlog, keySet, log)
-	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev})
-	tlogserve.Mount(handler.Router(), mlog, log)
-	ui.Mount(handler.Router())
-	handler.Router().Method(http.MethodGet, "/metrics", metrics)
-	handler.Router().Method(http.MethodPost, "/acs", gd)
-	handler.Router().Method(http.MethodPost, "/acs/approvals", gd.ApprovalHandler())
+	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Auth: web.AuthOptions{
+		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
+		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
+	}})
+	mountRoutes(handler.Router(), mlog, metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -96,7 +126,22 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("couldn't listen on %s: %w", *addr, err)
 	}
-	log.Info("acsledger serving", "url", "http://"+ln.Addr().String(), "store", redact(url))
+	scheme := "http"
+	if af.tlsCert != "" {
+		scheme = "https"
+		cert, err := tls.LoadX509KeyPair(af.tlsCert, af.tlsKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("couldn't load the TLS certificate: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
+	adminHint := "$ACSLEDGER_ADMIN_TOKEN"
+	if bootstrap == "" {
+		adminHint, _ = filepath.Abs(tokenFile)
+	}
+	log.Info("acsledger serving", "url", scheme+"://"+ln.Addr().String(), "store", redact(url), "admin_token", adminHint)
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -135,6 +180,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// mountRoutes adds the routes other packages serve beside web's API: the
+// Merkle log, the UI, the metrics and the Guardian. web.AccessTable must
+// list each (TestAccessTable walks the router this builds).
+func mountRoutes(r chi.Router, mlog *tlog.Log, metrics, acs, approvals http.Handler, log *slog.Logger) {
+	tlogserve.Mount(r, mlog, log)
+	ui.Mount(r)
+	r.Method(http.MethodGet, "/metrics", metrics)
+	r.Method(http.MethodPost, "/acs", acs)
+	r.Method(http.MethodPost, "/acs/approvals", approvals)
 }
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -25,7 +25,13 @@ import (
 
 var binary string
 
+// testAdminToken is the bootstrap admin token ($ACSLEDGER_ADMIN_TOKEN)
+// every server the tests start accepts, and that get and post send. The
+// tests of the first start clear it.
+const testAdminToken = "acsl_test-bootstrap-admin-token"
+
 func TestMain(m *testing.M) {
+	os.Setenv("ACSLEDGER_ADMIN_TOKEN", testAdminToken)
 	dir, err := os.MkdirTemp("", "acsledger-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -51,7 +57,7 @@ type server struct {
 	done chan error
 }
 
-var servingLine = regexp.MustCompile(`url=(http://[0-9.:]+)`)
+var servingLine = regexp.MustCompile(`url=(https?://[0-9.:]+)`)
 
 // startServer runs the binary with serve on a free loopback port and waits
 // for it to report its address.
@@ -64,8 +70,18 @@ func startServer(t *testing.T, args ...string) *server {
 // it serves at.
 func startProcess(t *testing.T, args ...string) *server {
 	t.Helper()
+	// Defaults such as ./acsledger-keys land in a temporary directory, not
+	// in the source tree.
+	return startIn(t, t.TempDir(), nil, args...)
+}
+
+// startIn is startProcess in directory dir, with env as the environment
+// (nil: the test's).
+func startIn(t *testing.T, dir string, env []string, args ...string) *server {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Dir = t.TempDir() // defaults such as ./acsledger-keys land here, not in the source tree
+	cmd.Dir = dir
+	cmd.Env = env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -124,9 +140,20 @@ func (s *server) stop(t *testing.T, sig os.Signal) {
 	}
 }
 
+// authed returns req carrying the test admin token.
+func authed(req *http.Request) *http.Request {
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	return req
+}
+
 func post(t *testing.T, url, body string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(authed(req))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +167,11 @@ func post(t *testing.T, url, body string) (int, map[string]any) {
 
 func get(t *testing.T, url string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(authed(req))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +334,11 @@ func testShutdownKeepsAcknowledged(t *testing.T, dir string) {
 			defer wg.Done()
 			session := fmt.Sprintf("w%d", w)
 			for i := 0; i < 2000; i++ {
-				resp, err := client.Post(s.url+"/api/v1/sessions/"+session+"/entries", "application/json", strings.NewReader(entryJSON(i)))
+				req, err := http.NewRequest(http.MethodPost, s.url+"/api/v1/sessions/"+session+"/entries", strings.NewReader(entryJSON(i)))
+				if err != nil {
+					return
+				}
+				resp, err := client.Do(authed(req))
 				if err != nil {
 					return // the server has gone away
 				}

@@ -169,7 +169,7 @@ func (f *logFlags) evidenceOptions(store ledger.GuardianStore, l *tlog.Log, keyS
 	trust := &verify.Trust{ResponseKeys: keySet, Checkpoint: verify.CheckpointPolicy{
 		LogKeys: l.VerifierKeys(), Witnesses: opts.Witnesses, WitnessQuorum: opts.WitnessQuorum,
 	}}
-	ev := web.EvidenceOptions{Log: l, Bundle: opts, Trust: trust, AdminToken: os.Getenv("ACSLEDGER_ADMIN_TOKEN")}
+	ev := web.EvidenceOptions{Log: l, Bundle: opts, Trust: trust}
 	ev.Reverifier = evidence.NewReverifier(store, l, opts, trust, nil, log)
 	return ev
 }

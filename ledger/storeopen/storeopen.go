@@ -26,6 +26,7 @@ import (
 // URL gets all of it; code that uses a store declares the part it calls.
 type Store interface {
 	ledger.GuardianStore
+	ledger.TokenStore
 	// LogStorage returns the storage of the Merkle log over the store's
 	// database, whose tables hold the leaves of the store's entries.
 	LogStorage() tlog.Storage

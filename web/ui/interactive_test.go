@@ -67,7 +67,7 @@ func browse(t *testing.T) context.Context {
 }
 
 // serve serves the API and the UI over f's store, anchored in its log,
-// with the admin token token ("" disables the admin API).
+// with the bootstrap admin token token. The browser logs in with login.
 func serve(t *testing.T, f *evidencetest.Fixture, token string) string {
 	t.Helper()
 	return serveWith(t, f, token, nil, nil)
@@ -78,8 +78,8 @@ func serve(t *testing.T, f *evidencetest.Fixture, token string) string {
 func serveWith(t *testing.T, f *evidencetest.Fixture, token string, rv *evidence.Reverifier, reqs *requests) string {
 	t.Helper()
 	h := web.New(f.Store, web.Options{Evidence: web.EvidenceOptions{
-		Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t), AdminToken: token, Reverifier: rv,
-	}})
+		Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t), Reverifier: rv,
+	}, Auth: web.AuthOptions{Bootstrap: token, NoAccessLog: true}})
 	ui.Mount(h.Router())
 	var hh http.Handler = h
 	if reqs != nil {
@@ -141,6 +141,29 @@ func (g *gatedStore) Session(ctx context.Context, id string) (ledger.Session, er
 }
 
 func (g *gatedStore) open() { g.opened.Do(func() { close(g.release) }) }
+
+// login logs the browser in at base with token through the login page.
+func login(t *testing.T, ctx context.Context, base, token string) {
+	t.Helper()
+	run(t, ctx, "log in", chromedp.Navigate(base+"/ui/login"), chromedp.WaitVisible("#token"),
+		chromedp.SendKeys("#token", token), chromedp.Click("#login-button"))
+	settle(t, ctx, `(document.getElementById("who") || {textContent: ""}).textContent`, "(admin)")
+}
+
+// settle waits, across the navigations a form post causes, until expr
+// (a string) contains want.
+func settle(t *testing.T, ctx context.Context, expr, want string) {
+	t.Helper()
+	var got string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err == nil && strings.Contains(v, want) {
+			return
+		}
+		got = v
+	}
+	t.Fatalf("%s is %q, want it to contain %q\n%s", expr, got, want, dom(ctx))
+}
 
 // run runs browser actions, failing the test with what it was doing.
 func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
@@ -213,13 +236,11 @@ func TestDashboard(t *testing.T) {
 	base := serveWith(t, f, adminToken, evidence.NewReverifier(gate, f.Log, f.Options(), f.Trust(t), nil, nil), &reqs)
 	b := browse(t)
 
+	login(t, b, base, adminToken)
 	run(t, b, "open the dashboard", chromedp.Navigate(base+"/ui/dashboard"))
 	waitText(t, b, "#totals", "Sessions4")
 	if got := text(t, b, "#totals"); !strings.Contains(got, "Entries8") || !strings.Contains(got, "Policy bundle versions1") {
 		t.Errorf("totals: %q, want 4 sessions, 8 entries, 1 policy version", got)
-	}
-	if eval[bool](t, b, `document.getElementById("start").disabled`) == false {
-		t.Error("Start is enabled before any token")
 	}
 	// A fifth session, of 12 steps without responses, written after the
 	// page counted four: the run's total (5) is not the page's, and the
@@ -232,26 +253,15 @@ func TestDashboard(t *testing.T) {
 	}
 	f.Integrate(t)
 
-	t.Run("wrong token", func(t *testing.T) {
-		run(t, b, "type a wrong token", chromedp.SendKeys("#token", "not-the-token"), chromedp.Click("#use-token"))
-		waitText(t, b, "#auth", "401")
-		if got := text(t, b, "#auth"); !strings.Contains(got, "refused this admin token") {
-			t.Errorf("401 message: %q", got)
-		}
-		if eval[bool](t, b, `document.getElementById("start").disabled`) == false {
-			t.Error("Start is enabled after a refused token")
-		}
-	})
-
 	t.Run("run", func(t *testing.T) {
-		run(t, b, "type the token", chromedp.SendKeys("#token", adminToken), chromedp.Click("#use-token"))
 		waitText(t, b, "#last", "No whole-ledger re-verification has finished")
 		if got := eval[bool](t, b, `document.getElementById("auth").hidden && !document.getElementById("start").disabled`); !got {
-			t.Fatalf("the token was not accepted: %q", text(t, b, "#auth"))
+			t.Fatalf("the admin session was not accepted: %q", text(t, b, "#auth"))
 		}
-		// The token went nowhere but into page memory.
-		if got := eval[string](t, b, `location.href + "|" + document.cookie + "|" + localStorage.length + "|" + sessionStorage.length + "|" + document.getElementById("token").value`); strings.Contains(got, adminToken) || !strings.HasSuffix(got, "||0|0|") {
-			t.Errorf("the token leaked: href|cookie|localStorage|sessionStorage|input = %q", got)
+		// The token is nowhere in the page, and the session cookie is
+		// out of the scripts' reach (HttpOnly).
+		if got := eval[string](t, b, `location.href + "|" + document.cookie + "|" + localStorage.length + "|" + sessionStorage.length`); strings.Contains(got, adminToken) || !strings.HasSuffix(got, "||0|0") {
+			t.Errorf("the token leaked: href|cookie|localStorage|sessionStorage = %q", got)
 		}
 
 		reqs.take()
@@ -304,42 +314,18 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 
-	t.Run("kept for the tab", func(t *testing.T) {
+	t.Run("after a reload", func(t *testing.T) {
 		// The rewritten entry is put back: the session verifies now, but
 		// the run's findings are what the run saw.
 		f.TamperEntry(t, f.ECDSASession, 1, `"disposition":"allow"`, `"disposition":"deny"`)
 		if rep, err := evidence.Verify(ctx, f.Store, f.Log, f.ECDSASession, f.Options(), f.Trust(t)); err != nil || !rep.Verified() {
 			t.Fatalf("the repaired session does not verify: %v %+v", err, rep)
 		}
-		// Without "Keep for this tab" a reload forgets the token.
+		// The login survives a reload (the session cookie).
 		run(t, b, "reload", chromedp.Reload())
 		waitText(t, b, "#totals", "Sessions5")
-		if got := eval[bool](t, b, `document.getElementById("start").disabled && document.getElementById("last").textContent === ""`); !got {
-			t.Errorf("the token survived a reload without being kept: %q", text(t, b, "#last"))
-		}
-		run(t, b, "keep the token", chromedp.Click("#remember"), chromedp.SendKeys("#token", adminToken), chromedp.Click("#use-token"))
-		waitText(t, b, "#last-verdict", "4 of 5 sessions did not verify")
-		if got := eval[string](t, b, `sessionStorage.getItem("acsledger.adminToken") + "|" + localStorage.length + "|" + document.cookie`); got != adminToken+"|0|" {
-			t.Errorf("kept token: sessionStorage|localStorage|cookie = %q", got)
-		}
-		run(t, b, "reload", chromedp.Reload())
-		waitText(t, b, "#auth", "kept for this tab")
 		waitText(t, b, "#last-verdict", "4 of 5 sessions did not verify")
 		checkRunFindings(t, b, f)
-		run(t, b, "forget", chromedp.Click("#forget"))
-		if got := eval[string](t, b, `String(sessionStorage.getItem("acsledger.adminToken")) + "|" + document.getElementById("last").textContent`); got != "null|" {
-			t.Errorf("after Forget: %q", got)
-		}
-	})
-
-	t.Run("admin API disabled", func(t *testing.T) {
-		off := serve(t, f, "")
-		run(t, b, "open the dashboard of a server without a token",
-			chromedp.Navigate(off+"/ui/dashboard"), chromedp.SendKeys("#token", "anything"), chromedp.Click("#use-token"))
-		waitText(t, b, "#auth", "403")
-		if got := text(t, b, "#auth"); !strings.Contains(got, "admin API is disabled") || !strings.Contains(got, "ACSLEDGER_ADMIN_TOKEN") {
-			t.Errorf("403 message: %q", got)
-		}
 	})
 }
 
@@ -408,6 +394,7 @@ func TestDecisionView(t *testing.T) {
 	}
 	base := serve(t, f, adminToken)
 	b := browse(t)
+	login(t, b, base, adminToken)
 	deny := f.Step(t, "steps/toolCallRequest", "deny")
 
 	t.Run("from the timeline", func(t *testing.T) {
@@ -500,6 +487,8 @@ func TestDecisionView(t *testing.T) {
 		u := base + "/ui/decisions/" + url.PathEscape(hostileID) + "?session_id=hostile"
 		run(t, b, "open the hostile decision", chromedp.Navigate(u))
 		waitText(t, b, "#replay-section", "Replay")
+		// The page asks who is logged in before it loads the decision.
+		waitText(t, b, "#decision", "Reason codes")
 		if got := text(t, b, "#request-id"); got != hostileID {
 			t.Errorf("request id shown as %q", got)
 		}

@@ -1,7 +1,9 @@
-// Package ui is acsledger's web UI: a sessions list, a session's timeline
-// with its verification verdict and export links, a dashboard running the
-// whole-ledger re-verification, and a decision view that replays a
-// recorded decision. It is a few
+// Package ui is acsledger's web UI: a login page, a sessions list, a
+// session's timeline with its verification verdict and export links, a
+// dashboard running the whole-ledger re-verification, and a decision view
+// that replays a recorded decision. Who may see which page, and the login
+// itself, are the web package's (web.AccessTable, docs/security.md); the
+// pages hide what the role may not use. It is a few
 // embedded static files; the pages fetch the /api/v1 JSON API
 // (docs/api.md) from the same origin and render it with DOM text nodes
 // only, because entries carry attacker-influenced strings (tool arguments,
@@ -37,7 +39,8 @@ func Mount(r chi.Router) {
 	r.Get("/ui/sessions/{session_id}", page(files, "session.html"))
 	r.Get("/ui/dashboard", page(files, "dashboard.html"))
 	r.Get("/ui/decisions/{request_id}", page(files, "decision.html"))
-	r.Handle("/ui/static/*", secured(http.StripPrefix("/ui/static/", http.FileServerFS(files))))
+	r.Get("/ui/login", page(files, "login.html"))
+	r.Method(http.MethodGet, "/ui/static/*", secured(http.StripPrefix("/ui/static/", http.FileServerFS(files))))
 }
 
 // page serves one HTML shell; the script reads what it shows from the

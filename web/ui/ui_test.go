@@ -58,11 +58,21 @@ func newServer(t *testing.T) string {
 			t.Fatalf("append to %q: %v", r.SessionID, err)
 		}
 	}
-	h := web.New(store, web.Options{})
+	h := web.New(store, web.Options{Auth: web.AuthOptions{Bootstrap: adminToken, NoAccessLog: true}})
 	ui.Mount(h.Router())
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(asAdmin(h))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// asAdmin sends every request on with the admin token, as a logged-in
+// admin's browser would send its session: these tests are about what the
+// pages show, and TestLogin about getting in.
+func asAdmin(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set("Authorization", "Bearer "+adminToken)
+		h.ServeHTTP(w, r)
+	})
 }
 
 func get(t *testing.T, u string) (int, http.Header, string) {
@@ -88,7 +98,8 @@ func TestPagesAndAssets(t *testing.T) {
 		{"/ui/", "text/html", []string{`data-page="sessions"`, `<table id="sessions"`, `name="agent_id"`, `name="step_type"`, `name="since"`, `name="until"`, `src="/ui/static/app.js"`}},
 		{"/ui/sessions/alpha", "text/html", []string{`data-page="session"`, `id="verdict"`, `id="bundle-link"`, `id="jsonl-link"`, `<table id="entries"`}},
 		{"/ui/sessions/" + url.PathEscape(hostileSession), "text/html", []string{`data-page="session"`}},
-		{"/ui/dashboard", "text/html", []string{`data-page="dashboard"`, `<input id="token" type="password"`, `id="start"`, `<progress id="progress"`, `id="last"`}},
+		{"/ui/dashboard", "text/html", []string{`data-page="dashboard"`, `id="start"`, `<progress id="progress"`, `id="last"`}},
+		{"/ui/login", "text/html", []string{`data-page="login"`, `<form id="login" method="post" action="/ui/login"`, `name="token" type="password"`}},
 		{"/ui/decisions/req-0002", "text/html", []string{`data-page="decision"`, `id="step"`, `<table id="refs"`, `<select id="version">`, `id="replay-result"`}},
 		{"/ui/decisions/" + url.PathEscape(hostileStep), "text/html", []string{`data-page="decision"`}},
 		{"/ui/static/app.js", "text/javascript", []string{"textContent", "/sessions", "/verify", "format=jsonl", "/bundle", "/admin/reverify", "/policies", "/replay"}},
@@ -105,9 +116,12 @@ func TestPagesAndAssets(t *testing.T) {
 		if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
 			t.Errorf("GET %s: Content-Security-Policy %q lacks script-src 'self'", tc.path, csp)
 		}
-		// Every page links the sessions and the dashboard.
-		if strings.HasPrefix(tc.ctype, "text/html") && (!strings.Contains(body, `<a href="/ui/dashboard">Dashboard</a>`) || !strings.Contains(body, `<a href="/ui/">Sessions</a>`)) {
-			t.Errorf("GET %s: the header lacks the links to the sessions and the dashboard", tc.path)
+		// Every page but the login links the sessions, the access log and
+		// the dashboard, and has a logout form.
+		if strings.HasPrefix(tc.ctype, "text/html") && tc.path != "/ui/login" && (!strings.Contains(body, `href="/ui/dashboard" data-roles="admin">Dashboard</a>`) ||
+			!strings.Contains(body, `<a href="/ui/">Sessions</a>`) || !strings.Contains(body, `href="/ui/?agent_id=acsledger-access" data-roles="admin auditor">Access log</a>`) ||
+			!strings.Contains(body, `<form id="logout" class="who" method="post" action="/ui/logout">`)) {
+			t.Errorf("GET %s: the header lacks the links to the sessions, access log and dashboard, or the logout", tc.path)
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(body, w) {

@@ -6,6 +6,70 @@
 const API = "/api/v1";
 const PAGE = 100;
 
+// me is the logged-in credential (GET /api/v1/whoami): its name, role and
+// the UI session's CSRF token, which every state-changing call carries in
+// X-CSRF-Token. The session itself is an HttpOnly cookie no script reads.
+let me = null;
+
+function csrfHeaders(extra) {
+  return Object.assign({ Accept: "application/json", "X-CSRF-Token": (me && me.csrf_token) || "" }, extra || {});
+}
+
+function toLogin() {
+  location.assign("/ui/login?" + new URLSearchParams({ next: location.pathname + location.search }));
+}
+
+// whoami learns who is logged in and removes what the role may not use:
+// elements whose data-roles does not name it. The server refuses those
+// routes anyway; the page does not offer them.
+async function whoami() {
+  const resp = await fetch(`${API}/whoami`, { headers: { Accept: "application/json" } });
+  if (resp.status === 401) {
+    toLogin();
+    return false;
+  }
+  me = await resp.json();
+  document.body.dataset.role = me.role;
+  for (const n of document.querySelectorAll("[data-roles]")) {
+    if (!n.dataset.roles.split(" ").includes(me.role)) {
+      n.remove();
+    }
+  }
+  const who = document.getElementById("who");
+  if (who) {
+    who.textContent = `${me.name} (${me.role})`;
+  }
+  const form = document.getElementById("logout");
+  if (form) {
+    form.elements.csrf.value = me.csrf_token || "";
+  }
+  return true;
+}
+
+const LOGIN_ERRORS = {
+  missing: "Paste a token first.",
+  malformed: "That is not an acsledger token: tokens start with acsl_ and have 48 characters.",
+  unknown: "This server does not know that token.",
+  expired: "That token has expired.",
+  revoked: "That token has been revoked.",
+  logged_out: "You are logged out.",
+};
+
+function loginPage() {
+  const q = new URLSearchParams(location.search);
+  const next = q.get("next") || "";
+  if (next.startsWith("/ui/")) {
+    document.getElementById("next").value = next;
+  }
+  const why = q.get("error");
+  if (why) {
+    const p = document.getElementById("login-error");
+    p.textContent = LOGIN_ERRORS[why] || "The server refused the token.";
+    p.classList.toggle("error", why !== "logged_out");
+    p.hidden = false;
+  }
+}
+
 function el(tag, attrs, ...children) {
   const n = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -19,6 +83,9 @@ function el(tag, attrs, ...children) {
 
 async function getJSON(url) {
   const resp = await fetch(url, { headers: { Accept: "application/json" } });
+  if (resp.status === 401) {
+    toLogin();
+  }
   let body = null;
   try {
     body = await resp.json();
@@ -149,8 +216,10 @@ async function sessionPage() {
   const base = `${API}/sessions/${segment(id)}`;
   document.getElementById("session-id").textContent = id;
   document.title = `Session ${id} · acsledger`;
-  document.getElementById("bundle-link").href = `${base}/bundle`;
-  document.getElementById("jsonl-link").href = `${base}/entries?format=jsonl`;
+  if (document.getElementById("export-section")) {
+    document.getElementById("bundle-link").href = `${base}/bundle`;
+    document.getElementById("jsonl-link").href = `${base}/entries?format=jsonl`;
+  }
   verdict(base);
   try {
     const s = await getJSON(base);
@@ -258,17 +327,10 @@ function findingsTable(caption, list) {
 
 // --- dashboard -----------------------------------------------------------
 
-// The admin token lives in adminToken, page memory, and in sessionStorage
-// only when the operator ticks "Keep for this tab" (gone when the tab
-// closes). Never localStorage, a cookie or the URL: docs/ui.md.
-const TOKEN_KEY = "acsledger.adminToken";
 const POLL_MS = 1000;
 // COUNT_PAGES bounds the sessions the totals count (pages of 1000).
 const COUNT_PAGES = 20;
 
-let adminToken = "";
-// tokenNote is said while the token works: where it came from.
-let tokenNote = "";
 let pollTimer = null;
 let shownLast = "";
 
@@ -289,26 +351,6 @@ function errorOf(r) {
   return (r.body && r.body.error) || `the server answered ${r.status}`;
 }
 
-function rememberedToken() {
-  try {
-    return sessionStorage.getItem(TOKEN_KEY) || "";
-  } catch (e) {
-    return "";
-  }
-}
-
-function keepToken(token) {
-  try {
-    if (token) {
-      sessionStorage.setItem(TOKEN_KEY, token);
-    } else {
-      sessionStorage.removeItem(TOKEN_KEY);
-    }
-  } catch (e) {
-    // Storage refused (a private mode): the token stays in memory only.
-  }
-}
-
 function authMessage(msg, isError) {
   const p = document.getElementById("auth");
   p.textContent = msg;
@@ -316,55 +358,18 @@ function authMessage(msg, isError) {
   p.hidden = msg === "";
 }
 
+// dashboardPage runs with the UI session: the server lets admins only
+// reach it and its API.
 async function dashboardPage() {
-  const form = document.getElementById("token-form");
-  const input = document.getElementById("token");
-  const remember = document.getElementById("remember");
-  const start = document.getElementById("start");
   totals();
-  adminToken = rememberedToken();
-  if (adminToken) {
-    remember.checked = true;
-    tokenNote = "Using the admin token kept for this tab.";
-    authMessage(tokenNote, false);
-    refreshStatus();
-  }
-  form.addEventListener("submit", (ev) => {
-    ev.preventDefault();
-    const token = input.value.trim();
-    input.value = "";
-    if (!token) {
-      authMessage("Type the admin token first.", true);
-      return;
-    }
-    adminToken = token;
-    tokenNote = "";
-    keepToken(remember.checked ? token : "");
-    authMessage("Checking the token…", false);
-    refreshStatus();
-  });
-  remember.addEventListener("change", () => keepToken(remember.checked ? adminToken : ""));
-  document.getElementById("forget").addEventListener("click", () => {
-    adminToken = "";
-    tokenNote = "";
-    input.value = "";
-    remember.checked = false;
-    keepToken("");
-    stopPolling();
-    start.disabled = true;
-    document.getElementById("running").hidden = true;
-    document.getElementById("last").textContent = "";
-    shownLast = "";
-    authMessage("The token is forgotten.", false);
-  });
-  start.addEventListener("click", startRun);
+  refreshStatus();
+  document.getElementById("start").addEventListener("click", startRun);
 }
 
+// adminCall calls the re-verification API with the session cookie; the
+// POST carries the CSRF token.
 function adminCall(method) {
-  return request(`${API}/admin/reverify`, {
-    method,
-    headers: { Accept: "application/json", Authorization: "Bearer " + adminToken },
-  });
+  return request(`${API}/admin/reverify`, { method, headers: csrfHeaders() });
 }
 
 function stopPolling() {
@@ -381,11 +386,11 @@ function refused(r) {
   switch (r.status) {
     case 401:
       start.disabled = true;
-      authMessage("The server refused this admin token (401 Unauthorized). Check it and enter it again.", true);
+      authMessage("Your session has ended (401 Unauthorized): log in again.", true);
       return;
     case 403:
       start.disabled = true;
-      authMessage("The admin API is disabled on this server (403 Forbidden): it was started without an admin token. Set ACSLEDGER_ADMIN_TOKEN for acsledger serve to use re-verification.", true);
+      authMessage(`The server refused (403 Forbidden): ${errorOf(r)}.`, true);
       return;
   }
   authMessage(`The admin API answered ${r.status}: ${errorOf(r)}`, true);
@@ -393,9 +398,6 @@ function refused(r) {
 
 async function refreshStatus() {
   stopPolling();
-  if (!adminToken) {
-    return;
-  }
   let r;
   try {
     r = await adminCall("GET");
@@ -411,7 +413,7 @@ async function refreshStatus() {
     refused(r);
     return;
   }
-  authMessage(tokenNote, false);
+  authMessage("", false);
   showStatus(r.body);
 }
 
@@ -435,7 +437,7 @@ async function startRun() {
     refused(r);
     return;
   }
-  authMessage(tokenNote, false);
+  authMessage("", false);
   showStatus(r.body);
 }
 
@@ -703,12 +705,18 @@ async function decisionPage() {
 }
 
 function noReplay(msg) {
+  if (!document.getElementById("replay-section")) {
+    return; // the role may not replay
+  }
   document.getElementById("replay-form").hidden = true;
   document.getElementById("replay-result").textContent = msg;
   document.getElementById("replay-section").hidden = false;
 }
 
 async function replayPanel(d, ref) {
+  if (!document.getElementById("replay-section")) {
+    return; // the role may not replay
+  }
   const select = document.getElementById("version");
   select.append(el("option", { value: "" }, `${ref.policy_version} (recorded)`));
   try {
@@ -737,7 +745,7 @@ async function replayPanel(d, ref) {
     try {
       r = await request(`${API}/decisions/${segment(d.request_id)}/replay`, {
         method: "POST",
-        headers: { Accept: "application/json", "Content-Type": "application/json" },
+        headers: csrfHeaders({ "Content-Type": "application/json" }),
         body: JSON.stringify(body),
       });
     } catch (e) {
@@ -799,8 +807,15 @@ function replayResult(box, res) {
   }
 }
 
-document.addEventListener("DOMContentLoaded", () => {
+document.addEventListener("DOMContentLoaded", async () => {
   const page = document.body.dataset.page;
+  if (page === "login") {
+    loginPage();
+    return;
+  }
+  if (!(await whoami())) {
+    return;
+  }
   if (page === "sessions") {
     sessionsPage();
   } else if (page === "session") {

@@ -1,0 +1,125 @@
+package web
+
+// Role is what a credential may do (docs/security.md).
+type Role string
+
+// The roles. A token has exactly one.
+const (
+	// RoleAdmin may use every route: tokens, re-verification, and all
+	// that the other roles may.
+	RoleAdmin Role = "admin"
+	// RoleWriter appends entries; it reads nothing beyond its own write
+	// results.
+	RoleWriter Role = "writer"
+	// RoleAuditor reads all evidence: sessions, entries, bundles, proofs,
+	// verification, decisions and replay, and the access log.
+	RoleAuditor Role = "auditor"
+	// RoleViewer reads what the UI's views of sessions and decisions show:
+	// no exports, no replay, no request params, no access log.
+	RoleViewer Role = "viewer"
+	// RoleMetrics reads /metrics only, for a Prometheus scraper.
+	RoleMetrics Role = "metrics"
+)
+
+// Roles lists every role, in the order docs/security.md names them.
+var Roles = []Role{RoleAdmin, RoleWriter, RoleAuditor, RoleViewer, RoleMetrics}
+
+// ValidRole reports whether r names a role.
+func ValidRole(r string) bool {
+	for _, x := range Roles {
+		if string(x) == r {
+			return true
+		}
+	}
+	return false
+}
+
+// Route is one row of the access table: a method and chi pattern and who
+// may use it.
+type Route struct {
+	Method, Pattern string
+	// Public routes need no credential: the Merkle log's C2SP endpoints
+	// (auditors and witnesses read them without an account), the health
+	// check, the UI's login page and static files, and the Guardian's
+	// endpoints, which ACS request and approval signatures authenticate.
+	Public bool
+	// Roles may use the route when it is not public.
+	Roles []Role
+	// Recorded routes read evidence: every use is appended to the access
+	// log before it is served.
+	Recorded bool
+	// MaxBody caps the request body; 0 means the server's entry cap.
+	MaxBody int64
+}
+
+// Allows reports whether role may use the route.
+func (rt Route) Allows(role Role) bool {
+	for _, r := range rt.Roles {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	readers    = []Role{RoleAdmin, RoleAuditor, RoleViewer}
+	auditors   = []Role{RoleAdmin, RoleAuditor}
+	writers    = []Role{RoleAdmin, RoleWriter}
+	adminsOnly = []Role{RoleAdmin}
+	everyone   = []Role{RoleAdmin, RoleWriter, RoleAuditor, RoleViewer, RoleMetrics}
+)
+
+// maxGuardianBody is the cap on /acs bodies; the Guardian applies its own
+// (1 MiB by default) below it.
+const maxGuardianBody = 4 << 20
+
+// AccessTable is every route the server answers and who may use it: the
+// router's guard enforces it (auth.go) and docs/security.md shows it; a
+// test holds both to it and fails on a registered route missing from it.
+// Routes mounted by other packages (web/tlogserve, web/ui, the Guardian,
+// /metrics) are listed here too, so that one table says who may reach
+// what.
+var AccessTable = []Route{
+	{Method: "GET", Pattern: "/healthz", Public: true},
+	{Method: "GET", Pattern: "/checkpoint", Public: true},
+	{Method: "GET", Pattern: "/tile/*", Public: true},
+	{Method: "GET", Pattern: "/api/v1/proofs/inclusion", Public: true},
+	{Method: "GET", Pattern: "/api/v1/proofs/consistency", Public: true},
+	{Method: "POST", Pattern: "/acs", Public: true, MaxBody: maxGuardianBody},
+	{Method: "POST", Pattern: "/acs/approvals", Public: true},
+	{Method: "GET", Pattern: "/metrics", Roles: []Role{RoleAdmin, RoleMetrics}},
+
+	{Method: "GET", Pattern: "/api/v1/whoami", Roles: everyone},
+	{Method: "GET", Pattern: "/api/v1/sessions", Roles: readers, Recorded: true},
+	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}", Roles: readers, Recorded: true},
+	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/entries", Roles: readers, Recorded: true},
+	{Method: "POST", Pattern: "/api/v1/sessions/{session_id}/entries", Roles: writers},
+	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/bundle", Roles: auditors, Recorded: true},
+	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/verify", Roles: readers, Recorded: true},
+	{Method: "GET", Pattern: "/api/v1/proofs/entry/{session_id}/{position}", Roles: auditors, Recorded: true},
+	{Method: "POST", Pattern: "/api/v1/verify/bundle", Roles: auditors, MaxBody: DefaultMaxBundleBytes},
+	{Method: "GET", Pattern: "/api/v1/policies", Roles: readers},
+	{Method: "GET", Pattern: "/api/v1/decisions/{request_id}", Roles: readers, Recorded: true},
+	{Method: "POST", Pattern: "/api/v1/decisions/{request_id}/replay", Roles: auditors, Recorded: true},
+	{Method: "POST", Pattern: "/api/v1/admin/reverify", Roles: adminsOnly},
+	{Method: "GET", Pattern: "/api/v1/admin/reverify", Roles: adminsOnly},
+	{Method: "GET", Pattern: "/api/v1/admin/tokens", Roles: adminsOnly},
+	{Method: "POST", Pattern: "/api/v1/admin/tokens", Roles: adminsOnly},
+	{Method: "POST", Pattern: "/api/v1/admin/tokens/{name}/revoke", Roles: adminsOnly},
+
+	{Method: "GET", Pattern: "/ui", Public: true},
+	{Method: "GET", Pattern: "/ui/login", Public: true},
+	{Method: "POST", Pattern: "/ui/login", Public: true},
+	{Method: "POST", Pattern: "/ui/logout", Roles: everyone},
+	{Method: "GET", Pattern: "/ui/static/*", Public: true},
+	{Method: "GET", Pattern: "/ui/", Roles: readers},
+	{Method: "GET", Pattern: "/ui/sessions/{session_id}", Roles: readers},
+	{Method: "GET", Pattern: "/ui/decisions/{request_id}", Roles: readers},
+	{Method: "GET", Pattern: "/ui/dashboard", Roles: adminsOnly},
+}
+
+// exportRoles may take a session's chain whole (entries?format=jsonl), as
+// they may take its bundle: a viewer sees entries page by page in the UI
+// and exports nothing.
+var exportRoles = auditors
