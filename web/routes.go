@@ -1,5 +1,7 @@
 package web
 
+import "slices"
+
 // Role is what a credential may do (docs/security.md).
 type Role string
 
@@ -25,14 +27,7 @@ const (
 var Roles = []Role{RoleAdmin, RoleWriter, RoleAuditor, RoleViewer, RoleMetrics}
 
 // ValidRole reports whether r names a role.
-func ValidRole(r string) bool {
-	for _, x := range Roles {
-		if string(x) == r {
-			return true
-		}
-	}
-	return false
-}
+func ValidRole(r string) bool { return slices.Contains(Roles, Role(r)) }
 
 // Route is one row of the access table: a method and chi pattern and who
 // may use it.
@@ -53,14 +48,7 @@ type Route struct {
 }
 
 // Allows reports whether role may use the route.
-func (rt Route) Allows(role Role) bool {
-	for _, r := range rt.Roles {
-		if r == role {
-			return true
-		}
-	}
-	return false
-}
+func (rt Route) Allows(role Role) bool { return slices.Contains(rt.Roles, role) }
 
 var (
 	readers    = []Role{RoleAdmin, RoleAuditor, RoleViewer}
