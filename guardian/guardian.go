@@ -38,9 +38,13 @@ const (
 // documents each contract): it reads a session's head, appends the entry
 // of an intent, appends a step's entry with its signed response, params and
 // replay key in one transaction (ErrReplay for a key seen before), and
-// records a request's replay key on its own (ACS §10.3).
+// records a request's replay key on its own (ACS §10.3). Entries and
+// Request read a session's chain and the params beside it back when the
+// session resumes after a restart or idle eviction (resume.go).
 type Store interface {
 	Session(ctx context.Context, sessionID string) (ledger.Session, error)
+	Entries(ctx context.Context, sessionID string, from int64, limit int) ([]ledger.Entry, error)
+	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)
 	Append(ctx context.Context, r ledger.Record) (ledger.Appended, error)
 	AppendRequest(ctx context.Context, r ledger.Record, params []byte, seen ledger.Seen, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error)
 	RecordRequest(ctx context.Context, sessionID, requestID, nonce string, at time.Time) error
@@ -163,6 +167,17 @@ type session struct {
 	grants    []string                // this_request grants for the next step
 	prov      provenanceLog           // provenance objects seen in committed steps
 	seen      seenSet                 // request_ids and nonces recorded for the session
+
+	// agentHead is the head last published to the agent in a signed
+	// response; entries the Guardian wrote since (approver resolutions)
+	// lie between it and head (docs/guardian.md, "Head after a grant").
+	agentHead *acs.Hash
+	// intentClosed is set once the Intent can no longer be established
+	// (resume.go, intentOpener).
+	intentClosed bool
+	// modifyCapable is whether the client can apply MODIFY (§6.5),
+	// decided at handshake.
+	modifyCapable bool
 }
 
 // New checks cfg and returns a Guardian.

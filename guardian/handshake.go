@@ -122,8 +122,12 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 			return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, "session_agent_mismatch",
 				fmt.Sprintf("session %s belongs to another agent", req.sessionID)), signer)
 		}
-		head := stored.Head
-		s.head, s.length = &head, stored.Length
+		// Everything that decides later steps is rebuilt from the
+		// chain, so a restart or an idle eviction changes no decision.
+		if err := g.resume(ctx, s, stored); err != nil {
+			g.cfg.Logger.Error("guardian: couldn't resume session", "session_id", req.sessionID, "err", err)
+			return g.errorResponse(req.id, refuse(rpcerr.InternalError, ReasonLedgerUnavailable, "the session's chain could not be read back"), signer)
+		}
 	case errors.Is(err, ledger.ErrNotFound):
 	default:
 		g.cfg.Logger.Error("guardian: couldn't load session", "session_id", req.sessionID, "err", err)

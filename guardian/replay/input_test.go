@@ -141,9 +141,9 @@ func (r *inputRecorder) Decide(ctx context.Context, in guardian.Input) (guardian
 
 // TestReplayInputIsLiveInput fails if the input a replay evaluates ever
 // differs from the one the Guardian's policy evaluated: for every step of
-// two sessions (provenance lineage across steps, an Intent established
-// mid-session, ASK and DENY on untrusted flows, the fixture's allow, deny
-// and modify), the live input document captured at decision time and the
+// four sessions (provenance lineage across steps, an Intent established
+// by the first agentTrigger of a session, ASK and DENY on untrusted flows,
+// the fixture's allow, deny and modify), the live input document captured at decision time and the
 // one replay rebuilds from the ledger are the same bytes in RFC 8785 form.
 func TestReplayInputIsLiveInput(t *testing.T) {
 	for _, kind := range []string{"sqlite", "postgres"} {
@@ -154,7 +154,9 @@ func TestReplayInputIsLiveInput(t *testing.T) {
 				ApproverCapable: func(string) bool { return true },
 				WrapPolicy:      func(p guardian.Policy) guardian.Policy { rec.next = p; return rec },
 			})
-			for _, sid := range []string{f.HMACSession, f.ECDSASession} {
+			// The Intent is established only by sessionStart or the first
+			// agentTrigger (ACS §8.4): new sessions, beside the fixture's.
+			for _, sid := range []string{f.HMACSession, f.ECDSASession, f.NewSession(t, f.HMACSession), f.NewSession(t, f.ECDSASession)} {
 				f.Call(t, sid, "steps/agentTrigger", map[string]any{"intent": map[string]any{
 					"raw": "report the status", "parsed": []string{"message.send"}, "scope_mode": "strict",
 					"parser_provenance": map[string]any{"provenance_id": "p-intent-" + sid[:4], "origin": "user_input"},

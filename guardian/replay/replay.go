@@ -390,10 +390,11 @@ func guardianInput(ctx context.Context, store ledger.GuardianStore, e ledger.Ent
 			if p.Decision.Disposition == acs.Defer {
 				deferrals++
 			}
-			if req.Provenance != nil || p.RequestHash == "" {
+			if req.Provenance != nil || p.RequestHash == "" || p.StepType == guardian.StepIntentExtension || p.StepType == guardian.StepAskResolution {
 				// Supplied by the caller, or not a Guardian step (an
-				// intent extension): the Guardian collects provenance
-				// from the payloads of steps only.
+				// approver's resolution, whose request_hash is over the
+				// approval): the Guardian collects provenance from the
+				// payloads of steps only.
 				continue
 			}
 			payload, ok, err := storedPayload(ctx, store, prev, p.RequestHash)
