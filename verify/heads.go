@@ -42,6 +42,16 @@ type HeadChecker struct {
 	// until the entry of that step is checked.
 	published map[string]*publishedHead
 
+	// held keeps the findings about responses that name a request_id
+	// until the entry they answer is checked, which gives them its
+	// entry_index; Finish returns those that answer no entry.
+	held map[string][]Finding
+	// line is the 1-based input line of the response being added, 0
+	// when the responses are not read from lines; findings name it.
+	line int
+	// heldOrder is the order the request_ids of held were first seen.
+	heldOrder []string
+
 	// diverged is true while the last published head compared differed:
 	// a rewrite changes every head after it, and is reported once, at the
 	// first point of divergence.
@@ -61,7 +71,7 @@ func NewHeadChecker(keys *sig.KeySet, sessionID string) *HeadChecker {
 	if keys == nil {
 		keys = new(sig.KeySet)
 	}
-	h := &HeadChecker{keys: keys, sessionID: sessionID, published: make(map[string]*publishedHead), verifiers: make(map[*sig.PublicKey]sig.Verifier)}
+	h := &HeadChecker{keys: keys, sessionID: sessionID, published: make(map[string]*publishedHead), held: make(map[string][]Finding), verifiers: make(map[*sig.PublicKey]sig.Verifier)}
 	for _, id := range keys.KeyIDs() {
 		if k, _ := keys.Get(id); k.Algorithm().Symmetric() {
 			h.hmacGiven = true
@@ -71,11 +81,28 @@ func NewHeadChecker(keys *sig.KeySet, sessionID string) *HeadChecker {
 }
 
 // AddResponse checks one signed response envelope, exactly as sent, and
-// records the chain_hash it publishes. It returns findings about the
-// response itself (response_signature_invalid) and notices
-// (unverifiable_hmac), which are not failures. A response that is not a
-// JSON-RPC response at all is an error, not a finding.
+// records the chain_hash it publishes. It returns the notices about the
+// response (unverifiable_hmac), which are not failures, and the findings
+// about the response itself (response_signature_invalid) when it names no
+// request_id. The findings about a response that names one are held until
+// the entry it answers (step_id = request_id) is checked: CheckEntry
+// returns them with that entry's index, and Finish those that answer no
+// entry, with entry_index -1. A response that is not a JSON-RPC response
+// at all is an error, not a finding.
 func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding, err error) {
+	findings, notices, err = h.addResponse(envelope)
+	if err != nil || len(findings) == 0 || findings[0].StepID == "" {
+		return findings, notices, err
+	}
+	id := findings[0].StepID
+	if _, ok := h.held[id]; !ok {
+		h.heldOrder = append(h.heldOrder, id)
+	}
+	h.held[id] = append(h.held[id], findings...)
+	return nil, notices, nil
+}
+
+func (h *HeadChecker) addResponse(envelope []byte) (findings, notices []Finding, err error) {
 	i := h.responses
 	h.responses++
 	rf, verr, err := h.check(envelope)
@@ -83,7 +110,11 @@ func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding,
 		return nil, nil, fmt.Errorf("response %d: %w", i, err)
 	}
 	mk := func(code, expected, actual, msg string) Finding {
-		return Finding{Code: code, EntryIndex: -1, StepID: rf.requestID, Where: fmt.Sprintf("response %d", i), Expected: expected, Actual: actual, Message: msg}
+		where := fmt.Sprintf("response %d", i)
+		if h.line > 0 {
+			where = fmt.Sprintf("%s (line %d)", where, h.line)
+		}
+		return Finding{Code: code, EntryIndex: -1, StepID: rf.requestID, Where: where, Expected: expected, Actual: actual, Message: msg}
 	}
 
 	trusted := verr == nil
@@ -277,17 +308,25 @@ func sigCause(err error) string {
 // entry_hash as wrong; a published head equal to the stated hash is then
 // the same problem and not reported again.
 func (h *HeadChecker) CheckEntry(index int, e *acs.Entry, head acs.Hash, hashEdited bool) []Finding {
+	// The findings about the responses to this step are the entry's.
+	var fs []Finding
+	if held, ok := h.held[e.StepID]; ok {
+		delete(h.held, e.StepID)
+		for _, f := range held {
+			f.EntryIndex, f.EntryID = index, e.EntryID
+			fs = append(fs, f)
+		}
+	}
 	p := h.published[e.StepID]
 	if p == nil {
-		if contentBearing(e.StepType) {
+		if contentBearing(e.StepType) && fs == nil {
 			return []Finding{{Code: CodeEntryWithoutResponse, EntryIndex: index, EntryID: e.EntryID, StepID: e.StepID,
 				Expected: head.String(),
 				Message:  fmt.Sprintf("No signed response publishes the head of this %s step, so nothing outside the ledger confirms it.", e.StepType)}}
 		}
-		return nil
+		return fs
 	}
 	delete(h.published, e.StepID)
-	var fs []Finding
 	mismatch := false
 	for _, pub := range p.heads {
 		if pub == head {
@@ -316,9 +355,16 @@ func contentBearing(stepType string) bool {
 	return strings.HasPrefix(stepType, "steps/") || strings.HasPrefix(stepType, "protocols/") || strings.HasPrefix(stepType, "agbom/")
 }
 
-// Finish returns response_without_entry for every response whose
-// request_id names no entry that CheckEntry saw.
+// Finish returns the findings held about responses whose request_id names
+// no entry that CheckEntry saw (entry_index -1), and response_without_entry
+// for every validly signed one of them.
 func (h *HeadChecker) Finish() []Finding {
+	var fs []Finding
+	for _, id := range h.heldOrder {
+		fs = append(fs, h.held[id]...)
+		delete(h.held, id)
+	}
+	h.heldOrder = nil
 	ids := make([]string, 0, len(h.published))
 	for id, p := range h.published {
 		if len(p.heads) > 0 {
@@ -326,7 +372,6 @@ func (h *HeadChecker) Finish() []Finding {
 		}
 	}
 	slices.SortFunc(ids, func(a, b string) int { return h.published[a].response - h.published[b].response })
-	var fs []Finding
 	for _, id := range ids {
 		p := h.published[id]
 		fs = append(fs, Finding{Code: CodeResponseWithoutEntry, EntryIndex: -1, StepID: id, Where: fmt.Sprintf("response %d", p.response),
@@ -369,12 +414,13 @@ func VerifyChainHeads(entries, responses io.Reader, keys *sig.KeySet, sessionID 
 		if blank != 0 {
 			return nil, &InputError{File: "responses", Line: blank, Err: errors.New("blank line between responses")}
 		}
+		hc.line = lr.n
 		fs, ns, err := hc.AddResponse(bytes.Clone(line))
 		if err != nil {
 			return nil, &InputError{File: "responses", Line: lr.n, Err: err}
 		}
-		findings = append(findings, setLine(fs, lr.n)...)
-		notices = append(notices, setLine(ns, lr.n)...)
+		findings = append(findings, fs...)
+		notices = append(notices, ns...)
 	}
 
 	r, err := replay(entries, func(i int, e *acs.Entry, v *ChainVerifier, fs []Finding) []Finding {
@@ -394,12 +440,4 @@ func VerifyChainHeads(entries, responses io.Reader, keys *sig.KeySet, sessionID 
 	r.Findings = append(r.Findings, hc.Finish()...)
 	r.Notices = notices
 	return r, nil
-}
-
-// setLine adds the 1-based input line to each finding's Where.
-func setLine(fs []Finding, line int) []Finding {
-	for i := range fs {
-		fs[i].Where = fmt.Sprintf("%s (line %d)", fs[i].Where, line)
-	}
-	return fs
 }

@@ -65,10 +65,10 @@ type Fixture struct {
 	HMACSession, ECDSASession string
 	Steps                     []Step
 
-	url     string                // the Guardian's loopback server
-	signers map[string]sig.Signer // by session
-	keys    map[string]*sig.PrivateKey
-	calls   map[string]int        // JSON-RPC ids used, by session
+	url     string                     // the Guardian's loopback server
+	signers map[string]sig.Signer      // by session
+	keys    map[string]*sig.PrivateKey // agent keys, by session
+	calls   map[string]int             // JSON-RPC ids used, by session
 }
 
 // Setup is what NewSetup varies: the bundle the Guardian's engine runs
