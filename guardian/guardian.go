@@ -98,6 +98,11 @@ type Config struct {
 	// (§9.2, decided by deployment means). Nil means no client can, so
 	// every ASK is substituted.
 	ApproverCapable func(agentID string) bool
+	// ModifyCapable reports whether an agent's client can apply MODIFY
+	// (§6.5, decided by deployment means, at handshake). Nil means every
+	// client can; one that cannot gets DENY with modify_unsupported (ALLOW
+	// at postCompact) wherever the policy returns MODIFY.
+	ModifyCapable func(agentID string) bool
 	// ApproverKeys authenticates approvers: an approval must be signed by
 	// the key whose key_id is the approver's id (§9). Nil means no
 	// approval can be accepted.

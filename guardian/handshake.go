@@ -26,6 +26,11 @@ type clientHello struct {
 		Version  string `json:"version"`
 	} `json:"wrapped_protocols"`
 	ProfilesSupported []string `json:"profiles_supported"`
+	// ModifySupported is acsledger's ClientHello member by which a client
+	// declares it cannot apply MODIFY (false); absent means it can, unless
+	// the deployment says otherwise (§6.5, docs/conformance.md,
+	// "Divergences").
+	ModifySupported *bool `json:"modify_supported"`
 }
 
 // serverHello is handshake.json $defs/ServerHello.
@@ -108,6 +113,7 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 	s := &session{
 		id: req.sessionID, agentID: req.agentID, keyID: keyID, hello: ch,
 		signer: signer, transport: transport, asks: map[string]acs.Approver{}, requested: map[string][]string{},
+		modifyCapable: g.modifyCapable(req.agentID, ch),
 	}
 	for _, w := range ch.WrappedProtocols {
 		if w.Protocol == "MCP" {

@@ -219,7 +219,14 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 			pd = Decision{Disposition: Deny, Reasoning: "the policy could not reach a decision and the failure posture is deny (ACS §6.4)", ReasonCodes: []string{ReasonPolicyFailure}}
 		}
 		d = g.settle(pd, state)
+		if ev := askSubstitution(pd, d); ev != "" {
+			// ACS §9.2: the substitution is an audit event.
+			audit = append(audit, ev)
+		}
 	}
+	// What the hook and the client allow (§6.5, postCompact).
+	d, limitEvents := g.limitDecision(req.method, d, s.modifyCapable)
+	audit = append(audit, limitEvents...)
 
 	reqHash, err := requestHash(req)
 	if err != nil {
