@@ -49,6 +49,11 @@ type serverHello struct {
 	PolicyRequiresProvenance bool          `json:"policy_requires_provenance"`
 	TraceEmission            traceEmission `json:"trace_emission"`
 	ProfilesAccepted         []string      `json:"profiles_accepted"`
+
+	// AgbomSerializations is agbom_serializations_supported (§4): the
+	// Guardian records the canonical AgBOM as received and renders no
+	// other serialization, so it claims no ACS-Inspect.
+	AgbomSerializations []string `json:"agbom_serializations_supported"`
 }
 
 type timeoutConfig struct {
@@ -176,6 +181,7 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 		ApproverTypesSupported:       append([]string{}, g.cfg.ApproverTypes...),
 		PolicyRequiresProvenance:     g.cfg.RequireProvenance,
 		ProfilesAccepted:             g.profiles(ch, s),
+		AgbomSerializations:          []string{"canonical"},
 	}
 	for m, d := range g.cfg.PerMethodTimeout {
 		if sh.TimeoutConfig.PerMethodMS == nil {
@@ -200,11 +206,11 @@ func implementedPattern(m string) bool {
 
 // profiles selects profiles_accepted: the client's profiles this Guardian
 // implements for the session (ACS §4). acs-audit is implemented because
-// every entry carries request_hash (§8.1); acs-crypto when responses are
-// signed with an asymmetric key.
+// every entry carries request_hash (§8.1); acs-crypto only when the keys
+// support what the profile requires (cryptoProfile).
 func (g *Guardian) profiles(ch clientHello, s *session) []string {
 	ours := []string{"acs-core", "acs-audit"}
-	if !s.signer.Algorithm().Symmetric() {
+	if g.cryptoProfile(s.signer) {
 		ours = append(ours, "acs-crypto")
 	}
 	if len(ch.ProfilesSupported) == 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/schemas"
 	"github.com/acsledger/acsledger/guardian"
 )
 
@@ -67,8 +68,15 @@ func TestResolutionRequestHash(t *testing.T) {
 			t.Fatalf("the entry's approval is not the approval received:\n%s\n%s", held, canon)
 		}
 	}
-	// Every entry of the chain carries a request_hash.
+	// Every entry of the chain carries a request_hash, and is a
+	// context-entry.json ContextEntry.
 	r := e.send(t, "steps/toolCallRequest", toolCall("read_file"))
+	_, jsonl := chainJSONL(t, e.s.store, e.a.sessionID)
+	for i, line := range bytes.Split(bytes.TrimSpace(jsonl), []byte("\n")) {
+		if err := schemas.Validate(schemas.ContextEntry, line); err != nil {
+			t.Errorf("entry %d does not match context-entry.json: %v\n%s", i, err, line)
+		}
+	}
 	for _, en := range verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash")) {
 		var h struct {
 			RequestHash string `json:"request_hash"`
