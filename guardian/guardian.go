@@ -183,6 +183,8 @@ type session struct {
 	// modifyCapable is whether the client can apply MODIFY (§6.5),
 	// decided at handshake.
 	modifyCapable bool
+	// skills are the session's skill registrations by skill_id (skills.go).
+	skills map[string]skillRegistration
 }
 
 // New checks cfg and returns a Guardian.

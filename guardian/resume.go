@@ -107,6 +107,7 @@ func (g *Guardian) replayEntry(ctx context.Context, s *session, e ledger.Entry) 
 	}
 	published := e.EntryHash
 	s.commitStep(se.StepID, se.StepType, se.Intent, se.Decision.Disposition, se.Decision.Ask)
+	s.commitSkill(se.StepType, payload, se.Decision.Disposition)
 	s.agentHead = &published
 	return nil
 }

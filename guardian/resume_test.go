@@ -42,7 +42,7 @@ func (e *resumeEnv) send(t *testing.T, method string, payload any) reply {
 }
 
 // losses are the two ways a Guardian loses a session's memory: a restart
-// (a new Guardian over the same ledger) and idle eviction. Either way the
+// (a new Guardian over the same ledger, losses[0]) and idle eviction. Either way the
 // agent shakes hands again and the session continues.
 var losses = []struct {
 	name string

@@ -121,6 +121,9 @@ func (g *Guardian) step(ctx context.Context, req *request) []byte {
 	if e := g.negotiated(req, s); e != nil {
 		return g.errorResponse(req.id, e, s.signer)
 	}
+	if e := checkSkillPayload(req.method, req.payload); e != nil {
+		return g.errorResponse(req.id, e, s.signer)
+	}
 	if e := g.checkFresh(req); e != nil {
 		return g.errorResponse(req.id, e, s.signer)
 	}
@@ -224,6 +227,9 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 			audit = append(audit, ev)
 		}
 	}
+	if req.method == MethodSkillLoad {
+		d = s.enforceSkillLoad(req.payload, d)
+	}
 	// What the hook and the client allow (§6.5, postCompact).
 	d, limitEvents := g.limitDecision(req.method, d, s.modifyCapable)
 	audit = append(audit, limitEvents...)
@@ -303,6 +309,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		s.prov.add(req.payload)
 	}
 	s.commitStep(req.requestID, req.method, newIntent, d.Disposition, d.Ask)
+	s.commitSkill(req.method, req.payload, d.Disposition)
 	s.agentHead = &head
 	if req.method == "steps/sessionEnd" {
 		// The session is over: forget its in-memory state. A later
