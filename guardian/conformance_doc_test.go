@@ -13,7 +13,7 @@ import (
 
 // testRef is a test named in a table cell: `TestX`, `TestX/row/...`, or
 // qualified with its package directory, `acs/sig.TestX`.
-var testRef = regexp.MustCompile("^(?:([a-z0-9_/]+)\\.)?((?:Test|Fuzz)[A-Za-z0-9_]+)(/.*)?$")
+var testRef = regexp.MustCompile(`^(?:([a-z0-9_/]+)\.)?((?:Test|Fuzz)[A-Za-z0-9_]+)(/.*)?$`)
 
 var testFunc = regexp.MustCompile(`(?m)^func ((?:Test|Fuzz)[A-Za-z0-9_]+)\(`)
 
