@@ -95,6 +95,12 @@ func TestResolutionRequestHash(t *testing.T) {
 // the head to send next. A head the agent was never given is still a
 // mismatch.
 func TestAgentHeadThroughGrant(t *testing.T) {
+	t.Run("live", func(t *testing.T) { testAgentHeadThroughGrant(t, nil) })
+	// The head last published to the agent is rebuilt on resume.
+	t.Run("restart after the grant", func(t *testing.T) { testAgentHeadThroughGrant(t, losses[0].lose) })
+}
+
+func testAgentHeadThroughGrant(t *testing.T, lose func(*testing.T, *resumeEnv)) {
 	pol := askPolicy()
 	alice, edit := approverSetup(t, pol)
 	e := newResumeEnv(t, "sqlite", edit)
@@ -132,6 +138,9 @@ func TestAgentHeadThroughGrant(t *testing.T) {
 		t.Fatalf("grant: %d %v", resp.StatusCode, granted)
 	}
 
+	if lose != nil {
+		lose(t, e)
+	}
 	after := step("read_file")
 	if after.decision() != "allow" {
 		t.Fatalf("the step after the grant, sent with the agent's last head: %s", after.raw)
