@@ -145,13 +145,22 @@ func (s *session) applyResolution(se storedEntry, stepID string) {
 		s.grants = append(s.grants, se.Capabilities...)
 		return
 	}
-	in := s.intent.clone()
+	s.intent = s.intent.Extend(IntentExtension{Capabilities: se.Capabilities, Approver: se.Approver, AskStepID: se.AskStepID, StepID: stepID})
+}
+
+// Extend returns a copy of i (an empty Intent when i is nil) grown by an
+// approver's grant of scope session (§9.1): the capabilities appended to
+// Parsed, and the grant recorded in Extensions, apart from
+// parser_provenance. The Guardian and replay (guardian/replay) grow the
+// Intent with it alike.
+func (i *Intent) Extend(ext IntentExtension) *Intent {
+	in := i.clone()
 	if in == nil {
 		in = &Intent{}
 	}
-	in.Parsed = append(in.Parsed, se.Capabilities...)
-	in.Extensions = append(in.Extensions, IntentExtension{Capabilities: se.Capabilities, Approver: se.Approver, AskStepID: se.AskStepID, StepID: stepID})
-	s.intent = in
+	in.Parsed = append(in.Parsed, ext.Capabilities...)
+	in.Extensions = append(in.Extensions, ext)
+	return in
 }
 
 // intentOpener reports whether a step leaves the Intent open to be

@@ -63,7 +63,9 @@ type Fixture struct {
 	// HMACSession's responses are HMAC-signed; ECDSASession's are signed
 	// with ECDSA.
 	HMACSession, ECDSASession string
-	Steps                     []Step
+	// Guardian is the fixture's Guardian, for approvals (ResolveAsk).
+	Guardian *guardian.Guardian
+	Steps    []Step
 
 	url     string                     // the Guardian's loopback server
 	signers map[string]sig.Signer      // by session
@@ -81,6 +83,8 @@ type Setup struct {
 	Bundle          *policy.Bundle
 	ApproverCapable func(agentID string) bool
 	WrapPolicy      func(guardian.Policy) guardian.Policy
+	// ApproverKeys authenticates approvals (guardian.Config.ApproverKeys).
+	ApproverKeys *sig.KeySet
 }
 
 // Trust is what an auditor holding the deployment's keys trusts: the HMAC
@@ -188,6 +192,7 @@ func NewSetup(t testing.TB, kind string, s Setup) *Fixture {
 		Store: f.Store, Policy: pol, Keys: ks,
 		HMACKeys: []*sig.PrivateKey{f.HMAC}, ResponseKey: f.ECDSA,
 		ApproverCapable: s.ApproverCapable,
+		ApproverKeys:    s.ApproverKeys,
 		Logger:          slog.New(slog.DiscardHandler),
 	}
 	if s.ApproverCapable != nil {
@@ -198,6 +203,7 @@ func NewSetup(t testing.TB, kind string, s Setup) *Fixture {
 	if err != nil {
 		t.Fatalf("guardian.New: %v", err)
 	}
+	f.Guardian = g
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	f.url = srv.URL
