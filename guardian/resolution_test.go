@@ -11,7 +11,9 @@ import (
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/schemas"
+	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
+	"github.com/acsledger/acsledger/verify"
 )
 
 // TestResolutionRequestHash: the entry an approver's resolution writes
@@ -105,6 +107,7 @@ func testAgentHeadThroughGrant(t *testing.T, lose func(*testing.T, *resumeEnv)) 
 	alice, edit := approverSetup(t, pol)
 	e := newResumeEnv(t, "sqlite", edit)
 	var head string
+	var sent bytes.Buffer // every signed answer, one a line, for the auditor
 	step := func(tool string) reply {
 		t.Helper()
 		r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall(tool), func(p map[string]any) {
@@ -114,6 +117,8 @@ func testAgentHeadThroughGrant(t *testing.T, lose func(*testing.T, *resumeEnv)) 
 		})))
 		mustResult(t, r)
 		hmacChecker(t, e.a.sessionID, r.raw)
+		sent.Write(r.raw)
+		sent.WriteByte('\n')
 		return r
 	}
 	first := step("read_file")
@@ -159,7 +164,20 @@ func testAgentHeadThroughGrant(t *testing.T, lose func(*testing.T, *resumeEnv)) 
 	}
 
 	head = beforeGrant
-	if r := step("read_file"); r.decision() != "deny" || r.reasonCodes()[0] != "chain_mismatch" {
+	r := step("read_file")
+	if r.decision() != "deny" || r.reasonCodes()[0] != "chain_mismatch" {
 		t.Fatalf("an old head: %s", r.raw)
+	}
+
+	// The auditor checks every published head, previous_chain_hash
+	// included, against the chain with the grant in it.
+	_, jsonl := chainJSONL(t, e.s.store, e.a.sessionID)
+	ks, err := sig.NewKeySet(mustKeys(t).hmac.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verify.VerifyChainHeads(bytes.NewReader(jsonl), &sent, ks, e.a.sessionID)
+	if err != nil || !rep.Verified() {
+		t.Fatalf("the published heads do not verify: %v %+v", err, rep)
 	}
 }

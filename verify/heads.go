@@ -61,6 +61,10 @@ type HeadChecker struct {
 type publishedHead struct {
 	response int // 0-based index of the first response for this request
 	heads    []acs.Hash
+	// prevs are the previous_chain_hash members the responses carry: the
+	// head the step's entry was chained onto, published when entries the
+	// Guardian wrote on its own (approver resolutions) came between.
+	prevs []acs.Hash
 }
 
 // NewHeadChecker returns a HeadChecker that verifies response signatures
@@ -153,6 +157,13 @@ func (h *HeadChecker) addResponse(envelope []byte) (findings, notices []Finding,
 	}
 	p := h.record(rf.requestID, i)
 	p.heads = append(p.heads, head)
+	if rf.prevHash != nil {
+		prev, err := acs.ParseHash(*rf.prevHash)
+		if err != nil {
+			return nil, nil, fmt.Errorf("response %d: result.previous_chain_hash: %w", i, err)
+		}
+		p.prevs = append(p.prevs, prev)
+	}
 	return findings, notices, nil
 }
 
@@ -161,6 +172,7 @@ type responseFields struct {
 	result    bool // result is an object
 	requestID string
 	chainHash *string
+	prevHash  *string // previous_chain_hash
 	// methodOrError says the envelope has a method or an error member,
 	// so that sig.MemberOf does not classify it as signed in result.
 	methodOrError bool
@@ -247,7 +259,7 @@ func readResponseFields(canon []byte) (responseFields, error) {
 	rf.result = true
 	var err error
 	acs.CanonicalMembers(result, func(key, v []byte) bool {
-		if string(key) != "request_id" && string(key) != "chain_hash" || string(v) == "null" {
+		if string(key) != "request_id" && string(key) != "chain_hash" && string(key) != "previous_chain_hash" || string(v) == "null" {
 			return true
 		}
 		str, ok := canonicalString(v)
@@ -256,6 +268,8 @@ func readResponseFields(canon []byte) (responseFields, error) {
 			err = fmt.Errorf("result.%s is %s, want a string", key, kindOrChar(v[0]))
 		case string(key) == "request_id":
 			rf.requestID = str
+		case string(key) == "previous_chain_hash":
+			rf.prevHash = &str
 		default:
 			rf.chainHash = &str
 		}
@@ -344,8 +358,34 @@ func (h *HeadChecker) CheckEntry(index int, e *acs.Entry, head acs.Hash, hashEdi
 			Message: fmt.Sprintf("The Guardian signed chain_hash %s for this step, but the chain recomputes to %s here: the chain was rewritten from this entry on.", pub, head)})
 		break
 	}
+	// A published previous_chain_hash names the head the entry was
+	// chained onto: the entry's previous_hash, which the chain check has
+	// already tied to the entry before it.
+	if !mismatch && !h.diverged {
+		for _, prev := range p.prevs {
+			if e.PreviousHash != nil && prev == *e.PreviousHash {
+				continue
+			}
+			actual := ""
+			if e.PreviousHash != nil {
+				actual = e.PreviousHash.String()
+			}
+			mismatch = true
+			fs = append(fs, Finding{Code: CodeChainMismatch, EntryIndex: index, EntryID: e.EntryID, StepID: e.StepID,
+				Expected: prev.String(), Actual: actual,
+				Message: fmt.Sprintf("The Guardian signed previous_chain_hash %s for this step, but the entry is chained onto %s: the entries before it were rewritten.", prev, orNone(actual))})
+			break
+		}
+	}
 	h.diverged = mismatch
 	return fs
+}
+
+func orNone(h string) string {
+	if h == "" {
+		return "nothing (a null previous_hash)"
+	}
+	return h
 }
 
 // contentBearing reports whether a step of this type gets a response that
