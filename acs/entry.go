@@ -37,8 +37,9 @@ type Entry struct {
 // Every refusal of Canonicalize applies (the error wraps a *JSONError naming
 // the byte offset). ParseEntry also refuses a value that is not an object,
 // a missing or non-string entry_id, step_id or step_type, a non-string
-// timestamp, an entry_hash or previous_hash that is neither null nor 64
-// lowercase hex characters, and a request_hash that is not 64 lowercase hex
+// timestamp, an entry_hash that is neither null, "" nor 64 lowercase hex
+// characters (null and "" both state none), a previous_hash that is neither
+// null nor 64 lowercase hex characters, and a request_hash that is not 64 lowercase hex
 // characters. Each error names the member.
 func ParseEntry(in []byte) (*Entry, error) {
 	if i := skipSpace(in, 0); i < len(in) && in[i] != '{' {
@@ -83,6 +84,12 @@ func ParseEntry(in []byte) (*Entry, error) {
 	ent := &box.entry
 	for i, id := range []field{fieldEntryHash, fieldPreviousHash, fieldRequestHash} {
 		if f.kind[id] != '"' {
+			continue
+		}
+		if id == fieldEntryHash && len(f.value(id)) == 0 {
+			// Writers commonly send "entry_hash": "" before hashing; like
+			// null, it states no hash (the reference implementation reads
+			// it so too). The member is not content either way.
 			continue
 		}
 		h, err := parseHash(f.value(id))

@@ -124,6 +124,14 @@ func TestParseEntry(t *testing.T) {
 	if string(a.Content) != string(b.Content) || a.Timestamp != "" || a.PreviousHash != nil || b.PreviousHash != nil {
 		t.Errorf("absent vs null links: %s vs %s", a.Content, b.Content)
 	}
+	// entry_hash "" is what writers send before hashing: no hash, as null.
+	d, err := ParseEntry([]byte(`{"previous_hash":null,"entry_id":"x","step_id":"y","step_type":"z","entry_hash":""}`))
+	if err != nil {
+		t.Fatalf(`entry_hash "": %v`, err)
+	}
+	if string(d.Content) != string(a.Content) || d.EntryHash != nil || d.PreviousHash != nil {
+		t.Errorf(`entry_hash "": content %s, entry_hash %v`, d.Content, d.EntryHash)
+	}
 	c, err := ParseEntry([]byte(`{"entry_id":"x","step_id":"y","step_type":"z","provenance_summary":null}`))
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +182,7 @@ func TestParseEntryRefusals(t *testing.T) {
 		{"timestamp number", `{` + ok + `,"timestamp":5}`, `member "timestamp" at byte 46 must be a string, got number`, nil},
 		{"entry_hash number", `{` + ok + `,"entry_hash":5}`, `member "entry_hash" at byte 46 must be a string or null, got number`, nil},
 		{"previous_hash array", `{` + ok + `,"previous_hash":[]}`, `member "previous_hash" at byte 46 must be a string or null, got array`, nil},
+		{"previous_hash empty", `{` + ok + `,"previous_hash":""}`, `member "previous_hash" at byte 46: hash "": want 64 lowercase hex characters, got 0`, nil},
 		{"previous_hash short", `{` + ok + `,"previous_hash":"abc"}`, `member "previous_hash" at byte 46: hash "abc": want 64 lowercase hex characters, got 3`, nil},
 		{"entry_hash uppercase", `{` + ok + `,"entry_hash":"` + strings.ToUpper(hash) + `"}`, `member "entry_hash" at byte 46: hash "AAAA`, nil},
 		{"request_hash null", `{` + ok + `,"request_hash":null}`, `member "request_hash" at byte 46 must be a string, got null`, nil},

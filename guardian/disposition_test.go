@@ -84,8 +84,8 @@ func TestDispositions(t *testing.T) {
 			check: func(t *testing.T, r reply) {
 				ad, _ := r.Result["ask_details"].(map[string]any)
 				ap, _ := ad["approver"].(map[string]any)
-				if ap["type"] != "human" || ap["id"] != "alice" {
-					t.Errorf("ask_details = %v", ad)
+				if ap["type"] != "human" || ap["id"] != "alice" || ap["endpoint"] != "https://approvals.example/alice" {
+					t.Errorf("ask_details = %v, want approver {human, alice, https://approvals.example/alice}", ad)
 				}
 			}},
 		{name: "ask to an approver-incapable client becomes deny", want: "deny", codes: []string{"approver_unavailable"}, reason: "no approver capability",
@@ -107,7 +107,9 @@ func TestDispositions(t *testing.T) {
 			decision: guardian.Decision{Disposition: guardian.Defer, Reasoning: "waiting for the CMDB", Defer: &acs.DeferDetails{Reason: "pending_dependency"}},
 			check: func(t *testing.T, r reply) {
 				dd, _ := r.Result["defer_details"].(map[string]any)
-				if dd["timeout_decision"] != "deny" || dd["resolution_timeout_ms"] != float64(60000) || dd["resolution_method"] == "" || dd["reason"] != "pending_dependency" {
+				// resolution_method is filled in (retry) when the policy
+				// gives none; an absent member fails here.
+				if dd["timeout_decision"] != "deny" || dd["resolution_timeout_ms"] != float64(60000) || dd["resolution_method"] != "retry" || dd["reason"] != "pending_dependency" {
 					t.Errorf("defer_details = %v", dd)
 				}
 			}},

@@ -181,11 +181,19 @@ func TestErrors(t *testing.T) {
 			params(env)["payload"] = toolCall("delete_file")
 		}), code: -32004, reason: "signature_mismatch", msg: "does not verify"},
 		{name: "session_id lifted into another envelope", handshake: true, bodies: func(t *testing.T, e *errEnv) [][]byte {
-			// A signature made for another session cannot be replayed here (§10).
-			other := newAgent(t, mustKeys(t).hmac, e.s.clock.Now)
-			other.agentID = e.a.agentID
+			// A signature made for another session cannot be replayed here
+			// (§10): it covers metadata.session_id. With an ECDSA key, the
+			// same in both sessions, that coverage alone refuses it (an
+			// HMAC key is derived per session, which would refuse it
+			// anyway).
+			victim := newAgent(t, k.agent, e.s.clock.Now)
+			mustResult(t, decode(t, e.tp.send(t, victim.envelope(t, guardian.MethodHello, victim.hello(t, nil), nil))))
+			other := newAgent(t, k.agent, e.s.clock.Now)
 			b := other.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)
-			return one(resign(t, b, func(env map[string]any) { metadata(env)["session_id"] = e.a.sessionID }, nil))
+			if r := decode(t, e.tp.send(t, victim.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil))); r.decision() != "allow" {
+				t.Fatalf("the victim's own request: %s", r.raw)
+			}
+			return one(resign(t, b, func(env map[string]any) { metadata(env)["session_id"] = victim.sessionID }, nil))
 		}, code: -32004, reason: "signature_mismatch"},
 		{name: "unknown key_id", handshake: true, bodies: unsignedStep(func(env map[string]any) {
 			params(env)["signature"].(map[string]any)["key_id"] = "nobody"

@@ -38,9 +38,13 @@ const (
 // documents each contract): it reads a session's head, appends the entry
 // of an intent, appends a step's entry with its signed response, params and
 // replay key in one transaction (ledger.ErrReplay for a key seen before), and
-// records a request's replay key on its own (ACS §10.3).
+// records a request's replay key on its own (ACS §10.3). Entries and
+// Request read a session's chain and the params beside it back when the
+// session resumes after a restart or idle eviction (resume.go).
 type Store interface {
 	Session(ctx context.Context, sessionID string) (ledger.Session, error)
+	Entries(ctx context.Context, sessionID string, from int64, limit int) ([]ledger.Entry, error)
+	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)
 	Append(ctx context.Context, r ledger.Record) (ledger.Appended, error)
 	AppendRequest(ctx context.Context, r ledger.Record, params []byte, seen ledger.Seen, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error)
 	RecordRequest(ctx context.Context, sessionID, requestID, nonce string, at time.Time) error
@@ -94,6 +98,11 @@ type Config struct {
 	// (§9.2, decided by deployment means). Nil means no client can, so
 	// every ASK is substituted.
 	ApproverCapable func(agentID string) bool
+	// ModifyCapable reports whether an agent's client can apply MODIFY
+	// (§6.5, decided by deployment means, at handshake). Nil means every
+	// client can; one that cannot gets DENY with modify_unsupported (ALLOW
+	// at postCompact) wherever the policy returns MODIFY.
+	ModifyCapable func(agentID string) bool
 	// ApproverKeys authenticates approvers: an approval must be signed by
 	// the key whose key_id is the approver's id (§9). Nil means no
 	// approval can be accepted.
@@ -163,6 +172,19 @@ type session struct {
 	grants    []string                // this_request grants for the next step
 	prov      provenanceLog           // provenance objects seen in committed steps
 	seen      seenSet                 // request_ids and nonces recorded for the session
+
+	// agentHead is the head last published to the agent in a signed
+	// response; entries the Guardian wrote since (approver resolutions)
+	// lie between it and head (docs/guardian.md, "Head after a grant").
+	agentHead *acs.Hash
+	// intentClosed is set once the Intent can no longer be established
+	// (resume.go, intentOpener).
+	intentClosed bool
+	// modifyCapable is whether the client can apply MODIFY (§6.5),
+	// decided at handshake.
+	modifyCapable bool
+	// skills are the session's skill registrations by skill_id (skills.go).
+	skills map[string]skillRegistration
 }
 
 // New checks cfg and returns a Guardian.

@@ -26,6 +26,11 @@ type clientHello struct {
 		Version  string `json:"version"`
 	} `json:"wrapped_protocols"`
 	ProfilesSupported []string `json:"profiles_supported"`
+	// ModifySupported is acsledger's ClientHello member by which a client
+	// declares it cannot apply MODIFY (false); absent means it can, unless
+	// the deployment says otherwise (§6.5, docs/conformance.md,
+	// "Divergences").
+	ModifySupported *bool `json:"modify_supported"`
 }
 
 // serverHello is handshake.json $defs/ServerHello.
@@ -44,6 +49,11 @@ type serverHello struct {
 	PolicyRequiresProvenance bool          `json:"policy_requires_provenance"`
 	TraceEmission            traceEmission `json:"trace_emission"`
 	ProfilesAccepted         []string      `json:"profiles_accepted"`
+
+	// AgbomSerializations is agbom_serializations_supported (§4): the
+	// Guardian records the canonical AgBOM as received and renders no
+	// other serialization, so it claims no ACS-Inspect.
+	AgbomSerializations []string `json:"agbom_serializations_supported"`
 }
 
 type timeoutConfig struct {
@@ -108,6 +118,7 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 	s := &session{
 		id: req.sessionID, agentID: req.agentID, keyID: keyID, hello: ch,
 		signer: signer, transport: transport, asks: map[string]acs.Approver{}, requested: map[string][]string{},
+		modifyCapable: g.modifyCapable(req.agentID, ch),
 	}
 	for _, w := range ch.WrappedProtocols {
 		if w.Protocol == "MCP" {
@@ -126,8 +137,12 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 			return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, ReasonForeignSession,
 				fmt.Sprintf("session %s was written outside this Guardian and accepts no Guardian entry; start a new session", req.sessionID)), signer)
 		}
-		head := stored.Head
-		s.head, s.length = &head, stored.Length
+		// Everything that decides later steps is rebuilt from the
+		// chain, so a restart or an idle eviction changes no decision.
+		if err := g.resume(ctx, s, stored); err != nil {
+			g.cfg.Logger.Error("guardian: couldn't resume session", "session_id", req.sessionID, "err", err)
+			return g.errorResponse(req.id, refuse(rpcerr.InternalError, ReasonLedgerUnavailable, "the session's chain could not be read back"), signer)
+		}
 	case errors.Is(err, ledger.ErrNotFound):
 	default:
 		g.cfg.Logger.Error("guardian: couldn't load session", "session_id", req.sessionID, "err", err)
@@ -170,6 +185,7 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 		ApproverTypesSupported:       append([]string{}, g.cfg.ApproverTypes...),
 		PolicyRequiresProvenance:     g.cfg.RequireProvenance,
 		ProfilesAccepted:             g.profiles(ch, s),
+		AgbomSerializations:          []string{"canonical"},
 	}
 	for m, d := range g.cfg.PerMethodTimeout {
 		if sh.TimeoutConfig.PerMethodMS == nil {
@@ -194,11 +210,11 @@ func implementedPattern(m string) bool {
 
 // profiles selects profiles_accepted: the client's profiles this Guardian
 // implements for the session (ACS §4). acs-audit is implemented because
-// every entry carries request_hash (§8.1); acs-crypto when responses are
-// signed with an asymmetric key.
+// every entry carries request_hash (§8.1); acs-crypto only when the keys
+// support what the profile requires (cryptoProfile).
 func (g *Guardian) profiles(ch clientHello, s *session) []string {
 	ours := []string{"acs-core", "acs-audit"}
-	if !s.signer.Algorithm().Symmetric() {
+	if g.cryptoProfile(s.signer) {
 		ours = append(ours, "acs-crypto")
 	}
 	if len(ch.ProfilesSupported) == 0 {

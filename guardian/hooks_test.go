@@ -8,8 +8,9 @@ import (
 	"github.com/acsledger/acsledger/guardian"
 )
 
-// hookPayloads holds a valid payload for each of the sixteen steps/* hooks
-// of ACS §5 and the other chained methods.
+// hookPayloads holds a valid payload for each of the nineteen steps/*
+// hooks of ACS §5 and the other chained methods. The skill hooks load the
+// skill they register.
 func hookPayloads() map[string]map[string]any {
 	h := strings.Repeat("0", 64)
 	return map[string]map[string]any{
@@ -27,6 +28,9 @@ func hookPayloads() map[string]map[string]any {
 		"steps/postCompact":            {"summary": map[string]any{"value": "sum", "provenance": prov("p7", "agent_generated")}, "entries_compacted": []string{"s1"}, "pre_compact_chain_hash": h, "post_compact_chain_hash": h},
 		"steps/subagentStart":          {"subagent_session_id": uuid()},
 		"steps/subagentStop":           {"subagent_session_id": uuid(), "outcome": "completed"},
+		"steps/skillRegister":          skillRegister("s-report", "ab", nil),
+		"steps/skillLoad":              skillLoad("s-report", "ab", "s-report"),
+		"steps/skillUnload":            {"skill_id": "s-report", "reason": "explicit_unload"},
 		"steps/turnEnd":                {"turn_id": "t1", "outcome": "completed"},
 		"steps/sessionEnd":             {},
 		"agbom/snapshot":               {"agbom": map[string]any{}},
@@ -44,8 +48,8 @@ func TestAllHooks(t *testing.T) {
 	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, func(h map[string]any) {
 		h["methods_implemented"] = []string{"steps/*", "agbom/*", "protocols/MCP/*"}
 	}), nil))))
-	if len(guardian.Steps) != 16 {
-		t.Fatalf("%d native hooks, ACS §5 has 16", len(guardian.Steps))
+	if len(guardian.Steps) != 19 {
+		t.Fatalf("%d native hooks, ACS §5 has 19 (the seed's 16 and the skill hooks)", len(guardian.Steps))
 	}
 	payloads := hookPayloads()
 	head := ""
@@ -82,5 +86,42 @@ func TestUnknownFieldsIgnored(t *testing.T) {
 	})))
 	if r.decision() != "allow" {
 		t.Fatalf("unknown members refused: %s", r.raw)
+	}
+}
+
+// skillRegister is a skillRegister payload for skill id whose digest is
+// digest repeated to 64 hex characters, composing the skills composed.
+func skillRegister(id, digest string, composed []string) map[string]any {
+	p := map[string]any{
+		"skill_id": id,
+		"definition": map[string]any{
+			"ref":    "https://skills.example/" + id,
+			"digest": map[string]any{"algorithm": "sha256", "value": strings.Repeat(digest, 32)},
+		},
+		"declared_capabilities":   []string{"filesystem.read"},
+		"registration_provenance": prov("p-reg-"+id, "system"),
+	}
+	if composed != nil {
+		p["composition"] = map[string]any{"composed_skills": composed}
+	}
+	return p
+}
+
+// skillLoad is a skillLoad payload for skill id with digest (as in
+// skillRegister) along load path path, root first.
+func skillLoad(id, digest string, path ...string) map[string]any {
+	var lp []map[string]any
+	for _, s := range path {
+		lp = append(lp, map[string]any{"skill_id": s})
+	}
+	trigger := "user"
+	if len(path) > 1 {
+		trigger = "skill_composition"
+	}
+	return map[string]any{
+		"skill_id":     id,
+		"digest":       map[string]any{"algorithm": "sha256", "value": strings.Repeat(digest, 32)},
+		"load_trigger": trigger,
+		"load_path":    lp,
 	}
 }

@@ -51,8 +51,9 @@ func (i *Intent) clone() *Intent {
 }
 
 // intentUpdate looks for an Intent in a step's payload. The first one, in
-// sessionStart or agentTrigger, establishes the session's Intent; any later
-// attempt to change it is ignored and reported as an audit event (ACS §8.4).
+// sessionStart or the first agentTrigger before any content step,
+// establishes the session's Intent; any other attempt to set or change it
+// is ignored and reported as an audit event (ACS §8.4).
 // Called with s.mu held.
 func (g *Guardian) intentUpdate(req *request, s *session) (*Intent, string, *rpcerr.Error) {
 	if req.method != "steps/sessionStart" && req.method != "steps/agentTrigger" {
@@ -84,7 +85,10 @@ func (g *Guardian) intentUpdate(req *request, s *session) (*Intent, string, *rpc
 			return nil, "", invalidParam("params.payload.intent.parser_provenance.origin", fmt.Sprintf("must be user_input, not %q (ACS §8.4)", prov.Origin))
 		}
 	}
-	if s.intent == nil {
+	// ACS §8.4: only sessionStart or the first agentTrigger, before any
+	// content step, establishes the Intent; later ones neither set nor
+	// widen it.
+	if s.intent == nil && !s.intentClosed {
 		return &in, "", nil
 	}
 	return nil, ReasonIntentImmutable, nil
@@ -117,8 +121,8 @@ type ApprovalExtension struct {
 // Resolution is the outcome of ResolveAsk.
 type Resolution struct {
 	Decision Disposition
-	// ChainHash is the session head after the intent_extension entry, ""
-	// when no entry was written.
+	// ChainHash is the session head after the resolution's entry
+	// (intent_extension or ask_resolution).
 	ChainHash string
 }
 
@@ -170,57 +174,34 @@ func (g *Guardian) ResolveAsk(ctx context.Context, approval []byte) (Resolution,
 		return Resolution{}, fmt.Errorf("%w: the ASK named %s %q, the approval comes from %s %q", ErrApproverMismatch, asked.Type, asked.ID, a.Approver.Type, a.Approver.ID)
 	}
 	ext := a.IntentExtension
-	if a.Decision == Deny || ext == nil || len(ext.Capabilities) == 0 {
-		delete(s.asks, a.AskStepID)
-		return Resolution{Decision: a.Decision}, nil
-	}
-	if ext.Scope != "session" && ext.Scope != "this_request" {
-		return Resolution{}, fmt.Errorf("%w: intent_extension.scope must be this_request or session, not %q", ErrApprovalInvalid, ext.Scope)
-	}
-	if s.intent != nil && s.intent.ScopeMode == "strict" {
-		requested := s.requested[a.AskStepID]
-		for _, c := range ext.Capabilities {
-			if !slices.Contains(requested, c) {
-				return Resolution{}, fmt.Errorf("%w: scope_mode strict allows granting only the capabilities the ASK requested; %q was not requested", ErrExtensionRefused, c)
+	granted := a.Decision == Allow && ext != nil && len(ext.Capabilities) > 0
+	if granted {
+		if ext.Scope != "session" && ext.Scope != "this_request" {
+			return Resolution{}, fmt.Errorf("%w: intent_extension.scope must be this_request or session, not %q", ErrApprovalInvalid, ext.Scope)
+		}
+		if s.intent != nil && s.intent.ScopeMode == "strict" {
+			requested := s.requested[a.AskStepID]
+			for _, c := range ext.Capabilities {
+				if !slices.Contains(requested, c) {
+					return Resolution{}, fmt.Errorf("%w: scope_mode strict allows granting only the capabilities the ASK requested; %q was not requested", ErrExtensionRefused, c)
+				}
 			}
 		}
 	}
-	stepID := newUUID()
-	entry := map[string]any{
-		"entry_id":     newUUID(),
-		"step_id":      stepID,
-		"step_type":    "intent_extension",
-		"timestamp":    g.cfg.Clock().UTC().Format(timeFormat),
-		"ask_step_id":  a.AskStepID,
-		"approver":     a.Approver,
-		"capabilities": ext.Capabilities,
-		"scope":        ext.Scope,
-		// §9.1.3: the grant's provenance, distinct from parser_provenance.
-		"extension_provenance": map[string]any{"granted_by": a.Approver, "ask_step_id": a.AskStepID, "approval_timestamp": a.Timestamp},
-	}
-	b, err := json.Marshal(entry)
+	// Every accepted resolution is chained, the denials too, so that the
+	// ASK stays answered after a restart (resume.go).
+	se, b, err := g.resolutionEntry(a, canon, granted)
 	if err != nil {
 		return Resolution{}, err
 	}
 	app, err := g.cfg.Store.Append(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: b, Writer: ledger.WriterGuardian, Expect: s.expected()})
 	if err != nil {
-		return Resolution{}, fmt.Errorf("couldn't record intent extension for session %s: %w", s.id, err)
+		return Resolution{}, fmt.Errorf("couldn't record the resolution of ASK %s in session %s: %w", a.AskStepID, s.id, err)
 	}
 	head := app.EntryHash
 	s.head, s.length = &head, app.Position+1
-	delete(s.asks, a.AskStepID)
-	if ext.Scope == "session" {
-		in := s.intent.clone()
-		if in == nil {
-			in = &Intent{}
-		}
-		in.Parsed = append(in.Parsed, ext.Capabilities...)
-		in.Extensions = append(in.Extensions, IntentExtension{Capabilities: ext.Capabilities, Approver: a.Approver, AskStepID: a.AskStepID, StepID: stepID})
-		s.intent = in
-	} else {
-		s.grants = append(s.grants, ext.Capabilities...)
-	}
-	return Resolution{Decision: Allow, ChainHash: app.EntryHash.String()}, nil
+	s.applyResolution(se, se.StepID)
+	return Resolution{Decision: a.Decision, ChainHash: app.EntryHash.String()}, nil
 }
 
 // checkApprovalSignature authenticates an approval (ACS §9: approver

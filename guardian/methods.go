@@ -22,7 +22,8 @@ type methodSpec struct {
 	mcpVersion string
 }
 
-// Steps are the sixteen native hooks of ACS §5, in the order of its table.
+// Steps are the native hooks of ACS §5, in the order of its table: the
+// seed's sixteen and the skill lifecycle hooks of the current text.
 var Steps = []string{
 	"steps/sessionStart",
 	"steps/agentTrigger",
@@ -38,6 +39,9 @@ var Steps = []string{
 	"steps/postCompact",
 	"steps/subagentStart",
 	"steps/subagentStop",
+	MethodSkillRegister,
+	MethodSkillLoad,
+	MethodSkillUnload,
 	"steps/turnEnd",
 	"steps/sessionEnd",
 }

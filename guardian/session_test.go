@@ -180,8 +180,8 @@ func walk(t *testing.T, s *setup, tp transport, a *agent, check responseChecker)
 	if !slices.Contains(algs, any("HMAC-SHA256")) || !slices.Contains(algs, any("ECDSA-P256")) {
 		t.Errorf("signature_algorithms_supported = %v", algs)
 	}
-	if got := asSlice(hello.Result["methods_evaluated"]); len(got) != 21 {
-		t.Errorf("methods_evaluated has %d methods, want the 21 the client declared: %v", len(got), got)
+	if got := asSlice(hello.Result["methods_evaluated"]); len(got) != 24 {
+		t.Errorf("methods_evaluated has %d methods, want the 24 the client declared: %v", len(got), got)
 	}
 
 	// Liveness: unsigned, answered, never chained.

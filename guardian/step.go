@@ -36,6 +36,12 @@ type acsResult struct {
 	Payload            any                   `json:"payload,omitempty"`
 	ChainHash          string                `json:"chain_hash,omitempty"`
 	Metadata           *resultMetadata       `json:"metadata,omitempty"`
+
+	// PreviousChainHash is set when entries the Guardian wrote on its own
+	// (approver resolutions) lie between the head last published to the
+	// agent and this step's entry: it is the head this entry was chained
+	// onto (docs/guardian.md, "Head after a grant").
+	PreviousChainHash string `json:"previous_chain_hash,omitempty"`
 }
 
 type resultMetadata struct {
@@ -85,6 +91,9 @@ type entryDecision struct {
 	ReasonCodes      []string              `json:"reason_codes"`
 	PolicyReferences []acs.PolicyReference `json:"policy_references"`
 	NDBuiltinCache   string                `json:"nd_builtin_cache,omitempty"`
+	// Ask is the ASK's ask_details, so that a resumed session knows the
+	// ASKs still pending, whom they name and what they requested.
+	Ask *acs.AskDetails `json:"ask_details,omitempty"`
 }
 
 // step handles a content-bearing method: steps/*, MCP and agbom/*.
@@ -110,6 +119,9 @@ func (g *Guardian) step(ctx context.Context, req *request) []byte {
 			"supported_versions", []string{Version}), s.signer)
 	}
 	if e := g.negotiated(req, s); e != nil {
+		return g.errorResponse(req.id, e, s.signer)
+	}
+	if e := checkSkillPayload(req.method, req.payload); e != nil {
 		return g.errorResponse(req.id, e, s.signer)
 	}
 	if e := g.checkFresh(req); e != nil {
@@ -175,7 +187,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	// Grants for this request only are used up once the step is chained.
 	grants := s.grants
 	switch {
-	case req.clientHead != "" && req.clientHead != state.ChainHash:
+	case req.clientHead != "" && req.clientHead != state.ChainHash && !s.knownToAgent(req.clientHead):
 		// ACS §8.6: the client's view of the head disagrees with ours.
 		// The Guardian can still decide, so it denies rather than erring.
 		d = Decision{
@@ -210,7 +222,17 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 			pd = Decision{Disposition: Deny, Reasoning: "the policy could not reach a decision and the failure posture is deny (ACS §6.4)", ReasonCodes: []string{ReasonPolicyFailure}}
 		}
 		d = g.settle(pd, state)
+		if ev := askSubstitution(pd, d); ev != "" {
+			// ACS §9.2: the substitution is an audit event.
+			audit = append(audit, ev)
+		}
 	}
+	if req.method == MethodSkillLoad {
+		d = s.enforceSkillLoad(req.payload, d)
+	}
+	// What the hook and the client allow (§6.5, postCompact).
+	d, limitEvents := g.limitDecision(req.method, d, s.modifyCapable)
+	audit = append(audit, limitEvents...)
 
 	reqHash, err := requestHash(req)
 	if err != nil {
@@ -231,6 +253,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 			ReasonCodes:      nonNil(d.ReasonCodes),
 			PolicyReferences: nonNilRefs(d.PolicyReferences),
 			NDBuiltinCache:   string(d.Cache),
+			Ask:              d.Ask,
 		},
 		Intent:      newIntent,
 		AuditEvents: audit,
@@ -262,6 +285,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	app, out, err := g.cfg.Store.AppendRequest(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: entryJSON, Writer: ledger.WriterGuardian, Expect: s.expected()}, req.params, seen,
 		func(a ledger.Appended) ([]byte, error) {
 			res.ChainHash = a.EntryHash.String()
+			res.PreviousChainHash = s.headAfterGrants(a.PreviousHash)
 			b, err := json.Marshal(response{JSONRPC: "2.0", ID: req.id, Result: res})
 			if err != nil {
 				return nil, err
@@ -287,17 +311,9 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	} else {
 		s.prov.add(req.payload)
 	}
-	s.grants = nil
-	if d.Disposition == Defer {
-		s.deferrals++
-	}
-	if newIntent != nil {
-		s.intent = newIntent
-	}
-	if d.Disposition == Ask {
-		s.asks[req.requestID] = d.Ask.Approver
-		s.requested[req.requestID] = d.Ask.RequestedCapabilities
-	}
+	s.commitStep(req.requestID, req.method, newIntent, d.Disposition, d.Ask)
+	s.commitSkill(req.method, req.payload, d.Disposition)
+	s.agentHead = &head
 	if req.method == "steps/sessionEnd" {
 		// The session is over: forget its in-memory state. A later
 		// request for it needs a new handshake (docs/guardian.md).

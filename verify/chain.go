@@ -16,7 +16,7 @@ import (
 // named and its own hash (about 150 bytes an entry, whatever the entry's
 // size), so its memory is bounded whatever the chain's length. A second
 // branch that names a parent further back than that is still reported, as
-// a previous_hash_mismatch rather than a fork.
+// a previous_hash_mismatch without the fork beside it.
 //
 // The zero value is ready to use. A ChainVerifier is not safe for concurrent
 // use.
@@ -53,9 +53,10 @@ type child struct {
 
 // Add checks the next entry of the chain and returns what is wrong with it,
 // or nil. It reports every problem it can see without letting one cause
-// produce a string of findings: an entry reported as a fork is not also
-// reported as a previous_hash_mismatch, and a dropped entry breaks only the
-// link of the entry after the gap.
+// produce a string of findings: a dropped entry breaks only the link of the
+// entry after the gap. An entry that forks from an earlier one is reported
+// as previous_hash_mismatch (when it does not link to the entry before it)
+// and, beside it, as fork.
 func (v *ChainVerifier) Add(e *acs.Entry) []Finding {
 	i := v.n
 	v.n++
@@ -100,23 +101,28 @@ func (v *ChainVerifier) Add(e *acs.Entry) []Finding {
 		}
 	}
 
+	// An entry that does not link to the one before it is reported as
+	// previous_hash_mismatch, always, so a tool keyed on that code misses
+	// no inserted entry; fork is added beside it, not instead.
 	switch {
 	case i == 0:
-		// ACS §8: the root of a session's chain has previous_hash null.
+		// ACS §8: the root of a session's chain has previous_hash null,
+		// and only the root may.
 		if e.PreviousHash != nil {
 			add(CodeRootHasPrevious, "", e.PreviousHash.String(),
 				"The first entry has previous_hash %s where the root of a chain has null.", e.PreviousHash)
 		}
-	case first != nil:
-		add(CodeFork, first.hash.String(), stated.String(),
-			"The entry names the same previous_hash %s as entry %d, so the chain has two different entries at one position.",
-			e.PreviousHash, first.index)
 	case e.PreviousHash == nil:
 		add(CodePreviousHashMismatch, v.link.String(), "",
 			"The entry has a null previous_hash, but it follows entry %d whose entry_hash is %s.", i-1, v.link)
 	case *e.PreviousHash != v.link && *e.PreviousHash != v.alt:
 		add(CodePreviousHashMismatch, v.link.String(), e.PreviousHash.String(),
 			"The entry's previous_hash %s is not the entry_hash %s of entry %d before it.", e.PreviousHash, v.link, i-1)
+	}
+	if i > 0 && first != nil {
+		add(CodeFork, first.hash.String(), stated.String(),
+			"The entry names the same previous_hash %s as entry %d, so the chain has two different entries at one position.",
+			e.PreviousHash, first.index)
 	}
 
 	v.link, v.alt = stated, recomputed

@@ -98,11 +98,19 @@ func TestFindingFields(t *testing.T) {
 			func(l [][]byte) string { return "" },
 			func(l [][]byte) string { return member(t, l[0], "previous_hash") },
 			"root of a chain has null"},
-		{"inserted.jsonl", 0, CodeFork, 7,
+		{"inserted.jsonl", 0, CodePreviousHashMismatch, 7,
+			func(l [][]byte) string { return member(t, l[6], "entry_hash") },
+			func(l [][]byte) string { return member(t, l[7], "previous_hash") },
+			"is not the entry_hash"},
+		{"inserted.jsonl", 1, CodeFork, 7,
 			func(l [][]byte) string { return member(t, l[6], "entry_hash") },
 			func(l [][]byte) string { return member(t, l[7], "entry_hash") },
 			"as entry 6, so the chain has two different entries"},
-		{"forked.jsonl", 0, CodeFork, 10,
+		{"forked.jsonl", 0, CodePreviousHashMismatch, 10,
+			func(l [][]byte) string { return member(t, l[9], "entry_hash") },
+			func(l [][]byte) string { return member(t, l[10], "previous_hash") },
+			"of entry 9 before it"},
+		{"forked.jsonl", 1, CodeFork, 10,
 			func(l [][]byte) string { return member(t, l[6], "entry_hash") },
 			func(l [][]byte) string { return member(t, l[10], "entry_hash") },
 			"as entry 6,"},
@@ -142,13 +150,15 @@ func TestFindingFields(t *testing.T) {
 }
 
 // TestForkFirstDivergence: a rewritten branch listed after the original
-// yields one finding, at the first entry of the branch, and nothing for the
+// yields findings at the first entry of the branch only (the broken link,
+// previous_hash_mismatch, and beside it the fork), and nothing for the
 // entries that follow it on the branch.
 func TestForkFirstDivergence(t *testing.T) {
 	t.Parallel()
 	r := verifyFile(t, "forked.jsonl")
-	if len(r.Findings) != 1 || r.Findings[0].Code != CodeFork || r.Findings[0].EntryIndex != 10 {
-		t.Fatalf("findings = %+v, want one fork at entry 10", r.Findings)
+	if len(r.Findings) != 2 || r.Findings[0].Code != CodePreviousHashMismatch || r.Findings[1].Code != CodeFork ||
+		r.Findings[0].EntryIndex != 10 || r.Findings[1].EntryIndex != 10 {
+		t.Fatalf("findings = %+v, want previous_hash_mismatch and fork at entry 10", r.Findings)
 	}
 }
 
@@ -382,8 +392,8 @@ func TestForkWindow(t *testing.T) {
 		t.Errorf("branch beyond the window: %v, want previous_hash_mismatch", fs)
 	}
 	near, _ := mk(-2, &hashes[n-50])
-	if fs := v.Add(near); len(fs) != 1 || fs[0].Code != CodeFork || fs[0].Expected != hashes[n-49].String() {
-		t.Errorf("branch within the window: %v, want a fork with entry %d", fs, n-49)
+	if fs := v.Add(near); len(fs) != 2 || fs[0].Code != CodePreviousHashMismatch || fs[1].Code != CodeFork || fs[1].Expected != hashes[n-49].String() {
+		t.Errorf("branch within the window: %v, want previous_hash_mismatch and a fork with entry %d", fs, n-49)
 	}
 	if n := len(v.children) + len(v.older); n > ForkWindow {
 		t.Errorf("fork index holds %d parents, more than %d", n, ForkWindow)

@@ -42,6 +42,16 @@ type HeadChecker struct {
 	// until the entry of that step is checked.
 	published map[string]*publishedHead
 
+	// held keeps the findings about responses that name a request_id
+	// until the entry they answer is checked, which gives them its
+	// entry_index; Finish returns those that answer no entry.
+	held map[string][]Finding
+	// line is the 1-based input line of the response being added, 0
+	// when the responses are not read from lines; findings name it.
+	line int
+	// heldOrder is the order the request_ids of held were first seen.
+	heldOrder []string
+
 	// diverged is true while the last published head compared differed:
 	// a rewrite changes every head after it, and is reported once, at the
 	// first point of divergence.
@@ -51,6 +61,10 @@ type HeadChecker struct {
 type publishedHead struct {
 	response int // 0-based index of the first response for this request
 	heads    []acs.Hash
+	// prevs are the previous_chain_hash members the responses carry: the
+	// head the step's entry was chained onto, published when entries the
+	// Guardian wrote on its own (approver resolutions) came between.
+	prevs []acs.Hash
 }
 
 // NewHeadChecker returns a HeadChecker that verifies response signatures
@@ -61,7 +75,7 @@ func NewHeadChecker(keys *sig.KeySet, sessionID string) *HeadChecker {
 	if keys == nil {
 		keys = new(sig.KeySet)
 	}
-	h := &HeadChecker{keys: keys, sessionID: sessionID, published: make(map[string]*publishedHead), verifiers: make(map[*sig.PublicKey]sig.Verifier)}
+	h := &HeadChecker{keys: keys, sessionID: sessionID, published: make(map[string]*publishedHead), held: make(map[string][]Finding), verifiers: make(map[*sig.PublicKey]sig.Verifier)}
 	for _, id := range keys.KeyIDs() {
 		if k, _ := keys.Get(id); k.Algorithm().Symmetric() {
 			h.hmacGiven = true
@@ -71,11 +85,28 @@ func NewHeadChecker(keys *sig.KeySet, sessionID string) *HeadChecker {
 }
 
 // AddResponse checks one signed response envelope, exactly as sent, and
-// records the chain_hash it publishes. It returns findings about the
-// response itself (response_signature_invalid) and notices
-// (unverifiable_hmac), which are not failures. A response that is not a
-// JSON-RPC response at all is an error, not a finding.
+// records the chain_hash it publishes. It returns the notices about the
+// response (unverifiable_hmac), which are not failures, and the findings
+// about the response itself (response_signature_invalid) when it names no
+// request_id. The findings about a response that names one are held until
+// the entry it answers (step_id = request_id) is checked: CheckEntry
+// returns them with that entry's index, and Finish those that answer no
+// entry, with entry_index -1. A response that is not a JSON-RPC response
+// at all is an error, not a finding.
 func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding, err error) {
+	findings, notices, err = h.addResponse(envelope)
+	if err != nil || len(findings) == 0 || findings[0].StepID == "" {
+		return findings, notices, err
+	}
+	id := findings[0].StepID
+	if _, ok := h.held[id]; !ok {
+		h.heldOrder = append(h.heldOrder, id)
+	}
+	h.held[id] = append(h.held[id], findings...)
+	return nil, notices, nil
+}
+
+func (h *HeadChecker) addResponse(envelope []byte) (findings, notices []Finding, err error) {
 	i := h.responses
 	h.responses++
 	rf, verr, err := h.check(envelope)
@@ -83,7 +114,11 @@ func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding,
 		return nil, nil, fmt.Errorf("response %d: %w", i, err)
 	}
 	mk := func(code, expected, actual, msg string) Finding {
-		return Finding{Code: code, EntryIndex: -1, StepID: rf.requestID, Where: fmt.Sprintf("response %d", i), Expected: expected, Actual: actual, Message: msg}
+		where := fmt.Sprintf("response %d", i)
+		if h.line > 0 {
+			where = fmt.Sprintf("%s (line %d)", where, h.line)
+		}
+		return Finding{Code: code, EntryIndex: -1, StepID: rf.requestID, Where: where, Expected: expected, Actual: actual, Message: msg}
 	}
 
 	trusted := verr == nil
@@ -122,6 +157,13 @@ func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding,
 	}
 	p := h.record(rf.requestID, i)
 	p.heads = append(p.heads, head)
+	if rf.prevHash != nil {
+		prev, err := acs.ParseHash(*rf.prevHash)
+		if err != nil {
+			return nil, nil, fmt.Errorf("response %d: result.previous_chain_hash: %w", i, err)
+		}
+		p.prevs = append(p.prevs, prev)
+	}
 	return findings, notices, nil
 }
 
@@ -130,6 +172,7 @@ type responseFields struct {
 	result    bool // result is an object
 	requestID string
 	chainHash *string
+	prevHash  *string // previous_chain_hash
 	// methodOrError says the envelope has a method or an error member,
 	// so that sig.MemberOf does not classify it as signed in result.
 	methodOrError bool
@@ -216,7 +259,7 @@ func readResponseFields(canon []byte) (responseFields, error) {
 	rf.result = true
 	var err error
 	acs.CanonicalMembers(result, func(key, v []byte) bool {
-		if string(key) != "request_id" && string(key) != "chain_hash" || string(v) == "null" {
+		if string(key) != "request_id" && string(key) != "chain_hash" && string(key) != "previous_chain_hash" || string(v) == "null" {
 			return true
 		}
 		str, ok := canonicalString(v)
@@ -225,6 +268,8 @@ func readResponseFields(canon []byte) (responseFields, error) {
 			err = fmt.Errorf("result.%s is %s, want a string", key, kindOrChar(v[0]))
 		case string(key) == "request_id":
 			rf.requestID = str
+		case string(key) == "previous_chain_hash":
+			rf.prevHash = &str
 		default:
 			rf.chainHash = &str
 		}
@@ -277,17 +322,25 @@ func sigCause(err error) string {
 // entry_hash as wrong; a published head equal to the stated hash is then
 // the same problem and not reported again.
 func (h *HeadChecker) CheckEntry(index int, e *acs.Entry, head acs.Hash, hashEdited bool) []Finding {
+	// The findings about the responses to this step are the entry's.
+	var fs []Finding
+	if held, ok := h.held[e.StepID]; ok {
+		delete(h.held, e.StepID)
+		for _, f := range held {
+			f.EntryIndex, f.EntryID = index, e.EntryID
+			fs = append(fs, f)
+		}
+	}
 	p := h.published[e.StepID]
 	if p == nil {
-		if contentBearing(e.StepType) {
+		if contentBearing(e.StepType) && fs == nil {
 			return []Finding{{Code: CodeEntryWithoutResponse, EntryIndex: index, EntryID: e.EntryID, StepID: e.StepID,
 				Expected: head.String(),
 				Message:  fmt.Sprintf("No signed response publishes the head of this %s step, so nothing outside the ledger confirms it.", e.StepType)}}
 		}
-		return nil
+		return fs
 	}
 	delete(h.published, e.StepID)
-	var fs []Finding
 	mismatch := false
 	for _, pub := range p.heads {
 		if pub == head {
@@ -305,8 +358,34 @@ func (h *HeadChecker) CheckEntry(index int, e *acs.Entry, head acs.Hash, hashEdi
 			Message: fmt.Sprintf("The Guardian signed chain_hash %s for this step, but the chain recomputes to %s here: the chain was rewritten from this entry on.", pub, head)})
 		break
 	}
+	// A published previous_chain_hash names the head the entry was
+	// chained onto: the entry's previous_hash, which the chain check has
+	// already tied to the entry before it.
+	if !mismatch && !h.diverged {
+		for _, prev := range p.prevs {
+			if e.PreviousHash != nil && prev == *e.PreviousHash {
+				continue
+			}
+			actual := ""
+			if e.PreviousHash != nil {
+				actual = e.PreviousHash.String()
+			}
+			mismatch = true
+			fs = append(fs, Finding{Code: CodeChainMismatch, EntryIndex: index, EntryID: e.EntryID, StepID: e.StepID,
+				Expected: prev.String(), Actual: actual,
+				Message: fmt.Sprintf("The Guardian signed previous_chain_hash %s for this step, but the entry is chained onto %s: the entries before it were rewritten.", prev, orNone(actual))})
+			break
+		}
+	}
 	h.diverged = mismatch
 	return fs
+}
+
+func orNone(h string) string {
+	if h == "" {
+		return "nothing (a null previous_hash)"
+	}
+	return h
 }
 
 // contentBearing reports whether a step of this type gets a response that
@@ -316,9 +395,16 @@ func contentBearing(stepType string) bool {
 	return strings.HasPrefix(stepType, "steps/") || strings.HasPrefix(stepType, "protocols/") || strings.HasPrefix(stepType, "agbom/")
 }
 
-// Finish returns response_without_entry for every response whose
-// request_id names no entry that CheckEntry saw.
+// Finish returns the findings held about responses whose request_id names
+// no entry that CheckEntry saw (entry_index -1), and response_without_entry
+// for every validly signed one of them.
 func (h *HeadChecker) Finish() []Finding {
+	var fs []Finding
+	for _, id := range h.heldOrder {
+		fs = append(fs, h.held[id]...)
+		delete(h.held, id)
+	}
+	h.heldOrder = nil
 	ids := make([]string, 0, len(h.published))
 	for id, p := range h.published {
 		if len(p.heads) > 0 {
@@ -326,7 +412,6 @@ func (h *HeadChecker) Finish() []Finding {
 		}
 	}
 	slices.SortFunc(ids, func(a, b string) int { return h.published[a].response - h.published[b].response })
-	var fs []Finding
 	for _, id := range ids {
 		p := h.published[id]
 		fs = append(fs, Finding{Code: CodeResponseWithoutEntry, EntryIndex: -1, StepID: id, Where: fmt.Sprintf("response %d", p.response),
@@ -369,12 +454,13 @@ func VerifyChainHeads(entries, responses io.Reader, keys *sig.KeySet, sessionID 
 		if blank != 0 {
 			return nil, &InputError{File: "responses", Line: blank, Err: errors.New("blank line between responses")}
 		}
+		hc.line = lr.n
 		fs, ns, err := hc.AddResponse(bytes.Clone(line))
 		if err != nil {
 			return nil, &InputError{File: "responses", Line: lr.n, Err: err}
 		}
-		findings = append(findings, setLine(fs, lr.n)...)
-		notices = append(notices, setLine(ns, lr.n)...)
+		findings = append(findings, fs...)
+		notices = append(notices, ns...)
 	}
 
 	r, err := replay(entries, func(i int, e *acs.Entry, v *ChainVerifier, fs []Finding) []Finding {
@@ -394,12 +480,4 @@ func VerifyChainHeads(entries, responses io.Reader, keys *sig.KeySet, sessionID 
 	r.Findings = append(r.Findings, hc.Finish()...)
 	r.Notices = notices
 	return r, nil
-}
-
-// setLine adds the 1-based input line to each finding's Where.
-func setLine(fs []Finding, line int) []Finding {
-	for i := range fs {
-		fs[i].Where = fmt.Sprintf("%s (line %d)", fs[i].Where, line)
-	}
-	return fs
 }

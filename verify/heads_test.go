@@ -140,3 +140,72 @@ func TestHeadChecker(t *testing.T) {
 		t.Error("an envelope with neither result nor error was accepted")
 	}
 }
+
+// TestHeadCheckerPreviousChainHash: a response may publish, beside its
+// chain_hash, the previous_chain_hash its step's entry was chained onto
+// (the Guardian does after approver resolutions it wrote on its own);
+// the check holds it to the entry's previous_hash, and reports a signed
+// one that differs as chain_mismatch.
+func TestHeadCheckerPreviousChainHash(t *testing.T) {
+	t.Parallel()
+	k, err := sig.GenerateKey(sig.ECDSAP256, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := sig.NewKeySet(k.Public())
+	signer, _ := k.Signer("s")
+	sign := func(env string) []byte {
+		out, err := sig.SignEnvelope([]byte(env), sig.Result, signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// entry 0: an ASK step; entry 1: the approver's grant (no response);
+	// entry 2: the next step.
+	var entries []*acs.Entry
+	var prev *acs.Hash
+	for i, typ := range []string{"steps/toolCallRequest", "intent_extension", "steps/toolCallRequest"} {
+		e, err := acs.ParseEntry([]byte(`{"entry_id":"e` + string(rune('0'+i)) + `","step_id":"r` + string(rune('0'+i)) + `","step_type":"` + typ + `"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := acs.EntryHash(e.Content, prev)
+		e.PreviousHash, e.EntryHash = prev, &h
+		entries = append(entries, e)
+		prev = &h
+	}
+	response := func(i int, previous string) []byte {
+		return sign(`{"jsonrpc":"2.0","id":1,"result":{"type":"final","acs_version":"0.1.0","request_id":"r` + string(rune('0'+i)) + `","decision":"allow","chain_hash":"` + entries[i].EntryHash.String() + `"` + previous + `}}`)
+	}
+	for _, c := range []struct {
+		name     string
+		previous string
+		want     string
+	}{
+		{"the head after the grant", `,"previous_chain_hash":"` + entries[1].EntryHash.String() + `"`, ""},
+		{"the head before the grant", `,"previous_chain_hash":"` + entries[0].EntryHash.String() + `"`, CodeChainMismatch},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hc := NewHeadChecker(keys, "s")
+			var v ChainVerifier
+			for _, env := range [][]byte{response(0, ""), response(2, c.previous)} {
+				if fs, ns, err := hc.AddResponse(env); err != nil || len(fs)+len(ns) != 0 {
+					t.Fatalf("AddResponse: %v %v %v", fs, ns, err)
+				}
+			}
+			var fs []Finding
+			for i, e := range entries {
+				fs = append(fs, v.Add(e)...)
+				fs = append(fs, hc.CheckEntry(i, e, v.Head(), false)...)
+			}
+			fs = append(fs, hc.Finish()...)
+			switch {
+			case c.want == "" && len(fs) != 0:
+				t.Fatalf("findings %v, want none", fs)
+			case c.want != "" && (len(fs) != 1 || fs[0].Code != c.want || fs[0].EntryIndex != 2 || fs[0].Expected != entries[0].EntryHash.String() || fs[0].Actual != entries[1].EntryHash.String()):
+				t.Fatalf("findings %v, want one %s at entry 2", fs, c.want)
+			}
+		})
+	}
+}

@@ -463,7 +463,12 @@ func location(f verify.Finding) string {
 		}
 		return f.Where
 	}
-	return fmt.Sprintf("entry %d (entry_id %q, step_id %q)", f.EntryIndex, f.EntryID, f.StepID)
+	loc := fmt.Sprintf("entry %d (entry_id %q, step_id %q)", f.EntryIndex, f.EntryID, f.StepID)
+	if f.Where != "" {
+		// A finding about a response or an anchor of the entry.
+		loc += " in " + f.Where
+	}
+	return loc
 }
 
 func orNull(s string) string {

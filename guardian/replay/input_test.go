@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/guardian/opapolicy"
 	"github.com/acsledger/acsledger/guardian/replay"
@@ -141,20 +142,50 @@ func (r *inputRecorder) Decide(ctx context.Context, in guardian.Input) (guardian
 
 // TestReplayInputIsLiveInput fails if the input a replay evaluates ever
 // differs from the one the Guardian's policy evaluated: for every step of
-// two sessions (provenance lineage across steps, an Intent established
-// mid-session, ASK and DENY on untrusted flows, the fixture's allow, deny
-// and modify), the live input document captured at decision time and the
+// four sessions (provenance lineage across steps, an Intent established
+// by the first agentTrigger of a session, ASK and DENY on untrusted flows,
+// the fixture's allow, deny and modify), the live input document captured at decision time and the
 // one replay rebuilds from the ledger are the same bytes in RFC 8785 form.
 func TestReplayInputIsLiveInput(t *testing.T) {
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
 			rec := &inputRecorder{docs: map[string][]byte{}, t: t}
+			oncall, err := sig.GenerateKey(sig.ECDSAP256, "security-oncall")
+			if err != nil {
+				t.Fatal(err)
+			}
+			approvers, err := sig.NewKeySet(oncall.Public())
+			if err != nil {
+				t.Fatal(err)
+			}
 			f := evidencetest.NewSetup(t, kind, evidencetest.Setup{
 				ApproverCapable: func(string) bool { return true },
 				WrapPolicy:      func(p guardian.Policy) guardian.Policy { rec.next = p; return rec },
+				ApproverKeys:    approvers,
 			})
-			for _, sid := range []string{f.HMACSession, f.ECDSASession} {
+			// An approver's grant of scope session in a session with no
+			// Intent: the steps after it see the Intent the grant made.
+			ask := f.Call(t, f.HMACSession, "steps/toolCallRequest", untrustedEmail("p-grant"))
+			if ask.Decision != "ask" {
+				t.Fatalf("want ASK, got %s", ask.Decision)
+			}
+			signer, _ := oncall.Signer("")
+			approval, err := guardian.SignApproval(guardian.Approval{
+				SessionID: f.HMACSession, AskStepID: ask.RequestID, Approver: acs.Approver{Type: "human", ID: "security-oncall"},
+				Decision: guardian.Allow, Timestamp: "2026-03-14T15:09:26Z",
+				IntentExtension: &guardian.ApprovalExtension{Capabilities: []string{"email.send"}, Scope: "session"},
+			}, signer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Guardian.ResolveAsk(ctx, approval); err != nil {
+				t.Fatalf("grant: %v", err)
+			}
+			f.Call(t, f.HMACSession, "steps/toolCallRequest", map[string]any{"tool": map[string]any{"name": "list_dir"}, "arguments": map[string]any{}})
+			// The Intent is established only by sessionStart or the first
+			// agentTrigger (ACS §8.4): new sessions, beside the fixture's.
+			for _, sid := range []string{f.HMACSession, f.ECDSASession, f.NewSession(t, f.HMACSession), f.NewSession(t, f.ECDSASession)} {
 				f.Call(t, sid, "steps/agentTrigger", map[string]any{"intent": map[string]any{
 					"raw": "report the status", "parsed": []string{"message.send"}, "scope_mode": "strict",
 					"parser_provenance": map[string]any{"provenance_id": "p-intent-" + sid[:4], "origin": "user_input"},

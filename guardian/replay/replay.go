@@ -140,8 +140,10 @@ type recordedEntry struct {
 	// not hold; nil in entries written before the Guardian recorded it.
 	Metadata *recordedMetadata `json:"metadata"`
 	// intent_extension entries.
-	Capabilities []string `json:"capabilities"`
-	Scope        string   `json:"scope"`
+	Capabilities []string     `json:"capabilities"`
+	Scope        string       `json:"scope"`
+	Approver     acs.Approver `json:"approver"`
+	AskStepID    string       `json:"ask_step_id"`
 }
 
 // recordedMetadata is the entry's metadata: the members of input.session
@@ -384,16 +386,18 @@ func guardianInput(ctx context.Context, store ledger.GuardianStore, e ledger.Ent
 			switch {
 			case p.Intent != nil:
 				intent = p.Intent
-			case p.StepType == "intent_extension" && p.Scope == "session" && intent != nil:
-				intent.Parsed = append(intent.Parsed, p.Capabilities...)
+			case p.StepType == guardian.StepIntentExtension && p.Scope == "session" && len(p.Capabilities) > 0:
+				// As the Guardian grew it (guardian.Intent.Extend).
+				intent = intent.Extend(guardian.IntentExtension{Capabilities: p.Capabilities, Approver: p.Approver, AskStepID: p.AskStepID, StepID: prev.StepID})
 			}
 			if p.Decision.Disposition == acs.Defer {
 				deferrals++
 			}
-			if req.Provenance != nil || p.RequestHash == "" {
+			if req.Provenance != nil || p.RequestHash == "" || p.StepType == guardian.StepIntentExtension || p.StepType == guardian.StepAskResolution {
 				// Supplied by the caller, or not a Guardian step (an
-				// intent extension): the Guardian collects provenance
-				// from the payloads of steps only.
+				// approver's resolution, whose request_hash is over the
+				// approval): the Guardian collects provenance from the
+				// payloads of steps only.
 				continue
 			}
 			payload, ok, err := storedPayload(ctx, store, prev, p.RequestHash)

@@ -65,11 +65,14 @@ type Fixture struct {
 	// HMACSession's responses are HMAC-signed; ECDSASession's are signed
 	// with ECDSA.
 	HMACSession, ECDSASession string
-	Steps                     []Step
+	// Guardian is the fixture's Guardian, for approvals (ResolveAsk).
+	Guardian *guardian.Guardian
+	Steps    []Step
 
-	url     string                // the Guardian's loopback server
-	signers map[string]sig.Signer // by session
-	calls   map[string]int        // JSON-RPC ids used, by session
+	url     string                     // the Guardian's loopback server
+	signers map[string]sig.Signer      // by session
+	keys    map[string]*sig.PrivateKey // agent keys, by session
+	calls   map[string]int             // JSON-RPC ids used, by session
 }
 
 // Setup is what NewSetup varies: the bundle the Guardian's engine runs
@@ -82,6 +85,8 @@ type Setup struct {
 	Bundle          *policy.Bundle
 	ApproverCapable func(agentID string) bool
 	WrapPolicy      func(guardian.Policy) guardian.Policy
+	// ApproverKeys authenticates approvals (guardian.Config.ApproverKeys).
+	ApproverKeys *sig.KeySet
 }
 
 // Trust is what an auditor holding the deployment's keys trusts: the HMAC
@@ -132,7 +137,7 @@ func NewWithPolicy(t testing.TB, kind string, b *policy.Bundle) *Fixture {
 func NewSetup(t testing.TB, kind string, s Setup) *Fixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &Fixture{Kind: kind, signers: map[string]sig.Signer{}, calls: map[string]int{}}
+	f := &Fixture{Kind: kind, signers: map[string]sig.Signer{}, keys: map[string]*sig.PrivateKey{}, calls: map[string]int{}}
 	if s.Bundle == nil {
 		s.Bundle = policy.Baseline()
 	}
@@ -189,6 +194,7 @@ func NewSetup(t testing.TB, kind string, s Setup) *Fixture {
 		Store: f.Store, Policy: pol, Keys: ks,
 		HMACKeys: []*sig.PrivateKey{f.HMAC}, ResponseKey: f.ECDSA,
 		ApproverCapable: s.ApproverCapable,
+		ApproverKeys:    s.ApproverKeys,
 		Logger:          slog.New(slog.DiscardHandler),
 	}
 	if s.ApproverCapable != nil {
@@ -199,6 +205,7 @@ func NewSetup(t testing.TB, kind string, s Setup) *Fixture {
 	if err != nil {
 		t.Fatalf("guardian.New: %v", err)
 	}
+	f.Guardian = g
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	f.url = srv.URL
@@ -256,9 +263,18 @@ func (f *Fixture) TamperEntry(t testing.TB, session string, position int64, from
 	}
 }
 
-// session runs one session through the Guardian: handshake, then steps
-// the baseline allows, denies and modifies (the long one only).
-func (f *Fixture) session(t testing.TB, key *sig.PrivateKey, long bool) string {
+// NewSession starts a session signed with the key of the fixture's
+// session like, and returns its id after the handshake, before any step.
+func (f *Fixture) NewSession(t testing.TB, like string) string {
+	t.Helper()
+	key, ok := f.keys[like]
+	if !ok {
+		t.Fatalf("session %s is not one of the fixture's", like)
+	}
+	return f.handshake(t, key)
+}
+
+func (f *Fixture) handshake(t testing.TB, key *sig.PrivateKey) string {
 	t.Helper()
 	sid := newUUID()
 	signer, err := key.Signer(sid)
@@ -266,11 +282,20 @@ func (f *Fixture) session(t testing.TB, key *sig.PrivateKey, long bool) string {
 		t.Fatal(err)
 	}
 	f.signers[sid] = signer
-	prov := map[string]any{"provenance_id": "p-" + sid[:8], "origin": "user_input"}
+	f.keys[sid] = key
 	f.Call(t, sid, guardian.MethodHello, map[string]any{
 		"acs_versions_supported": []string{"0.1.0"}, "methods_implemented": []string{"steps/*"},
 		"transports_supported": []string{"http"}, "provenance_producer": "deterministic",
 	})
+	return sid
+}
+
+// session runs one session through the Guardian: handshake, then steps
+// the baseline allows, denies and modifies (the long one only).
+func (f *Fixture) session(t testing.TB, key *sig.PrivateKey, long bool) string {
+	t.Helper()
+	sid := f.handshake(t, key)
+	prov := map[string]any{"provenance_id": "p-" + sid[:8], "origin": "user_input"}
 	f.Call(t, sid, "steps/toolCallRequest", map[string]any{
 		"tool":      map[string]any{"name": "read_file"},
 		"arguments": map[string]any{"path": map[string]any{"value": "README.md", "provenance": prov}},

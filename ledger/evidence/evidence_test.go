@@ -98,8 +98,9 @@ func TestBuildTampered(t *testing.T) {
 				// The denied curl|bash step (position 1) rewritten as allowed
 				// in the stored entry.
 				{"entry decision", `"disposition":"deny"`, `"disposition":"allow"`, verify.CodeEntryHashMismatch, 1},
-				// The signed answer rewritten.
-				{"response decision", `"decision":"deny"`, `"decision":"allow"`, verify.CodeResponseSignatureInvalid, -1},
+				// The signed answer rewritten: the finding is at the entry
+				// it answers.
+				{"response decision", `"decision":"deny"`, `"decision":"allow"`, verify.CodeResponseSignatureInvalid, 1},
 			}
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {

@@ -511,7 +511,7 @@ func main() {
 	b := assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
 	b.Responses[5] = bytes.Replace(b.Responses[5], []byte(`"decision":"deny"`), []byte(`"decision":"allow"`), 1)
 	write("response_signature_invalid.json", "response 5's deny edited into an allow, signature kept", b, true, "",
-		[]finding{{"response_signature_invalid", -1}})
+		[]finding{{"response_signature_invalid", 5}})
 
 	cut := valid[:len(valid)-1]
 	write("response_without_entry.json", "the last entry cut off (and logged without it); its signed response kept", assemble(k, cut, respond(valid, k.ecdsa), k.ecdsa), true, "",

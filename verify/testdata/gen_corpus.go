@@ -156,8 +156,8 @@ func main() {
 	es = append(clone(valid[:6]), forged)
 	es = append(es, clone(valid[6:])...)
 	rehashFrom(es, 6, 7)
-	write("inserted.jsonl", "a forged entry inserted after entry 5, hashed onto it", "entries 6 and 7 both name entry 5 as their parent", es,
-		finding{"fork", 7})
+	write("inserted.jsonl", "a forged entry inserted after entry 5, hashed onto it", "entries 6 and 7 both name entry 5 as their parent: entry 7 does not link to entry 6 and forks with it", es,
+		finding{"previous_hash_mismatch", 7}, finding{"fork", 7})
 
 	es = clone(valid)
 	es[6].Decision = "ALLOW"
@@ -175,7 +175,7 @@ func main() {
 	es = append(clone(valid), branch...)
 	rehashFrom(es, len(valid), len(es)) // branch[0] still names entry 5
 	write("forked.jsonl", "the valid chain followed by a second branch that diverges after entry 5", "entry 10 is a second child of entry 5: the first point of divergence", es,
-		finding{"fork", 10})
+		finding{"previous_hash_mismatch", 10}, finding{"fork", 10})
 
 	es = clone(valid)
 	es[0].PreviousHash = ptr(sha256Hex([]byte("an earlier session head")))
@@ -240,7 +240,7 @@ func main() {
 	forgedResp[6] = bytes.Replace(resp[6], []byte(`"decision":"deny"`), []byte(`"decision":"allow"`), 1)
 	writeResponses("forged.responses.jsonl", forgedResp)
 	addHead("valid.jsonl", "forged.responses.jsonl", "response 6's deny edited into an allow, signature kept", true,
-		[]finding{{"response_signature_invalid", -1}})
+		[]finding{{"response_signature_invalid", 6}})
 
 	// Request params of two steps, for the request_hash vectors.
 	var reqs []requestVector
