@@ -1,0 +1,200 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/ledger"
+)
+
+// DefaultOPASessionPath is where an OPA decision names its session.
+const DefaultOPASessionPath = "input.session_id"
+
+// OPAMapper maps OPA decision-log events. The zero value uses
+// DefaultOPASessionPath.
+type OPAMapper struct {
+	// SessionPath is a dotted path into the event ("input.session_id",
+	// "labels.session"); its value, a non-empty string, names the
+	// session. Events without one go to one session per OPA instance,
+	// "opa:" + labels.id.
+	SessionPath string
+}
+
+// opaEvent is an OPA decision-log event (OPA's logs.EventV1 as
+// uploaded). Values that are arbitrary JSON stay raw, so that their
+// numbers (nd_builtin_cache holds time.now_ns, above 2^53) are never
+// decoded into float64.
+type opaEvent struct {
+	Labels         map[string]string    `json:"labels"`
+	DecisionID     *string              `json:"decision_id"`
+	Path           string               `json:"path"`
+	Query          string               `json:"query"`
+	Input          json.RawMessage      `json:"input"`
+	Result         json.RawMessage      `json:"result"`
+	Bundles        map[string]opaBundle `json:"bundles"`
+	Revision       string               `json:"revision"`
+	Erased         []string             `json:"erased"`
+	Masked         []string             `json:"masked"`
+	NDBuiltinCache json.RawMessage      `json:"nd_builtin_cache"`
+	RequestedBy    string               `json:"requested_by"`
+	Timestamp      *string              `json:"timestamp"`
+}
+
+type opaBundle struct {
+	Revision string `json:"revision"`
+}
+
+// opaEntry is the ContextEntry of one OPA decision.
+type opaEntry struct {
+	EntryID      string      `json:"entry_id"`
+	StepID       string      `json:"step_id"`
+	StepType     string      `json:"step_type"`
+	Timestamp    string      `json:"timestamp"`
+	Decision     opaDecision `json:"decision"`
+	SourceFormat string      `json:"source_format"`
+	SourceRecord string      `json:"source_record"`
+}
+
+// opaDecision keeps what OPA wrote. Result is absent when the decision was
+// undefined (OPA wrote no result member), and null only when OPA wrote
+// null. NDBuiltinCache is the cache's exact JSON text, as a string, for
+// the reason the Guardian stores its own that way: the ledger stores
+// entries in RFC 8785 form, which would turn integers above 2^53 into
+// doubles.
+type opaDecision struct {
+	DecisionID     string            `json:"decision_id"`
+	Path           string            `json:"path,omitempty"`
+	Query          string            `json:"query,omitempty"`
+	Result         json.RawMessage   `json:"result,omitempty"`
+	PolicyVersions []policyVersion   `json:"policy_versions"`
+	Erased         []string          `json:"erased,omitempty"`
+	Masked         []string          `json:"masked,omitempty"`
+	NDBuiltinCache string            `json:"nd_builtin_cache,omitempty"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	RequestedBy    string            `json:"requested_by,omitempty"`
+}
+
+// policyVersion names the policy a decision was made under. It is not a
+// policy_references member on purpose: the ledger does not hold the
+// source's policy bundles, and the verifier resolves policy_references.
+type policyVersion struct {
+	PolicyID string `json:"policy_id"`
+	Version  string `json:"version"`
+}
+
+// Map implements Mapper.
+func (m OPAMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
+	if raw.Err != nil {
+		return quarantine(OPA, raw, "", ReasonMalformedJSON, "%v", raw.Err)
+	}
+	if _, err := acs.Canonicalize(raw.Bytes); err != nil {
+		return quarantine(OPA, raw, "", ReasonMalformedJSON, "%v", err)
+	}
+	if t := firstByte(raw.Bytes); t != '{' {
+		return quarantine(OPA, raw, "", ReasonSchemaInvalid, "an OPA decision event must be a JSON object")
+	}
+	var ev opaEvent
+	dec := json.NewDecoder(bytes.NewReader(raw.Bytes))
+	dec.UseNumber()
+	if err := dec.Decode(&ev); err != nil {
+		return quarantine(OPA, raw, "", ReasonSchemaInvalid, "not an OPA decision event: %v", err)
+	}
+	if ev.DecisionID == nil || *ev.DecisionID == "" {
+		return quarantine(OPA, raw, "", ReasonSchemaInvalid, "the event has no decision_id")
+	}
+	key := *ev.DecisionID
+	if ev.Timestamp == nil {
+		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s has no timestamp", key)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, *ev.Timestamp); err != nil {
+		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s: timestamp %q is not RFC 3339", key, *ev.Timestamp)
+	}
+	session, err := m.session(raw.Bytes, ev)
+	if err != nil {
+		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s: %v", key, err)
+	}
+	d := opaDecision{
+		DecisionID: key, Path: ev.Path, Query: ev.Query, Result: ev.Result,
+		Erased: ev.Erased, Masked: ev.Masked, Labels: ev.Labels, RequestedBy: ev.RequestedBy,
+		PolicyVersions: []policyVersion{},
+	}
+	if len(ev.NDBuiltinCache) > 0 && string(ev.NDBuiltinCache) != "null" {
+		d.NDBuiltinCache = string(ev.NDBuiltinCache)
+	}
+	names := make([]string, 0, len(ev.Bundles))
+	for name := range ev.Bundles {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		d.PolicyVersions = append(d.PolicyVersions, policyVersion{PolicyID: name, Version: ev.Bundles[name].Revision})
+	}
+	if ev.Revision != "" && len(names) == 0 {
+		// OPA before bundles were named wrote one revision.
+		d.PolicyVersions = append(d.PolicyVersions, policyVersion{PolicyID: "", Version: ev.Revision})
+	}
+	entry, err := json.Marshal(opaEntry{
+		EntryID: "opa:" + key, StepID: "opa:" + key, StepType: "ingest/opa/decision",
+		Timestamp: *ev.Timestamp, Decision: d, SourceFormat: string(OPA), SourceRecord: string(raw.Bytes),
+	})
+	if err != nil {
+		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s: %v", key, err)
+	}
+	return ledger.IngestRecord{
+		Source: string(OPA), Key: key, Digest: sha256.Sum256(raw.Bytes),
+		File: raw.File, Record: raw.Record, Raw: raw.Bytes,
+		Entry: ledger.Record{SessionID: session, Entry: entry},
+	}
+}
+
+// session finds the event's session: the string at SessionPath, or the
+// OPA instance's.
+func (m OPAMapper) session(event []byte, ev opaEvent) (string, error) {
+	path := m.SessionPath
+	if path == "" {
+		path = DefaultOPASessionPath
+	}
+	v := json.RawMessage(event)
+	found := true
+	for _, part := range strings.Split(path, ".") {
+		var obj map[string]json.RawMessage
+		if firstByte(v) != '{' || json.Unmarshal(v, &obj) != nil {
+			found = false
+			break
+		}
+		if v, found = obj[part]; !found {
+			break
+		}
+	}
+	if found && firstByte(v) != 'n' {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil || s == "" {
+			return "", fmt.Errorf("the session at %s is not a non-empty string", path)
+		}
+		return s, nil
+	}
+	id := ev.Labels["id"]
+	if id == "" {
+		return "", fmt.Errorf("no session at %s and no labels.id naming the OPA instance", path)
+	}
+	return "opa:" + id, nil
+}
+
+// firstByte returns the first non-space byte of b, or 0.
+func firstByte(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c
+	}
+	return 0
+}

@@ -1,0 +1,56 @@
+-- 0007: records ingested from other systems (ingest/, docs/ingest.md).
+-- Run as the owner role.
+--
+-- ingest_records: one row per accepted record, naming the entry it became.
+-- (source, natural_key) is unique, which is what makes ingest idempotent:
+-- a redelivered record finds its key and is a duplicate. replay_key (A2H
+-- jti) is unique per source where set. digest identifies the content, so
+-- the same key with other content is told from a retry. The source bytes
+-- themselves are inside the entry (docs/ingest.md), which commits to them.
+--
+-- ingest_quarantine: every record that was not appended, with its reason,
+-- exact bytes, file and record number. Nothing is dropped; re-running a
+-- file does not repeat a row (the unique key).
+--
+-- Both are evidence: append-only like the other evidence tables.
+CREATE TABLE ingest_records (
+    seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source      text NOT NULL,
+    natural_key text NOT NULL,
+    replay_key  text,
+    digest      bytea NOT NULL CHECK (length(digest) = 32),
+    session_id  text NOT NULL,
+    position    bigint NOT NULL,
+    entry_hash  bytea NOT NULL CHECK (length(entry_hash) = 32),
+    flags       text[] NOT NULL DEFAULT '{}',
+    file        text NOT NULL,
+    record      bigint NOT NULL,
+    recorded_at timestamptz NOT NULL,
+    UNIQUE (source, natural_key),
+    FOREIGN KEY (session_id, position) REFERENCES entries (session_id, position)
+);
+CREATE UNIQUE INDEX ingest_records_replay ON ingest_records (source, replay_key) WHERE replay_key IS NOT NULL;
+CREATE INDEX ingest_records_flags ON ingest_records USING gin (flags);
+
+CREATE TABLE ingest_quarantine (
+    seq            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source         text NOT NULL,
+    natural_key    text NOT NULL,
+    file           text NOT NULL,
+    record         bigint NOT NULL,
+    reason         text NOT NULL,
+    detail         text NOT NULL,
+    raw            bytea NOT NULL,
+    raw_sha256     bytea NOT NULL CHECK (length(raw_sha256) = 32),
+    quarantined_at timestamptz NOT NULL,
+    UNIQUE (source, file, record, raw_sha256)
+);
+CREATE INDEX ingest_quarantine_source ON ingest_quarantine (source, seq);
+
+CREATE TRIGGER ingest_records_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON ingest_records
+    FOR EACH STATEMENT EXECUTE FUNCTION acsledger_refuse_change();
+CREATE TRIGGER ingest_quarantine_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON ingest_quarantine
+    FOR EACH STATEMENT EXECUTE FUNCTION acsledger_refuse_change();
+
+REVOKE ALL ON ingest_records, ingest_quarantine FROM PUBLIC;
+GRANT SELECT, INSERT ON ingest_records, ingest_quarantine TO acsledger_writer;
