@@ -41,7 +41,7 @@ func Lines(r io.Reader, file string) iter.Seq[Raw] {
 				return
 			}
 			if err != nil {
-				yield(Raw{File: file, Err: fmt.Errorf("couldn't read %s after line %d: %w", file, n, err)})
+				yield(Raw{File: file, Err: fmt.Errorf("%w: couldn't read %s after line %d: %v", ErrUnreadable, file, n, err)})
 				return
 			}
 		}

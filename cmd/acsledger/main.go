@@ -6,6 +6,7 @@
 //	acsledger keygen --dir DIR [--alg ALG,...]             write signing keys
 //	acsledger erase --db URL --session ID --position N --reason TEXT [--by NAME]
 //	                                                       erase a step's request params
+//	acsledger ingest --format F [--db URL] [--json] FILE...  take in other guards' records
 //
 // With no --db the service keeps its evidence in an embedded SQLite store
 // under ./acsledger-data; --db postgres://... uses PostgreSQL.
@@ -39,6 +40,7 @@ func commands() []command {
 		{"export", "write a session's evidence bundle (--session ID)", runExport},
 		{"replay", "re-evaluate a recorded decision (REQUEST_ID)", runReplay},
 		{"erase", "erase a step's stored request params (--session ID --position N --reason TEXT)", runErase},
+		{"ingest", "take in OPA, bash-guard, A2H or ACS records (--format F FILE...)", runIngest},
 		{"bench", "measure the Guardian under load beside bare OPA (bench guardian)", runBench},
 		{"demo", "send a short agent workload to a running server and verify its evidence", runDemo},
 	}
