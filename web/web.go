@@ -26,6 +26,8 @@ type Options struct {
 	MaxEntryBytes int64
 	// Evidence configures the evidence routes (web/evidence.go).
 	Evidence EvidenceOptions
+	// Ingest configures the ingest routes (web/ingest.go).
+	Ingest IngestOptions
 }
 
 // Server serves the HTTP API over one store.
@@ -53,6 +55,7 @@ func New(store ledger.Store, opts Options) *Server {
 		r.Get("/sessions/{session_id}/entries", s.listEntries)
 		r.Post("/sessions/{session_id}/entries", s.appendEntry)
 		s.mountEvidence(r, opts.Evidence)
+		s.mountIngest(r, opts.Ingest)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such resource: %s %s", r.Method, r.URL.Path))
