@@ -161,9 +161,30 @@ func (m OPAMapper) session(event []byte, ev opaEvent) (string, error) {
 	if path == "" {
 		path = DefaultOPASessionPath
 	}
-	v := json.RawMessage(event)
+	parts := strings.Split(path, ".")
+	// The first step is taken from the decoded event where it can be,
+	// which spares decoding the whole event again.
+	var v json.RawMessage
 	found := true
-	for _, part := range strings.Split(path, ".") {
+	switch parts[0] {
+	case "input":
+		v, found = ev.Input, len(ev.Input) > 0
+		parts = parts[1:]
+	case "labels":
+		if len(parts) == 2 {
+			s, ok := ev.Labels[parts[1]]
+			b, _ := json.Marshal(s)
+			v, found = b, ok
+			parts = nil
+		}
+	}
+	if v == nil && found {
+		v = json.RawMessage(event)
+	}
+	for _, part := range parts {
+		if !found {
+			break
+		}
 		var obj map[string]json.RawMessage
 		if firstByte(v) != '{' || json.Unmarshal(v, &obj) != nil {
 			found = false

@@ -23,6 +23,9 @@ var iq = sqlq.Parse(ingestSQL)
 
 var _ ledger.IngestStore = (*Store)(nil)
 
+var ingestColumns = []string{"source", "natural_key", "replay_key", "digest", "session_id", "position",
+	"entry_hash", "flags", "file", "record", "recorded_at"}
+
 // Ingest implements ledger.IngestStore. The batch is one transaction: the
 // stored keys are read under the sessions' advisory locks, the entries are
 // appended as AppendBatch appends them (heads moved by compare-and-swap),
@@ -30,6 +33,11 @@ var _ ledger.IngestStore = (*Store)(nil)
 // concurrent ingester that inserted one of the keys first makes the insert
 // fail on the unique key; the transaction is then re-planned, and finds the
 // key stored.
+//
+// The first attempt assumes the batch is new, as a bulk ingest's batches
+// are, and skips reading the stored keys and steps: a record that is in
+// fact stored fails the transaction on a unique key, and the next attempt
+// reads them.
 func (s *Store) Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.IngestResult, error) {
 	if len(rs) == 0 {
 		return nil, nil
@@ -39,12 +47,13 @@ func (s *Store) Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.
 		var p *plan.Plan
 		err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
-			if in, err = s.classify(ctx, tx, rs); err != nil {
+			lookup := attempt > 1
+			if in, err = s.classify(ctx, tx, rs, lookup); err != nil {
 				return err
 			}
 			if len(in.Prepared) > 0 {
 				var refused map[int]error
-				if p, err = s.plan(ctx, tx, in.Prepared, true, false, &refused); err != nil {
+				if p, err = s.plan(ctx, tx, in.Prepared, lookup, false, &refused); err != nil {
 					return err
 				}
 				if err := s.write(ctx, tx, p); err != nil {
@@ -77,10 +86,13 @@ func (s *Store) Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.
 	}
 }
 
-// classify reads the stored keys of rs and decides what each record
-// becomes.
-func (s *Store) classify(ctx context.Context, tx pgx.Tx, rs []ledger.IngestRecord) (*plan.Ingest, error) {
+// classify reads the stored keys of rs (with lookup) and decides what
+// each record becomes.
+func (s *Store) classify(ctx context.Context, tx pgx.Tx, rs []ledger.IngestRecord, lookup bool) (*plan.Ingest, error) {
 	keys, replayKeys := plan.IngestKeys(rs)
+	if !lookup {
+		keys, replayKeys = nil, nil
+	}
 	stored := make(map[plan.IngestKey]ledger.IngestResult)
 	digests := make(map[plan.IngestKey]acs.Hash)
 	replays := make(map[plan.IngestKey]string)
@@ -143,7 +155,29 @@ func (s *Store) writeIngest(ctx context.Context, tx pgx.Tx, in *plan.Ingest) err
 			digests[j], hashes[j] = r.Digest[:], res.EntryHash[:]
 			pos[j], recs[j] = res.Position, r.Record
 		}
-		b.Queue(iq["InsertIngestRecords"], srcs, keys, rks, digests, sids, pos, hashes, files, flags, recs, now)
+		if n >= copyMin {
+			// COPY cannot join the pipeline: it goes first, on its own.
+			_, err := tx.CopyFrom(ctx, pgx.Identifier{"ingest_records"}, ingestColumns, pgx.CopyFromSlice(n, func(j int) ([]any, error) {
+				var rk any
+				if rks[j] != "" {
+					rk = rks[j]
+				}
+				fl := in.Records[acc[j]].Flags
+				if fl == nil {
+					fl = []string{}
+				}
+				return []any{srcs[j], keys[j], rk, digests[j], sids[j], pos[j], hashes[j], fl, files[j], recs[j], now}, nil
+			}))
+			if err != nil {
+				var pe *pgconn.PgError
+				if errors.As(err, &pe) && pe.Code == "23505" {
+					return err // a key is stored already: re-plan with lookups
+				}
+				return fmt.Errorf("couldn't record ingested keys: %w", err)
+			}
+		} else {
+			b.Queue(iq["InsertIngestRecords"], srcs, keys, rks, digests, sids, pos, hashes, files, flags, recs, now)
+		}
 	}
 	if qs := in.Quarantined(); len(qs) > 0 {
 		n := len(qs)

@@ -54,3 +54,4 @@ CREATE TRIGGER ingest_quarantine_append_only BEFORE UPDATE OR DELETE OR TRUNCATE
 
 REVOKE ALL ON ingest_records, ingest_quarantine FROM PUBLIC;
 GRANT SELECT, INSERT ON ingest_records, ingest_quarantine TO acsledger_writer;
+
