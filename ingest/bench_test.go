@@ -135,11 +135,12 @@ func BenchmarkBulkPostgres(b *testing.B) {
 	l := newBenchLog(b, tlog.NewPGStorage(s.Pool()))
 	const n = 50_000
 	var ingestSecs, copySecs float64
+	var ingestCPU, copyCPU, goCPU time.Duration
 	var rows int64
 	for i := 0; i < b.N; i++ {
 		run := fmt.Sprintf("r%d", i)
 		raws := benchRaws(run, n)
-		start := time.Now()
+		start, cpu, self := time.Now(), cpuTime(), selfCPU()
 		stop := anchoring(b, l)
 		r := ingest.Runner{Store: s, Batch: 2000}
 		sum, err := r.Run(ctx, ingest.OPAMapper{}, seq(raws))
@@ -148,6 +149,8 @@ func BenchmarkBulkPostgres(b *testing.B) {
 		}
 		stop()
 		ingestSecs += time.Since(start).Seconds()
+		ingestCPU += cpuTime() - cpu
+		goCPU += selfCPU() - self
 
 		// The same rows, read back, COPYed raw into a like table.
 		if _, err := owner.Exec(ctx, "DROP TABLE IF EXISTS entries_copy; CREATE TABLE entries_copy (LIKE entries INCLUDING ALL)"); err != nil {
@@ -162,7 +165,7 @@ func BenchmarkBulkPostgres(b *testing.B) {
 		if err != nil || len(all) != n {
 			b.Fatalf("%d rows, %v", len(all), err)
 		}
-		start = time.Now()
+		start, cpu = time.Now(), cpuTime()
 		cols := []string{"session_id", "position", "entry_hash", "previous_hash", "entry_id", "step_id", "step_type", "entry_timestamp", "recorded_at", "content"}
 		for off := 0; off < n; off += 2000 {
 			end := min(off+2000, n)
@@ -171,11 +174,17 @@ func BenchmarkBulkPostgres(b *testing.B) {
 			}
 		}
 		copySecs += time.Since(start).Seconds()
+		copyCPU += cpuTime() - cpu
 		rows += n
 	}
 	b.ReportMetric(float64(rows)/ingestSecs, "ingest-entries/s")
 	b.ReportMetric(float64(rows)/copySecs, "copy-rows/s")
 	b.ReportMetric(100*copySecs/ingestSecs, "%-of-copy")
+	// CPU per row, this process and PostgreSQL together: what the work
+	// costs whatever else the machine runs.
+	b.ReportMetric(float64(ingestCPU.Microseconds())/float64(rows), "ingest-cpu-us/entry")
+	b.ReportMetric(float64(copyCPU.Microseconds())/float64(rows), "copy-cpu-us/row")
+	b.ReportMetric(float64(goCPU.Microseconds())/float64(rows), "ingest-go-cpu-us/entry")
 }
 
 // BenchmarkBulkSQLite is BenchmarkBulkPostgres's ingest on the embedded

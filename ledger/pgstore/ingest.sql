@@ -47,6 +47,6 @@ LIMIT $3;
 -- name: Flagged
 SELECT source, natural_key, digest, session_id, position, entry_hash, flags, seq, file, record, recorded_at
 FROM ingest_records
-WHERE flags @> ARRAY[$1::text] AND seq > $2 AND ($3::text = '' OR source = $3)
+WHERE flags <> '{}' AND flags @> ARRAY[$1::text] AND seq > $2 AND ($3::text = '' OR source = $3)
 ORDER BY seq
 LIMIT $4;

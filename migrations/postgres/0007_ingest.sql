@@ -26,11 +26,15 @@ CREATE TABLE ingest_records (
     file        text NOT NULL,
     record      bigint NOT NULL,
     recorded_at timestamptz NOT NULL,
-    UNIQUE (source, natural_key),
-    FOREIGN KEY (session_id, position) REFERENCES entries (session_id, position)
+    UNIQUE (source, natural_key)
 );
+-- (session_id, position) has no foreign key: a row is inserted only in
+-- the transaction that appends its entry, so it names an existing entry by
+-- construction, and a per-row key check would slow bulk ingest (as for
+-- tlog_leaves, 0002). Most records carry no flag: only flagged ones are
+-- indexed.
 CREATE UNIQUE INDEX ingest_records_replay ON ingest_records (source, replay_key) WHERE replay_key IS NOT NULL;
-CREATE INDEX ingest_records_flags ON ingest_records USING gin (flags);
+CREATE INDEX ingest_records_flags ON ingest_records USING gin (flags) WHERE flags <> '{}';
 
 CREATE TABLE ingest_quarantine (
     seq            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
