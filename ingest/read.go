@@ -96,7 +96,11 @@ func ArrayElements(r io.Reader, file string) iter.Seq[Raw] {
 			defer zr.Close()
 			in = zr
 		}
-		dec := json.NewDecoder(in)
+		// An element may not hold more than MaxRecordBytes in the decoder's
+		// buffer: without the cap one huge element would be read whole.
+		capped := &elementCap{r: in}
+		dec := json.NewDecoder(capped)
+		capped.dec = dec
 		tok, err := dec.Token()
 		if err != nil || tok != json.Delim('[') {
 			if err == nil {
@@ -110,6 +114,10 @@ func ArrayElements(r io.Reader, file string) iter.Seq[Raw] {
 			n++
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err != nil {
+				if errors.Is(err, errElementTooLarge) {
+					yield(Raw{File: file, Record: n, Err: fmt.Errorf("element %d is larger than %d bytes; the array is not read further", n, MaxRecordBytes)})
+					return
+				}
 				rest, _ := io.ReadAll(io.LimitReader(io.MultiReader(dec.Buffered(), in), MaxRecordBytes))
 				yield(Raw{File: file, Record: n, Bytes: rest, Err: fmt.Errorf("element %d breaks the array: %v", n, err)})
 				return
@@ -127,4 +135,23 @@ func ArrayElements(r io.Reader, file string) iter.Seq[Raw] {
 			yield(Raw{File: file, Record: n + 1, Bytes: rest, Err: errors.New("data after the array")})
 		}
 	}
+}
+
+var errElementTooLarge = errors.New("array element too large")
+
+// elementCap fails a read once the decoder holds more than MaxRecordBytes
+// (and a read buffer) past the end of the last value it decoded.
+type elementCap struct {
+	r    io.Reader
+	dec  *json.Decoder
+	read int64
+}
+
+func (c *elementCap) Read(p []byte) (int, error) {
+	if c.dec != nil && c.read-c.dec.InputOffset() > MaxRecordBytes+64<<10 {
+		return 0, errElementTooLarge
+	}
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	return n, err
 }
