@@ -320,3 +320,18 @@ func TestA2HChecks(t *testing.T) {
 		})
 	}
 }
+
+func TestMember(t *testing.T) {
+	obj := []byte(` { "a" : {"x":[1,{"y":"}"}]} , "s\"k":"v\\\"", "session_id" : "s-1", "n": -1.5e3 , "z":null}`)
+	for _, tc := range []struct{ name, want string }{
+		{"a", `{"x":[1,{"y":"}"}]}`}, {`s"k`, `"v\\\""`}, {"session_id", `"s-1"`}, {"n", `-1.5e3`}, {"z", "null"}, {"missing", ""},
+	} {
+		v, ok := member(obj, tc.name)
+		if string(v) != tc.want || ok != (tc.want != "") {
+			t.Errorf("member %q: %q %v, want %q", tc.name, v, ok, tc.want)
+		}
+	}
+	if _, ok := member([]byte(`[1]`), "a"); ok {
+		t.Error("member of an array")
+	}
+}

@@ -185,12 +185,7 @@ func (m OPAMapper) session(event []byte, ev opaEvent) (string, error) {
 		if !found {
 			break
 		}
-		var obj map[string]json.RawMessage
-		if firstByte(v) != '{' || json.Unmarshal(v, &obj) != nil {
-			found = false
-			break
-		}
-		if v, found = obj[part]; !found {
+		if v, found = member(v, part); !found {
 			break
 		}
 	}
@@ -218,4 +213,97 @@ func firstByte(b []byte) byte {
 		return c
 	}
 	return 0
+}
+
+// member returns the value of the top-level member name of the JSON object
+// obj, which must be valid JSON (the event passed acs.Canonicalize), without
+// decoding the rest of it.
+func member(obj []byte, name string) (json.RawMessage, bool) {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	i++
+	for {
+		i = skipWS(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return nil, false
+		}
+		kEnd := skipString(obj, i)
+		key := obj[i:kEnd]
+		i = skipWS(obj, kEnd)
+		if i >= len(obj) || obj[i] != ':' {
+			return nil, false
+		}
+		vStart := skipWS(obj, i+1)
+		vEnd := skipJSONValue(obj, vStart)
+		if keyIs(key, name) {
+			return json.RawMessage(obj[vStart:vEnd]), true
+		}
+		i = skipWS(obj, vEnd)
+		if i >= len(obj) || obj[i] != ',' {
+			return nil, false
+		}
+		i++
+	}
+}
+
+// keyIs compares a quoted JSON key with name, unescaping only when needed.
+func keyIs(quoted []byte, name string) bool {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return string(quoted[1:len(quoted)-1]) == name
+	}
+	var k string
+	return json.Unmarshal(quoted, &k) == nil && k == name
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] ('"').
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipJSONValue returns the index after the value starting at b[i].
+func skipJSONValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
 }
