@@ -57,16 +57,10 @@ type IngestRoutes struct {
 	inFlight chan struct{}
 }
 
-// errNoIngestStore: the store keeps no ingested records.
-var errNoIngestStore = errors.New("this store does not support ingest")
-
-// NewIngestRoutes returns the ingest routes over store, or
-// errNoIngestStore.
-func NewIngestRoutes(store ledger.Store, opts IngestOptions, log *slog.Logger) (*IngestRoutes, error) {
-	is, ok := store.(ledger.IngestStore)
-	if !ok {
-		return nil, errNoIngestStore
-	}
+// NewIngestRoutes returns the ingest routes over store. Over a store that
+// keeps no ingested records every route answers 501.
+func NewIngestRoutes(store ledger.Store, opts IngestOptions, log *slog.Logger) *IngestRoutes {
+	is, _ := store.(ledger.IngestStore)
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 2
 	}
@@ -79,30 +73,38 @@ func NewIngestRoutes(store ledger.Store, opts IngestOptions, log *slog.Logger) (
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &IngestRoutes{store: is, opts: opts, log: log, inFlight: make(chan struct{}, opts.MaxInFlight)}, nil
+	return &IngestRoutes{store: is, opts: opts, log: log, inFlight: make(chan struct{}, opts.MaxInFlight)}
 }
 
 // MountWrite mounts POST /ingest/opa/logs and POST /ingest/a2h on r (the
 // /api/v1 router).
 func (ir *IngestRoutes) MountWrite(r chi.Router) {
-	r.Post("/ingest/opa/logs", ir.limited(ir.opaLogs))
-	r.Post("/ingest/a2h", ir.limited(ir.a2hPush))
+	r.Post("/ingest/opa/logs", ir.supported(ir.limited(ir.opaLogs)))
+	r.Post("/ingest/a2h", ir.supported(ir.limited(ir.a2hPush)))
 }
 
 // MountRead mounts GET /ingest/quarantine and GET /ingest/flagged on r.
 func (ir *IngestRoutes) MountRead(r chi.Router) {
-	r.Get("/ingest/quarantine", ir.quarantine)
-	r.Get("/ingest/flagged", ir.flagged)
+	r.Get("/ingest/quarantine", ir.supported(ir.quarantine))
+	r.Get("/ingest/flagged", ir.supported(ir.flagged))
 }
 
-// mountIngest mounts every ingest route when the store supports ingest.
+// mountIngest mounts every ingest route.
 func (s *Server) mountIngest(r chi.Router, opts IngestOptions) {
-	ir, err := NewIngestRoutes(s.store, opts, s.log)
-	if err != nil {
-		return
-	}
+	ir := NewIngestRoutes(s.store, opts, s.log)
 	ir.MountWrite(r)
 	ir.MountRead(r)
+}
+
+// supported answers 501 over a store that keeps no ingested records.
+func (ir *IngestRoutes) supported(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if ir.store == nil {
+			writeError(w, http.StatusNotImplemented, "this store does not support ingest")
+			return
+		}
+		h(w, r)
+	}
 }
 
 // limited refuses a request with 429 while MaxInFlight others are handled.

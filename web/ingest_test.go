@@ -132,14 +132,15 @@ func TestIngestOPAUpload(t *testing.T) {
 	}
 	var list struct {
 		Records []struct {
-			Reason, RawBase64 string `json:"raw_base64"`
-			File              string
-			Record            int64
+			Reason    string `json:"reason"`
+			RawBase64 string `json:"raw_base64"`
+			Record    int64  `json:"record"`
 		}
 	}
 	json.NewDecoder(r.Body).Decode(&list)
 	r.Body.Close()
-	if len(list.Records) != 1 || list.Records[0].Record != 2 {
+	if len(list.Records) != 1 || list.Records[0].Record != 2 || list.Records[0].Reason != "schema_invalid" ||
+		!strings.Contains(mustBase64(t, list.Records[0].RawBase64), `"timestamp":"x"`) {
 		t.Fatalf("quarantine listing %+v", list)
 	}
 	if r, _ := http.Get(srv.URL + "/api/v1/ingest/flagged"); r.StatusCode != http.StatusBadRequest {
@@ -233,4 +234,12 @@ func TestA2HPush(t *testing.T) {
 	if len(list.Records) != 2 || list.Records[0].Reason != "replayed_jti" || list.Next == nil || !strings.Contains(*list.Records[0].Raw, `res-2`) {
 		t.Fatalf("quarantine page %+v", list)
 	}
+}
+
+func mustBase64(t *testing.T, s string) string {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -366,7 +366,7 @@ type ingestProgress struct {
 	drawn      bool
 }
 
-func newIngestProgress(w *os.File, name string, f *os.File) *ingestProgress {
+func newIngestProgress(w io.Writer, name string, f *os.File) *ingestProgress {
 	p := &ingestProgress{r: f, w: w, name: name, start: time.Now()}
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		p.size = fi.Size()
