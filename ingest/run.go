@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"runtime"
+	"sync"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
 )
 
@@ -15,6 +18,31 @@ const DefaultBatch = 1000
 // to append, or a quarantined record. It never fails otherwise.
 type Mapper interface {
 	Map(ctx context.Context, raw Raw) ledger.IngestRecord
+}
+
+// mapAll maps raws on every core: mapping (strict parsing, checks,
+// building the entry) is most of an ingest's CPU outside the database.
+func mapAll(ctx context.Context, m Mapper, raws []Raw) []ledger.IngestRecord {
+	out := make([]ledger.IngestRecord, len(raws))
+	workers := min(runtime.GOMAXPROCS(0), 8, max(1, len(raws)/64))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(raws); i += workers {
+				out[i] = m.Map(ctx, raws[i])
+				// Parsed here, on every core, rather than in the store's
+				// transaction; an entry that does not parse is left for the
+				// store to refuse.
+				if r := &out[i]; r.Quarantine == nil && r.Parsed == nil {
+					r.Parsed, _ = acs.ParseEntry(r.Entry.Entry)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // Summary counts the outcomes of a run.
@@ -36,9 +64,10 @@ func (s *Summary) add(r ledger.IngestResult) {
 }
 
 // Runner feeds mapped records to a store in batches. Mapping and writing
-// overlap: the next batch is mapped while the previous one commits, and at
-// most two batches are held, so memory is bounded by the batch size and
-// not by the input's.
+// overlap: the next batch is mapped (on every core) while the previous one
+// commits, and at most three batches are held (one read, one mapped, one
+// being written), so memory is bounded by the batch size and not by the
+// input's.
 type Runner struct {
 	Store Store
 	// Batch is the records per transaction; 0 means DefaultBatch.
@@ -63,27 +92,29 @@ func (r *Runner) Run(ctx context.Context, m Mapper, raws iter.Seq[Raw]) (Summary
 	var readErr error
 	go func() {
 		defer close(batches)
-		batch := make([]ledger.IngestRecord, 0, size)
+		pending := make([]Raw, 0, size)
+		send := func() bool {
+			batch := mapAll(ctx, m, pending)
+			pending = make([]Raw, 0, size)
+			select {
+			case batches <- batch:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
 		for raw := range raws {
 			if raw.Err != nil && (raw.Record == 0 || errors.Is(raw.Err, ErrUnreadable)) {
 				readErr = raw.Err
 				break
 			}
-			batch = append(batch, m.Map(ctx, raw))
-			if len(batch) == size {
-				select {
-				case batches <- batch:
-				case <-ctx.Done():
-					return
-				}
-				batch = make([]ledger.IngestRecord, 0, size)
+			pending = append(pending, raw)
+			if len(pending) == size && !send() {
+				return
 			}
 		}
-		if len(batch) > 0 {
-			select {
-			case batches <- batch:
-			case <-ctx.Done():
-			}
+		if len(pending) > 0 {
+			send()
 		}
 	}()
 	var sum Summary

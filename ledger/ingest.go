@@ -80,7 +80,11 @@ type IngestRecord struct {
 	Raw []byte
 
 	// Entry is the ContextEntry to append, unless Quarantine is set.
-	Entry Record
+	// Parsed, when set, must be acs.ParseEntry(Entry.Entry): a writer that
+	// parsed it already (off the store's transaction) saves the store the
+	// work.
+	Entry  Record
+	Parsed *acs.Entry
 	// Response, when set, is stored beside the entry as its signed
 	// response; Params, when set, as its request params
 	// (GuardianStore.Request).

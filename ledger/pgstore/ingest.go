@@ -56,6 +56,20 @@ func (s *Store) Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.
 				if p, err = s.plan(ctx, tx, in.Prepared, lookup, false, &refused); err != nil {
 					return err
 				}
+				// A record failing without the lookups (a published head
+				// that is not the new one) may be stored already: judge
+				// the batch again with them.
+				if !lookup && p.Failed() != nil {
+					if in, err = s.classify(ctx, tx, rs, true); err != nil {
+						return err
+					}
+					p = &plan.Plan{}
+					if len(in.Prepared) > 0 {
+						if p, err = s.plan(ctx, tx, in.Prepared, true, false, &refused); err != nil {
+							return err
+						}
+					}
+				}
 				if err := s.write(ctx, tx, p); err != nil {
 					return err
 				}

@@ -142,6 +142,15 @@ func testIngestChainMismatch(t *testing.T, open OpenIngest) {
 	if res[2].Position != 1 {
 		t.Fatalf("the record after a mismatch is at %d, want 1", res[2].Position)
 	}
+	// Again: the stored ones are duplicates (their heads are not the
+	// session's new head, which must not make them mismatches).
+	again, err := s.Ingest(ctx, []ledger.IngestRecord{r1, r2, r3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := statuses(again), []string{"duplicate:", "quarantined:chain_mismatch", "duplicate:"}; !slices.Equal(got, want) {
+		t.Fatalf("re-run statuses %v, want %v", got, want)
+	}
 	verifyChain(t, s, "s")
 	if gs, ok := s.(ledger.GuardianStore); ok {
 		b, err := gs.Response(ctx, "s", 0)

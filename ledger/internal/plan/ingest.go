@@ -75,7 +75,7 @@ func NewIngest(rs []ledger.IngestRecord, stored map[IngestKey]ledger.IngestResul
 			}
 			firstReplay[rk] = r.Key
 		}
-		p, err := Prepare(i, r.Entry, maxBytes)
+		p, err := PrepareParsed(i, r.Entry, r.Parsed, maxBytes)
 		if err != nil {
 			quarantine(ledger.ReasonLedgerRefused, err.Error())
 			continue
