@@ -20,6 +20,7 @@ import (
 	"github.com/acsledger/acsledger/ingest"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
+	"github.com/acsledger/acsledger/web"
 )
 
 // inputError is unreadable input or bad flags: exit status 2, with its
@@ -50,27 +51,7 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noAnchor, "no-anchor", false, "leave the new entries for the running server's log to anchor")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per record, then a summary object")
 	fs.IntVar(&f.batch, "batch", ingest.DefaultBatch, "records per transaction")
-	fs.StringVar(&f.opaSession, "opa-session-path", ingest.DefaultOPASessionPath, "opa: dotted path of the session id in a decision event")
-	fs.Func("a2h-hmac", "a2h: a Hub's HMAC-SHA256 secret, `KEY_ID=HEX` (repeatable)", func(v string) error {
-		id, b, err := keyFlag(v)
-		if err != nil {
-			return err
-		}
-		f.a2hKeys = append(f.a2hKeys, ingest.A2HKey{ID: id, HMAC: b})
-		return nil
-	})
-	fs.Func("a2h-ed25519", "a2h: a Hub's raw 32-byte Ed25519 public key, `KEY_ID=HEX` (repeatable)", func(v string) error {
-		id, b, err := keyFlag(v)
-		if err != nil {
-			return err
-		}
-		if len(b) != ed25519.PublicKeySize {
-			return fmt.Errorf("%s: an Ed25519 public key is %d bytes, not %d", id, ed25519.PublicKeySize, len(b))
-		}
-		f.a2hKeys = append(f.a2hKeys, ingest.A2HKey{ID: id, Ed25519: ed25519.PublicKey(b)})
-		return nil
-	})
-	fs.DurationVar(&f.a2hWindow, "a2h-window", ingest.DefaultA2HWindow, "a2h: replay window around received_at")
+	f.registerPush(fs)
 	fs.Func("a2h-type", "a2h: the type of an A2H message, `MESSAGE_ID=ask|task|notify` (repeatable)", func(v string) error {
 		id, typ, ok := strings.Cut(v, "=")
 		if !ok || id == "" || !slices.Contains([]string{"ask", "task", "notify"}, typ) {
@@ -113,6 +94,32 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 		}
 		return f.addACSKeys(k.Public())
 	})
+}
+
+// registerPush registers the flags of the sources that also arrive over
+// HTTP (serve takes them too).
+func (f *ingestFlags) registerPush(fs *flag.FlagSet) {
+	fs.StringVar(&f.opaSession, "opa-session-path", ingest.DefaultOPASessionPath, "opa: dotted path of the session id in a decision event")
+	fs.Func("a2h-hmac", "a2h: a Hub's HMAC-SHA256 secret, `KEY_ID=HEX` (repeatable)", func(v string) error {
+		id, b, err := keyFlag(v)
+		if err != nil {
+			return err
+		}
+		f.a2hKeys = append(f.a2hKeys, ingest.A2HKey{ID: id, HMAC: b})
+		return nil
+	})
+	fs.Func("a2h-ed25519", "a2h: a Hub's raw 32-byte Ed25519 public key, `KEY_ID=HEX` (repeatable)", func(v string) error {
+		id, b, err := keyFlag(v)
+		if err != nil {
+			return err
+		}
+		if len(b) != ed25519.PublicKeySize {
+			return fmt.Errorf("%s: an Ed25519 public key is %d bytes, not %d", id, ed25519.PublicKeySize, len(b))
+		}
+		f.a2hKeys = append(f.a2hKeys, ingest.A2HKey{ID: id, Ed25519: ed25519.PublicKey(b)})
+		return nil
+	})
+	fs.DurationVar(&f.a2hWindow, "a2h-window", ingest.DefaultA2HWindow, "a2h: replay window around received_at")
 }
 
 func (f *ingestFlags) addACSKeys(keys ...*sig.PublicKey) error {
@@ -410,4 +417,58 @@ func (p *ingestProgress) done() {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// ingestServeFlags configure serve's ingest routes (docs/ingest.md).
+type ingestServeFlags struct {
+	f           ingestFlags
+	callbackURL string
+	maxInFlight int
+}
+
+func (s *ingestServeFlags) register(fs *flag.FlagSet) {
+	s.f.registerPush(fs)
+	fs.StringVar(&s.callbackURL, "a2h-callback-url", "", "the URL Hubs push A2H Responses to, as they sign it (default: rebuilt from each request)")
+	fs.IntVar(&s.maxInFlight, "ingest-max-in-flight", 2, "ingest requests handled at once; more get 429 with Retry-After")
+}
+
+func (s *ingestServeFlags) options() web.IngestOptions {
+	return web.IngestOptions{
+		OPASessionPath: s.f.opaSession, A2HKeys: s.f.a2hKeys, A2HWindow: s.f.a2hWindow,
+		A2HCallbackURL: s.callbackURL, MaxInFlight: s.maxInFlight,
+	}
+}
+
+// notifyingIngestStore is notifyingStore for a store that keeps ingested
+// records: an ingest batch wakes the Merkle log too.
+type notifyingIngestStore struct {
+	notifyingStore
+	is ledger.IngestStore
+}
+
+// withIngest returns ns, keeping the ingest methods of orig when it has
+// them.
+func withIngest(ns notifyingStore, orig ledger.Store) ledger.Store {
+	if is, ok := orig.(ledger.IngestStore); ok {
+		return notifyingIngestStore{notifyingStore: ns, is: is}
+	}
+	return ns
+}
+
+func (s notifyingIngestStore) Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.IngestResult, error) {
+	res, err := s.is.Ingest(ctx, rs)
+	s.after(err)
+	return res, err
+}
+
+func (s notifyingIngestStore) IngestedByKey(ctx context.Context, source, key string) (ledger.IngestResult, error) {
+	return s.is.IngestedByKey(ctx, source, key)
+}
+
+func (s notifyingIngestStore) Quarantined(ctx context.Context, f ledger.IngestFilter) ([]ledger.Quarantined, error) {
+	return s.is.Quarantined(ctx, f)
+}
+
+func (s notifyingIngestStore) Flagged(ctx context.Context, flag string, f ledger.IngestFilter) ([]ledger.IngestResult, error) {
+	return s.is.Flagged(ctx, flag, f)
 }

@@ -34,6 +34,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	gf.register(fs)
 	var lf logFlags
 	lf.register(fs)
+	var inf ingestServeFlags
+	inf.register(fs)
 	reverifyEvery := fs.Duration("reverify-every", time.Hour, "re-verify the whole ledger this often (0: only on demand through the admin API, whose token is $ACSLEDGER_ADMIN_TOKEN)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -72,14 +74,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if gs, ok := store.(ledger.GuardianStore); ok {
-		store = notifyingStore{GuardianStore: gs, notify: mlog.Notify}
+		store = withIngest(notifyingStore{GuardianStore: gs, notify: mlog.Notify}, gs)
 	}
 	gd, err := gf.newGuardian(ctx, store, keys, keySet, log)
 	if err != nil {
 		return err
 	}
 	ev := lf.evidenceOptions(store, mlog, keySet, log)
-	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev})
+	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Ingest: inf.options()})
 	tlogserve.Mount(handler.Router(), mlog, log)
 	ui.Mount(handler.Router())
 	handler.Router().Method(http.MethodGet, "/metrics", metrics)
