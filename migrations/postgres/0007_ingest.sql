@@ -59,3 +59,20 @@ CREATE TRIGGER ingest_quarantine_append_only BEFORE UPDATE OR DELETE OR TRUNCATE
 REVOKE ALL ON ingest_records, ingest_quarantine FROM PUBLIC;
 GRANT SELECT, INSERT ON ingest_records, ingest_quarantine TO acsledger_writer;
 
+
+-- Bulk appends (ingest batches of thousands, and any multi-row insert or
+-- COPY of entries) queue their entries for the Merkle log with one
+-- statement per insert instead of one trigger call and one INSERT per
+-- row: the same tlog_pending rows, in the same transaction, so 0002's
+-- contract is unchanged.
+CREATE FUNCTION tlog_enqueue_rows() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO tlog_pending (entry_id) SELECT id FROM new_entries;
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER entries_tlog_enqueue ON entries;
+CREATE TRIGGER entries_tlog_enqueue AFTER INSERT ON entries
+    REFERENCING NEW TABLE AS new_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION tlog_enqueue_rows();
