@@ -15,6 +15,11 @@ import (
 // built) through the scripts in testdata/ingest, the command-line contract
 // of docs/ingest.md. `exitcode N exec acsledger ...` requires exit status N.
 func TestIngestScript(t *testing.T) {
+	// The scripts verify exported bundles with the auditor's CLI.
+	verifier := filepath.Join(filepath.Dir(binary), "acsverify")
+	if out, err := exec.Command("go", "build", "-o", verifier, "../acsverify").CombinedOutput(); err != nil {
+		t.Fatalf("couldn't build acsverify: %v\n%s", err, out)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "ingest"),
 		RequireExplicitExec: true,
