@@ -335,3 +335,22 @@ func TestMember(t *testing.T) {
 		t.Error("member of an array")
 	}
 }
+
+func TestDecodeOPAEvent(t *testing.T) {
+	ev, err := decodeOPAEvent([]byte(` {"decision_id" : "d\u002d1", "input":{"a":[1,"}"]}, "result":null,"labels":{"id":"o"},"bundles":{"b":{"revision":"r"}},"erased":["/x"],"timestamp":"t","unknown":{"x":1}} `))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *ev.DecisionID != "d-1" || string(ev.Input) != `{"a":[1,"}"]}` || string(ev.Result) != "null" || ev.Labels["id"] != "o" ||
+		ev.Bundles["b"].Revision != "r" || ev.Erased[0] != "/x" || *ev.Timestamp != "t" || ev.NDBuiltinCache != nil {
+		t.Fatalf("%+v", ev)
+	}
+	for _, bad := range []string{`{"decision_id":1}`, `{"labels":["x"]}`, `[]`, `{"path":null}`} {
+		if _, err := decodeOPAEvent([]byte(bad)); err == nil {
+			t.Errorf("%s decoded", bad)
+		}
+	}
+	if ev, err := decodeOPAEvent([]byte(`{}`)); err != nil || ev.DecisionID != nil {
+		t.Fatalf("empty object: %+v, %v", ev, err)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -233,7 +235,12 @@ func BenchmarkOPAUploads(b *testing.B) {
 	srv := httptest.NewServer(web.New(s, web.Options{}))
 	defer srv.Close()
 	const n, perUpload = 50_000, 1000
+	clients := 2
+	if c := os.Getenv("ACSLEDGER_BENCH_CLIENTS"); c != "" {
+		clients, _ = strconv.Atoi(c)
+	}
 	var secs float64
+	var cpuUsed, goUsed time.Duration
 	var events int64
 	for i := 0; i < b.N; i++ {
 		run := fmt.Sprintf("u%d", i)
@@ -254,11 +261,11 @@ func BenchmarkOPAUploads(b *testing.B) {
 			zw.Close()
 			bodies = append(bodies, gz.Bytes())
 		}
-		start := time.Now()
+		start, cpu, self := time.Now(), cpuTime(), selfCPU()
 		stop := anchoring(b, l)
 		work := make(chan []byte)
-		errs := make(chan error, 2)
-		for range 2 {
+		errs := make(chan error, clients)
+		for range clients {
 			go func() {
 				for body := range work {
 					for {
@@ -289,14 +296,18 @@ func BenchmarkOPAUploads(b *testing.B) {
 			work <- body
 		}
 		close(work)
-		for range 2 {
+		for range clients {
 			if err := <-errs; err != nil {
 				b.Fatal(err)
 			}
 		}
 		stop()
 		secs += time.Since(start).Seconds()
+		cpuUsed += cpuTime() - cpu
+		goUsed += selfCPU() - self
 		events += n
 	}
 	b.ReportMetric(float64(events)/secs, "events/s")
+	b.ReportMetric(float64(cpuUsed.Microseconds())/float64(events), "cpu-us/event")
+	b.ReportMetric(float64(goUsed.Microseconds())/float64(events), "go-cpu-us/event")
 }

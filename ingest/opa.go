@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -100,10 +101,8 @@ func (m OPAMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
 	if t := firstByte(raw.Bytes); t != '{' {
 		return quarantine(OPA, raw, "", ReasonSchemaInvalid, "an OPA decision event must be a JSON object")
 	}
-	var ev opaEvent
-	dec := json.NewDecoder(bytes.NewReader(raw.Bytes))
-	dec.UseNumber()
-	if err := dec.Decode(&ev); err != nil {
+	ev, err := decodeOPAEvent(raw.Bytes)
+	if err != nil {
 		return quarantine(OPA, raw, "", ReasonSchemaInvalid, "not an OPA decision event: %v", err)
 	}
 	if ev.DecisionID == nil || *ev.DecisionID == "" {
@@ -116,7 +115,7 @@ func (m OPAMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
 	if _, err := time.Parse(time.RFC3339Nano, *ev.Timestamp); err != nil {
 		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s: timestamp %q is not RFC 3339", key, *ev.Timestamp)
 	}
-	session, err := m.session(raw.Bytes, ev)
+	session, err := m.session(raw.Bytes, *ev)
 	if err != nil {
 		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s: %v", key, err)
 	}
@@ -306,4 +305,99 @@ func skipJSONValue(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// decodeOPAEvent decodes the members of an event the mapping reads, in
+// one pass over its top level: encoding/json would also decode input,
+// which is most of the event and which the mapping only keeps. event must
+// have passed acs.Canonicalize (no duplicate members, valid JSON).
+func decodeOPAEvent(event []byte) (*opaEvent, error) {
+	ev := new(opaEvent)
+	err := eachMember(event, func(key string, v []byte) error {
+		var err error
+		switch key {
+		case "decision_id":
+			var s string
+			s, err = jsonString(v)
+			ev.DecisionID = &s
+		case "timestamp":
+			var s string
+			s, err = jsonString(v)
+			ev.Timestamp = &s
+		case "path":
+			ev.Path, err = jsonString(v)
+		case "query":
+			ev.Query, err = jsonString(v)
+		case "requested_by":
+			ev.RequestedBy, err = jsonString(v)
+		case "revision":
+			ev.Revision, err = jsonString(v)
+		case "input":
+			ev.Input = v
+		case "result":
+			ev.Result = v
+		case "nd_builtin_cache":
+			ev.NDBuiltinCache = v
+		case "labels":
+			err = json.Unmarshal(v, &ev.Labels)
+		case "bundles":
+			err = json.Unmarshal(v, &ev.Bundles)
+		case "erased":
+			err = json.Unmarshal(v, &ev.Erased)
+		case "masked":
+			err = json.Unmarshal(v, &ev.Masked)
+		}
+		if err != nil {
+			return fmt.Errorf("member %q: %w", key, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// eachMember calls fn with every top-level member of the JSON object obj
+// (valid JSON), its key unescaped and its value's exact bytes.
+func eachMember(obj []byte, fn func(key string, v []byte) error) error {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return errors.New("not a JSON object")
+	}
+	i = skipWS(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return nil
+	}
+	for i < len(obj) {
+		kEnd := skipString(obj, i)
+		key, err := jsonString(obj[i:kEnd])
+		if err != nil {
+			return err
+		}
+		vStart := skipWS(obj, skipWS(obj, kEnd)+1) // past the ':'
+		vEnd := skipJSONValue(obj, vStart)
+		if err := fn(key, obj[vStart:vEnd]); err != nil {
+			return err
+		}
+		i = skipWS(obj, vEnd)
+		if i >= len(obj) || obj[i] != ',' {
+			return nil
+		}
+		i = skipWS(obj, i+1)
+	}
+	return nil
+}
+
+// jsonString decodes a JSON string value, refusing any other type.
+func jsonString(v []byte) (string, error) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", fmt.Errorf("want a string, got %.20s", v)
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(v, &s)
+	return s, err
 }
