@@ -87,7 +87,7 @@ type A2HVerifier struct {
 	Window time.Duration
 }
 
-// a2hChecked is a Response that passed Verify.
+// a2hChecked is a Response that passed check.
 type a2hChecked struct {
 	resp      a2hResponse
 	sig       a2hSignature
@@ -97,13 +97,13 @@ type a2hChecked struct {
 	signedCtx []byte
 }
 
-// Verify checks a delivery as of its received_at against its
+// check checks a delivery as of its received_at against its
 // callback_url: the header's syntax, the body's JSON and version, the
 // defaulted rule, the schema, the timestamp window and the signature over
 // the JCS signed_context, in that order; the first failure is returned
 // with its reason code. The jti replay and the (in_reply_to,
 // resolution_id) dedupe are the store's (they need history).
-func (v A2HVerifier) Verify(d A2HDelivery) (*a2hChecked, *a2hFailure) {
+func (v A2HVerifier) check(d A2HDelivery) (*a2hChecked, *a2hFailure) {
 	received, err := time.Parse(time.RFC3339Nano, d.ReceivedAt)
 	if err != nil {
 		return nil, fail(ReasonSchemaInvalid, "received_at %q is not RFC 3339", d.ReceivedAt)
@@ -167,7 +167,7 @@ func (v A2HVerifier) Verify(d A2HDelivery) (*a2hChecked, *a2hFailure) {
 	if err != nil {
 		return nil, fail(ReasonMalformedJSON, "%v", err)
 	}
-	keyID, ok := v.verify(signed, sig.V1)
+	keyID, ok := v.verifySig(signed, sig.V1)
 	if !ok {
 		return nil, fail(ReasonSignatureMismatch, "the signature verifies under none of the %d configured keys", len(v.Keys))
 	}
@@ -181,7 +181,7 @@ func (v A2HVerifier) Verify(d A2HDelivery) (*a2hChecked, *a2hFailure) {
 	return c, nil
 }
 
-func (v A2HVerifier) verify(msg, sig []byte) (string, bool) {
+func (v A2HVerifier) verifySig(msg, sig []byte) (string, bool) {
 	for _, k := range v.Keys {
 		switch {
 		case k.HMAC != nil:
@@ -368,7 +368,7 @@ func (m A2HMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
 	if err := strictDecode(raw.Bytes, &d); err != nil {
 		return quarantine(A2H, raw, "", ReasonSchemaInvalid, "not an archived delivery {received_at, callback_url, headers, body}: %v", err)
 	}
-	c, f := m.Verifier.Verify(d)
+	c, f := m.Verifier.check(d)
 	if f != nil {
 		key := ""
 		var resp a2hResponse

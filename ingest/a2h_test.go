@@ -118,10 +118,10 @@ func TestConformanceVectors(t *testing.T) {
 				header := fmt.Sprintf("t=%s,jti=%s,v1=%s", tsec, v.SignedContext["jti"], v.V1)
 				at := unixString(t, tsec).Add(5 * time.Second)
 				ver := A2HVerifier{Keys: []A2HKey{{ID: "test", HMAC: []byte(v.TestKey)}}}
-				if _, f := ver.Verify(deliveryFor(t, v, v.Honest, header, at)); f != nil {
+				if _, f := ver.check(deliveryFor(t, v, v.Honest, header, at)); f != nil {
 					t.Fatalf("the honest payload fails: %v", f)
 				}
-				_, f := ver.Verify(deliveryFor(t, v, v.Tampered, header, at))
+				_, f := ver.check(deliveryFor(t, v, v.Tampered, header, at))
 				if f == nil || f.reason != ReasonSignatureMismatch {
 					t.Fatalf("the tampered payload: %v, want %s", f, ReasonSignatureMismatch)
 				}
@@ -181,9 +181,9 @@ func testDP001(t *testing.T, v vector) {
 		t.Fatalf("v1 %s, want %s", got, v.V1)
 	}
 	ver := A2HVerifier{Keys: []A2HKey{{ID: "other", HMAC: []byte("another secret")}, {ID: "test", HMAC: []byte(v.TestKey)}}}
-	c, f := ver.Verify(d)
+	c, f := ver.check(d)
 	if f != nil {
-		t.Fatalf("Verify: %v", f)
+		t.Fatalf("check: %v", f)
 	}
 	if c.keyID != "test" || c.actor != "human:alice" {
 		t.Fatalf("verified as %+v", c)
@@ -191,13 +191,13 @@ func testDP001(t *testing.T, v vector) {
 	// A tampered signed member fails: the resolution_id, here.
 	d2 := d
 	d2.Body = strings.Replace(d.Body, "res_01HZXR3SOLVE", "res_01HZXR3SOLVF", 1)
-	if _, f := ver.Verify(d2); f == nil || f.reason != ReasonSignatureMismatch {
+	if _, f := ver.check(d2); f == nil || f.reason != ReasonSignatureMismatch {
 		t.Fatalf("tampered resolution_id: %v", f)
 	}
 	// Outside the ±120 s window.
 	d3 := d
 	d3.ReceivedAt = unixString(t, sig.TS).Add(121 * time.Second).UTC().Format(time.RFC3339)
-	if _, f := ver.Verify(d3); f == nil || f.reason != ReasonStaleTimestamp {
+	if _, f := ver.check(d3); f == nil || f.reason != ReasonStaleTimestamp {
 		t.Fatalf("stale: %v", f)
 	}
 }
@@ -308,7 +308,7 @@ func TestA2HChecks(t *testing.T) {
 		}(), ReasonSchemaInvalid, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, f := ver.Verify(tc.d)
+			c, f := ver.check(tc.d)
 			switch {
 			case tc.reason == "" && f != nil:
 				t.Fatalf("refused: %s: %v", f.reason, f)

@@ -30,8 +30,7 @@ type bashGuardDecision struct {
 	Action   string `json:"action"`
 	Source   string `json:"source"`
 	Reasons  []struct {
-		RuleID   string `json:"rule_id"`
-		Bypassed bool   `json:"bypassed"`
+		RuleID string `json:"rule_id"`
 	} `json:"reasons"`
 	Input struct {
 		Raw string `json:"raw"`

@@ -198,7 +198,7 @@ func (ir *IngestRoutes) a2hPush(w http.ResponseWriter, r *http.Request) {
 	}
 	m := ingest.A2HMapper{
 		Verifier: ingest.A2HVerifier{Keys: ir.opts.A2HKeys, Window: ir.opts.A2HWindow},
-		Store:    ir.store.(ingest.Store),
+		Store:    ir.store,
 	}
 	rec := m.Map(r.Context(), raw)
 	res, err := ir.store.Ingest(r.Context(), []ledger.IngestRecord{rec})
@@ -225,7 +225,7 @@ func (ir *IngestRoutes) a2hPush(w http.ResponseWriter, r *http.Request) {
 // records.
 func (ir *IngestRoutes) run(w http.ResponseWriter, r *http.Request, m ingest.Mapper, raws func(func(ingest.Raw) bool)) {
 	var sum ingestSummary
-	runner := ingest.Runner{Store: ir.store.(ingest.Store), Batch: ir.opts.Batch, OnResult: func(rec ledger.IngestRecord, res ledger.IngestResult) {
+	runner := ingest.Runner{Store: ir.store, Batch: ir.opts.Batch, OnResult: func(rec ledger.IngestRecord, res ledger.IngestResult) {
 		if res.Status == ledger.IngestQuarantined && len(sum.Quarantined) < 100 {
 			sum.Quarantined = append(sum.Quarantined, quarantinedOf(rec, res))
 		}

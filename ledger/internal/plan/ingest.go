@@ -145,8 +145,8 @@ func (in *Ingest) Quarantined() []int {
 	return out
 }
 
-// Keys returns the distinct natural and replay keys of rs, for the store's
-// lookup.
+// IngestKeys returns the distinct natural and replay keys of rs, for the
+// store's lookup.
 func IngestKeys(rs []ledger.IngestRecord) (keys, replayKeys []IngestKey) {
 	seen := make(map[IngestKey]bool)
 	seenR := make(map[IngestKey]bool)
