@@ -72,8 +72,10 @@ type Runner struct {
 	Store Store
 	// Batch is the records per transaction; 0 means DefaultBatch.
 	Batch int
-	// OnResult, if set, is called for every record in input order.
+	// OnResult, if set, is called for every record in input order, once
+	// its batch committed; OnBatch, if set, after each batch's OnResults.
 	OnResult func(ledger.IngestRecord, ledger.IngestResult)
+	OnBatch  func()
 }
 
 // Run maps and stores every raw record of raws. It stops at the first
@@ -131,6 +133,9 @@ func (r *Runner) Run(ctx context.Context, m Mapper, raws iter.Seq[Raw]) (Summary
 			if r.OnResult != nil {
 				r.OnResult(rec, res[i])
 			}
+		}
+		if r.OnBatch != nil {
+			r.OnBatch()
 		}
 	}
 	if readErr != nil {

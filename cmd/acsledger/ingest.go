@@ -278,6 +278,8 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				fmt.Fprintf(out, "quarantined %s: %s\n", res.Reason, withPlace(res.Detail, rec))
 			}
 		}}
+		// Each batch's results leave as soon as it committed.
+		r.OnBatch = func() { out.Flush() }
 		var raws func(func(ingest.Raw) bool)
 		if ingest.Format(f.format) == ingest.OPA {
 			raws = ingest.ArrayElements(in, name)
