@@ -29,6 +29,8 @@ type Options struct {
 	Evidence EvidenceOptions
 	// Auth configures access control (web/auth.go, docs/security.md).
 	Auth AuthOptions
+	// Ingest configures the ingest routes (web/ingest.go).
+	Ingest IngestOptions
 }
 
 // Server serves the HTTP API over one store.
@@ -66,6 +68,7 @@ func New(store ledger.GuardianStore, opts Options) *Server {
 		r.Get("/sessions/{session_id}/entries", s.listEntries)
 		r.Post("/sessions/{session_id}/entries", s.appendEntry)
 		s.mountEvidence(r, opts.Evidence)
+		s.mountIngest(r, opts.Ingest)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such resource: %s %s", r.Method, r.URL.Path))

@@ -15,6 +15,7 @@
 //	acsledger replay   [--db URL] [--session ID] REQUEST_ID re-evaluate a recorded decision
 //	acsledger erase    --db URL --session ID --position N --reason TEXT [--by NAME]
 //	                                                        erase a step's request params
+//	acsledger ingest   --format F [--db URL] [--json] FILE... take in other guards' records
 //	acsledger bench    guardian [--url URL] [--sessions N]  measure the Guardian beside bare OPA
 //	acsledger demo     [--url URL] [--keys DIR]             drive a running server and verify its evidence
 //
@@ -52,6 +53,7 @@ func commands() []command {
 		{"replay", "re-evaluate a recorded decision (REQUEST_ID)", runReplay},
 		{"token", "manage API tokens: create --role ROLE, list, revoke NAME", runToken},
 		{"erase", "erase a step's stored request params (--session ID --position N --reason TEXT)", runErase},
+		{"ingest", "take in OPA, bash-guard, A2H or ACS records (--format F FILE...)", runIngest},
 		{"bench", "measure the Guardian under load beside bare OPA (bench guardian)", runBench},
 		{"demo", "send a short agent workload to a running server and verify its evidence", runDemo},
 	}

@@ -42,6 +42,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	lf.register(fs)
 	var af accessFlags
 	af.register(fs)
+	var inf ingestServeFlags
+	inf.register(fs)
 	reverifyEvery := fs.Duration("reverify-every", time.Hour, "re-verify the whole ledger this often (0: only on demand through the admin API, whose token is $ACSLEDGER_ADMIN_TOKEN)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -111,7 +113,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Auth: web.AuthOptions{
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
-	}})
+	}, Ingest: inf.options()})
 	mountRoutes(handler.Router(), mlog, metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,

@@ -27,6 +27,7 @@ import (
 type Store interface {
 	ledger.GuardianStore
 	ledger.TokenStore
+	ledger.IngestStore
 	// LogStorage returns the storage of the Merkle log over the store's
 	// database, whose tables hold the leaves of the store's entries.
 	LogStorage() tlog.Storage

@@ -35,6 +35,12 @@ type Prepared struct {
 
 // Prepare checks a record's identifiers and size and parses its entry.
 func Prepare(index int, r ledger.Record, maxBytes int) (Prepared, error) {
+	return PrepareParsed(index, r, nil, maxBytes)
+}
+
+// PrepareParsed is Prepare with the entry already parsed: e, when not nil,
+// must be acs.ParseEntry(r.Entry).
+func PrepareParsed(index int, r ledger.Record, e *acs.Entry, maxBytes int) (Prepared, error) {
 	invalid := func(format string, args ...any) error {
 		return &ledger.InvalidEntryError{Index: index, SessionID: r.SessionID, Err: fmt.Errorf(format, args...)}
 	}
@@ -54,9 +60,11 @@ func Prepare(index int, r ledger.Record, maxBytes int) (Prepared, error) {
 	default:
 		return Prepared{}, invalid("writer %q is not %q or %q", r.Writer, ledger.WriterExternal, ledger.WriterGuardian)
 	}
-	e, err := acs.ParseEntry(r.Entry)
-	if err != nil {
-		return Prepared{}, &ledger.InvalidEntryError{Index: index, SessionID: r.SessionID, Err: err}
+	if e == nil {
+		var err error
+		if e, err = acs.ParseEntry(r.Entry); err != nil {
+			return Prepared{}, &ledger.InvalidEntryError{Index: index, SessionID: r.SessionID, Err: err}
+		}
 	}
 	// The indexed members are stored as text columns, which in PostgreSQL
 	// cannot hold NUL; refuse it in every store alike.

@@ -1,0 +1,313 @@
+package ingest_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/acsledger/acsledger/ingest"
+	"github.com/acsledger/acsledger/internal/pgtest"
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/pgstore"
+	"github.com/acsledger/acsledger/ledger/sqlitestore"
+	"github.com/acsledger/acsledger/ledger/tlog"
+	"github.com/acsledger/acsledger/web"
+)
+
+// benchEvent is an OPA decision event of about 600 bytes, as OPA's
+// decision-log plugin writes them, in one of 64 sessions.
+func benchEvent(run string, n int) []byte {
+	return fmt.Appendf(nil, `{"labels":{"id":"opa-bench","version":"1.22.3"},"decision_id":"%s-%08d",`+
+		`"bundles":{"authz":{"revision":"rev-2026-12-01"}},"path":"authz/allow",`+
+		`"input":{"session_id":"%s-s%02d","user":"user-%d","action":"read","resource":{"kind":"document","id":"doc-%d","owner":"team-a"}},`+
+		`"result":{"allow":%t,"reasons":["rbac","owner"]},"nd_builtin_cache":{"time.now_ns":{"[]":%d}},`+
+		`"timestamp":"2026-12-01T10:00:00.%09dZ","metrics":{"timer_rego_query_eval_ns":24436,"timer_server_handler_ns":183492}}`,
+		run, n, run, n%64, n%1000, n, n%3 != 0, int64(1764583200000000000)+int64(n), n%1000000000)
+}
+
+func benchRaws(run string, n int) []ingest.Raw {
+	raws := make([]ingest.Raw, n)
+	for i := range raws {
+		raws[i] = ingest.Raw{File: "bench", Record: int64(i + 1), Bytes: benchEvent(run, i)}
+	}
+	return raws
+}
+
+func seq(raws []ingest.Raw) func(func(ingest.Raw) bool) {
+	return func(yield func(ingest.Raw) bool) {
+		for _, r := range raws {
+			if !yield(r) {
+				return
+			}
+		}
+	}
+}
+
+// anchor integrates every pending entry into the log.
+func anchor(b *testing.B, l *tlog.Log) {
+	for {
+		n, err := l.Integrate(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// anchoring integrates pending entries while the caller ingests, as a
+// server's log does, until the returned stop is called; stop then
+// anchors what is left and returns.
+func anchoring(b *testing.B, l *tlog.Log) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan error, 1)
+	go func() {
+		for {
+			n, err := l.Integrate(context.Background())
+			if err != nil {
+				exited <- err
+				return
+			}
+			select {
+			case <-done:
+				exited <- nil
+				return
+			default:
+			}
+			if n == 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		if err := <-exited; err != nil {
+			b.Fatal(err)
+		}
+		anchor(b, l)
+	}
+}
+
+func newBenchLog(b *testing.B, st tlog.Storage) *tlog.Log {
+	key, _, err := tlog.KeyFromSeed("bench.test/log", tlog.Ed25519, [32]byte{7})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// BatchSize as a server's log integrates a backlog (BacklogBatchSize).
+	l, err := tlog.New(context.Background(), st, tlog.Config{Origin: "bench.test/log", Keys: []string{key}, BatchSize: 65536})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// BenchmarkBulkPostgres measures bulk ingest of OPA decisions into
+// Postgres (strict parsing, mapping, entry_hash, chaining, the natural-key
+// bookkeeping and anchoring in the Merkle log) beside a raw COPY of the
+// same entries rows into a copy of the entries table, in the same run and
+// database, with durability on.
+func BenchmarkBulkPostgres(b *testing.B) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(b)
+	if err := pgstore.Migrate(ctx, url); err != nil {
+		b.Fatal(err)
+	}
+	s, err := pgstore.Open(ctx, url, pgstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	owner, err := pgxpool.New(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer owner.Close()
+	l := newBenchLog(b, s.LogStorage())
+	const n = 50_000
+	var ingestSecs, copySecs float64
+	var ingestCPU, copyCPU, goCPU time.Duration
+	var rows int64
+	for i := 0; i < b.N; i++ {
+		run := fmt.Sprintf("r%d", i)
+		raws := benchRaws(run, n)
+		start, cpu, self := time.Now(), cpuTime(), selfCPU()
+		stop := anchoring(b, l)
+		r := ingest.Runner{Store: s, Batch: 2000}
+		sum, err := r.Run(ctx, ingest.OPAMapper{}, seq(raws))
+		if err != nil || sum.Accepted != n {
+			b.Fatalf("%+v, %v", sum, err)
+		}
+		stop()
+		ingestSecs += time.Since(start).Seconds()
+		ingestCPU += cpuTime() - cpu
+		goCPU += selfCPU() - self
+
+		// The same rows, read back, COPYed raw into a like table.
+		if _, err := owner.Exec(ctx, "DROP TABLE IF EXISTS entries_copy; CREATE TABLE entries_copy (LIKE entries INCLUDING ALL)"); err != nil {
+			b.Fatal(err)
+		}
+		dbRows, err := owner.Query(ctx, `SELECT session_id, position, entry_hash, previous_hash, entry_id, step_id, step_type, entry_timestamp, recorded_at, content
+			FROM entries WHERE step_id LIKE $1`, "opa:"+run+"-%")
+		if err != nil {
+			b.Fatal(err)
+		}
+		all, err := pgx.CollectRows(dbRows, func(row pgx.CollectableRow) ([]any, error) { return row.Values() })
+		if err != nil || len(all) != n {
+			b.Fatalf("%d rows, %v", len(all), err)
+		}
+		start, cpu = time.Now(), cpuTime()
+		cols := []string{"session_id", "position", "entry_hash", "previous_hash", "entry_id", "step_id", "step_type", "entry_timestamp", "recorded_at", "content"}
+		for off := 0; off < n; off += 2000 {
+			end := min(off+2000, n)
+			if _, err := owner.CopyFrom(ctx, pgx.Identifier{"entries_copy"}, cols, pgx.CopyFromRows(all[off:end])); err != nil {
+				b.Fatal(err)
+			}
+		}
+		copySecs += time.Since(start).Seconds()
+		copyCPU += cpuTime() - cpu
+		rows += n
+	}
+	b.ReportMetric(float64(rows)/ingestSecs, "ingest-entries/s")
+	b.ReportMetric(float64(rows)/copySecs, "copy-rows/s")
+	b.ReportMetric(100*copySecs/ingestSecs, "%-of-copy")
+	// CPU per row, this process and PostgreSQL together: what the work
+	// costs whatever else the machine runs.
+	b.ReportMetric(float64(ingestCPU.Microseconds())/float64(rows), "ingest-cpu-us/entry")
+	b.ReportMetric(float64(copyCPU.Microseconds())/float64(rows), "copy-cpu-us/row")
+	b.ReportMetric(float64(goCPU.Microseconds())/float64(rows), "ingest-go-cpu-us/entry")
+}
+
+// BenchmarkBulkSQLite is BenchmarkBulkPostgres's ingest on the embedded
+// store.
+func BenchmarkBulkSQLite(b *testing.B) {
+	ctx := context.Background()
+	s, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "ledger.db"), ledger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	l := newBenchLog(b, s.LogStorage())
+	const n = 20_000
+	var secs float64
+	var rows int64
+	for i := 0; i < b.N; i++ {
+		raws := benchRaws(fmt.Sprintf("r%d", i), n)
+		start := time.Now()
+		stop := anchoring(b, l)
+		r := ingest.Runner{Store: s, Batch: 2000}
+		if sum, err := r.Run(ctx, ingest.OPAMapper{}, seq(raws)); err != nil || sum.Accepted != n {
+			b.Fatalf("%+v, %v", sum, err)
+		}
+		stop()
+		secs += time.Since(start).Seconds()
+		rows += n
+	}
+	b.ReportMetric(float64(rows)/secs, "ingest-entries/s")
+}
+
+// BenchmarkOPAUploads measures the decision-log plugin's path: gzip JSON
+// arrays POSTed over loopback HTTP to /api/v1/ingest/opa/logs, two
+// uploads in flight, into Postgres, anchored.
+func BenchmarkOPAUploads(b *testing.B) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(b)
+	if err := pgstore.Migrate(ctx, url); err != nil {
+		b.Fatal(err)
+	}
+	s, err := pgstore.Open(ctx, url, pgstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	l := newBenchLog(b, s.LogStorage())
+	srv := httptest.NewServer(web.New(s, web.Options{}))
+	defer srv.Close()
+	const n, perUpload = 50_000, 1000
+	clients := 2
+	if c := os.Getenv("ACSLEDGER_BENCH_CLIENTS"); c != "" {
+		clients, _ = strconv.Atoi(c)
+	}
+	var secs float64
+	var cpuUsed, goUsed time.Duration
+	var events int64
+	for i := 0; i < b.N; i++ {
+		run := fmt.Sprintf("u%d", i)
+		var bodies [][]byte
+		for off := 0; off < n; off += perUpload {
+			var raw bytes.Buffer
+			raw.WriteByte('[')
+			for j := off; j < off+perUpload; j++ {
+				if j > off {
+					raw.WriteByte(',')
+				}
+				raw.Write(benchEvent(run, j))
+			}
+			raw.WriteByte(']')
+			var gz bytes.Buffer
+			zw := gzip.NewWriter(&gz)
+			zw.Write(raw.Bytes())
+			zw.Close()
+			bodies = append(bodies, gz.Bytes())
+		}
+		start, cpu, self := time.Now(), cpuTime(), selfCPU()
+		stop := anchoring(b, l)
+		work := make(chan []byte)
+		errs := make(chan error, clients)
+		for range clients {
+			go func() {
+				for body := range work {
+					for {
+						req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/ingest/opa/logs", bytes.NewReader(body))
+						req.Header.Set("Content-Encoding", "gzip")
+						req.Header.Set("Content-Type", "application/json")
+						resp, err := http.DefaultClient.Do(req)
+						if err != nil {
+							errs <- err
+							return
+						}
+						resp.Body.Close()
+						if resp.StatusCode == http.StatusTooManyRequests {
+							time.Sleep(10 * time.Millisecond)
+							continue
+						}
+						if resp.StatusCode != http.StatusOK {
+							errs <- fmt.Errorf("status %d", resp.StatusCode)
+							return
+						}
+						break
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for _, body := range bodies {
+			work <- body
+		}
+		close(work)
+		for range clients {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+		stop()
+		secs += time.Since(start).Seconds()
+		cpuUsed += cpuTime() - cpu
+		goUsed += selfCPU() - self
+		events += n
+	}
+	b.ReportMetric(float64(events)/secs, "events/s")
+	b.ReportMetric(float64(cpuUsed.Microseconds())/float64(events), "cpu-us/event")
+	b.ReportMetric(float64(goUsed.Microseconds())/float64(events), "go-cpu-us/event")
+}

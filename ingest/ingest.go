@@ -1,0 +1,100 @@
+// Package ingest takes in the decision records other guards already write
+// and turns each into a ContextEntry of a ledger session, or into a
+// quarantined record with a reason: never neither.
+//
+// Four sources are read, each by a strict parser, a mapping and checks
+// (docs/ingest.md explains each mapping with an example):
+//
+//   - OPA decision logs, as OPA's decision-log plugin uploads them (gzip
+//     JSON arrays) [OPA decision logs];
+//   - bash-guard decisions (decision-output.v1) and its audit lines;
+//   - A2H resolutions, pushed by a Hub with an A2H-Signature header or
+//     archived [A2H] (spec §6, §9.2);
+//   - another ACS Guardian's traffic, as request/response envelope pairs.
+//
+// Every entry carries the source record's exact text (member
+// "source_record"), so the chain commits to it and an auditor can re-check
+// a source signature offline from an exported bundle alone. Records are
+// idempotent on each source's natural key (ledger.IngestStore).
+//
+// [OPA decision logs]: https://www.openpolicyagent.org/docs/management-decision-logs
+// [A2H]: https://a2hprotocol.org
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/acsledger/acsledger/ledger"
+)
+
+// Format names a source format, as `acsledger ingest --format` takes it.
+type Format string
+
+// The formats.
+const (
+	OPA            Format = "opa"
+	BashGuard      Format = "bash-guard"
+	BashGuardAudit Format = "bash-guard-audit"
+	A2H            Format = "a2h"
+	ACS            Format = "acs"
+)
+
+// Formats lists every format.
+var Formats = []Format{OPA, BashGuard, BashGuardAudit, A2H, ACS}
+
+// Reason codes of quarantined records (docs/findings.md). The store adds
+// ledger.ReasonChainMismatch, ledger.ReasonReplayedJTI,
+// ledger.ReasonKeyConflict and ledger.ReasonLedgerRefused.
+const (
+	ReasonMalformedJSON     = "malformed_json"
+	ReasonSchemaInvalid     = "schema_invalid"
+	ReasonChainMismatch     = ledger.ReasonChainMismatch
+	ReasonSignatureInvalid  = "signature_invalid"
+	ReasonMalformedSigHdr   = "malformed_signature_header"
+	ReasonUnsupportedVer    = "unsupported_version"
+	ReasonStaleTimestamp    = "stale_timestamp"
+	ReasonSignatureMismatch = "signature_mismatch"
+	ReasonReplayedJTI       = ledger.ReasonReplayedJTI
+	ReasonDefaultedActor    = "defaulted_non_system_actor"
+	ReasonResolutionType    = "resolution_not_allowed_for_type"
+)
+
+// Flags set on bash-guard entries, queryable with IngestStore.Flagged.
+const (
+	FlagFailOpen          = "fail_open"
+	FlagFailOpenKeyless   = "fail_open_keyless"
+	FlagUnlockBypass      = "unlock_bypass"
+	FlagUnlockFilterError = "unlock_filter_error"
+)
+
+// Raw is one source record as read: its exact bytes and where it is.
+type Raw struct {
+	File string
+	// Record is the 1-based line, or the 1-based index in a JSON array.
+	Record int64
+	Bytes  []byte
+	// Err is set when the record could not even be cut out of its file
+	// (a line over the size limit, a broken JSON array): the record is
+	// then quarantined as malformed_json with the bytes that were read.
+	Err error
+}
+
+// Store is what ingest needs of the ledger. Lookup is for linking records
+// to ones stored before (a bash-guard audit line to its decision, an A2H
+// resolution to the ASK entry it answers).
+type Store interface {
+	Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.IngestResult, error)
+	IngestedByKey(ctx context.Context, source, key string) (ledger.IngestResult, error)
+	EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error)
+}
+
+// quarantine returns the ingest record of a raw record that failed a check.
+func quarantine(f Format, raw Raw, key, reason, format string, args ...any) ledger.IngestRecord {
+	return ledger.IngestRecord{
+		Source: string(f), Key: key, File: raw.File, Record: raw.Record, Raw: raw.Bytes,
+		Digest:     sha256.Sum256(raw.Bytes),
+		Quarantine: &ledger.Quarantine{Reason: reason, Detail: fmt.Sprintf("%s:%d: ", raw.File, raw.Record) + fmt.Sprintf(format, args...)},
+	}
+}

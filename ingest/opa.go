@@ -1,0 +1,403 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/ledger"
+)
+
+// DefaultOPASessionPath is where an OPA decision names its session.
+const DefaultOPASessionPath = "input.session_id"
+
+// OPAMapper maps OPA decision-log events. The zero value uses
+// DefaultOPASessionPath.
+type OPAMapper struct {
+	// SessionPath is a dotted path into the event ("input.session_id",
+	// "labels.session"); its value, a non-empty string, names the
+	// session. Events without one go to one session per OPA instance,
+	// "opa:" + labels.id.
+	SessionPath string
+}
+
+// opaEvent is an OPA decision-log event (OPA's logs.EventV1 as
+// uploaded). Values that are arbitrary JSON stay raw, so that their
+// numbers (nd_builtin_cache holds time.now_ns, above 2^53) are never
+// decoded into float64.
+type opaEvent struct {
+	Labels         map[string]string    `json:"labels"`
+	DecisionID     *string              `json:"decision_id"`
+	Path           string               `json:"path"`
+	Query          string               `json:"query"`
+	Input          json.RawMessage      `json:"input"`
+	Result         json.RawMessage      `json:"result"`
+	Bundles        map[string]opaBundle `json:"bundles"`
+	Revision       string               `json:"revision"`
+	Erased         []string             `json:"erased"`
+	Masked         []string             `json:"masked"`
+	NDBuiltinCache json.RawMessage      `json:"nd_builtin_cache"`
+	RequestedBy    string               `json:"requested_by"`
+	Timestamp      *string              `json:"timestamp"`
+}
+
+type opaBundle struct {
+	Revision string `json:"revision"`
+}
+
+// opaEntry is the ContextEntry of one OPA decision.
+type opaEntry struct {
+	EntryID      string      `json:"entry_id"`
+	StepID       string      `json:"step_id"`
+	StepType     string      `json:"step_type"`
+	Timestamp    string      `json:"timestamp"`
+	Decision     opaDecision `json:"decision"`
+	SourceFormat string      `json:"source_format"`
+	SourceRecord string      `json:"source_record"`
+}
+
+// opaDecision keeps what OPA wrote. Result is absent when the decision was
+// undefined (OPA wrote no result member), and null only when OPA wrote
+// null. NDBuiltinCache is the cache's exact JSON text, as a string, for
+// the reason the Guardian stores its own that way: the ledger stores
+// entries in RFC 8785 form, which would turn integers above 2^53 into
+// doubles.
+type opaDecision struct {
+	DecisionID     string            `json:"decision_id"`
+	Path           string            `json:"path,omitempty"`
+	Query          string            `json:"query,omitempty"`
+	Result         json.RawMessage   `json:"result,omitempty"`
+	PolicyVersions []policyVersion   `json:"policy_versions"`
+	Erased         []string          `json:"erased,omitempty"`
+	Masked         []string          `json:"masked,omitempty"`
+	NDBuiltinCache string            `json:"nd_builtin_cache,omitempty"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	RequestedBy    string            `json:"requested_by,omitempty"`
+}
+
+// policyVersion names the policy a decision was made under. It is not a
+// policy_references member on purpose: the ledger does not hold the
+// source's policy bundles, and the verifier resolves policy_references.
+type policyVersion struct {
+	PolicyID string `json:"policy_id"`
+	Version  string `json:"version"`
+}
+
+// Map implements Mapper.
+func (m OPAMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
+	if raw.Err != nil {
+		return quarantine(OPA, raw, "", ReasonMalformedJSON, "%v", raw.Err)
+	}
+	if _, err := acs.Canonicalize(raw.Bytes); err != nil {
+		return quarantine(OPA, raw, "", ReasonMalformedJSON, "%v", err)
+	}
+	if t := firstByte(raw.Bytes); t != '{' {
+		return quarantine(OPA, raw, "", ReasonSchemaInvalid, "an OPA decision event must be a JSON object")
+	}
+	ev, err := decodeOPAEvent(raw.Bytes)
+	if err != nil {
+		return quarantine(OPA, raw, "", ReasonSchemaInvalid, "not an OPA decision event: %v", err)
+	}
+	if ev.DecisionID == nil || *ev.DecisionID == "" {
+		return quarantine(OPA, raw, "", ReasonSchemaInvalid, "the event has no decision_id")
+	}
+	key := *ev.DecisionID
+	if ev.Timestamp == nil {
+		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s has no timestamp", key)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, *ev.Timestamp); err != nil {
+		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s: timestamp %q is not RFC 3339", key, *ev.Timestamp)
+	}
+	session, err := m.session(raw.Bytes, *ev)
+	if err != nil {
+		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s: %v", key, err)
+	}
+	d := opaDecision{
+		DecisionID: key, Path: ev.Path, Query: ev.Query, Result: ev.Result,
+		Erased: ev.Erased, Masked: ev.Masked, Labels: ev.Labels, RequestedBy: ev.RequestedBy,
+		PolicyVersions: []policyVersion{},
+	}
+	if len(ev.NDBuiltinCache) > 0 && string(ev.NDBuiltinCache) != "null" {
+		d.NDBuiltinCache = string(ev.NDBuiltinCache)
+	}
+	names := make([]string, 0, len(ev.Bundles))
+	for name := range ev.Bundles {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		d.PolicyVersions = append(d.PolicyVersions, policyVersion{PolicyID: name, Version: ev.Bundles[name].Revision})
+	}
+	if ev.Revision != "" && len(names) == 0 {
+		// OPA before bundles were named wrote one revision.
+		d.PolicyVersions = append(d.PolicyVersions, policyVersion{PolicyID: "", Version: ev.Revision})
+	}
+	entry, err := json.Marshal(opaEntry{
+		EntryID: "opa:" + key, StepID: "opa:" + key, StepType: "ingest/opa/decision",
+		Timestamp: *ev.Timestamp, Decision: d, SourceFormat: string(OPA), SourceRecord: string(raw.Bytes),
+	})
+	if err != nil {
+		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s: %v", key, err)
+	}
+	return ledger.IngestRecord{
+		Source: string(OPA), Key: key, Digest: sha256.Sum256(raw.Bytes),
+		File: raw.File, Record: raw.Record, Raw: raw.Bytes,
+		Entry: ledger.Record{SessionID: session, Entry: entry},
+	}
+}
+
+// session finds the event's session: the string at SessionPath, or the
+// OPA instance's.
+func (m OPAMapper) session(event []byte, ev opaEvent) (string, error) {
+	path := m.SessionPath
+	if path == "" {
+		path = DefaultOPASessionPath
+	}
+	parts := strings.Split(path, ".")
+	// The first step is taken from the decoded event where it can be,
+	// which spares decoding the whole event again.
+	var v json.RawMessage
+	found := true
+	switch parts[0] {
+	case "input":
+		v, found = ev.Input, len(ev.Input) > 0
+		parts = parts[1:]
+	case "labels":
+		if len(parts) == 2 {
+			s, ok := ev.Labels[parts[1]]
+			b, _ := json.Marshal(s)
+			v, found = b, ok
+			parts = nil
+		}
+	}
+	if v == nil && found {
+		v = json.RawMessage(event)
+	}
+	for _, part := range parts {
+		if !found {
+			break
+		}
+		if v, found = member(v, part); !found {
+			break
+		}
+	}
+	if found && firstByte(v) != 'n' {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil || s == "" {
+			return "", fmt.Errorf("the session at %s is not a non-empty string", path)
+		}
+		return s, nil
+	}
+	id := ev.Labels["id"]
+	if id == "" {
+		return "", fmt.Errorf("no session at %s and no labels.id naming the OPA instance", path)
+	}
+	return "opa:" + id, nil
+}
+
+// firstByte returns the first non-space byte of b, or 0.
+func firstByte(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// member returns the value of the top-level member name of the JSON object
+// obj, which must be valid JSON (the event passed acs.Canonicalize), without
+// decoding the rest of it.
+func member(obj []byte, name string) (json.RawMessage, bool) {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	i++
+	for {
+		i = skipWS(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return nil, false
+		}
+		kEnd := skipString(obj, i)
+		key := obj[i:kEnd]
+		i = skipWS(obj, kEnd)
+		if i >= len(obj) || obj[i] != ':' {
+			return nil, false
+		}
+		vStart := skipWS(obj, i+1)
+		vEnd := skipJSONValue(obj, vStart)
+		if keyIs(key, name) {
+			return json.RawMessage(obj[vStart:vEnd]), true
+		}
+		i = skipWS(obj, vEnd)
+		if i >= len(obj) || obj[i] != ',' {
+			return nil, false
+		}
+		i++
+	}
+}
+
+// keyIs compares a quoted JSON key with name, unescaping only when needed.
+func keyIs(quoted []byte, name string) bool {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return string(quoted[1:len(quoted)-1]) == name
+	}
+	var k string
+	return json.Unmarshal(quoted, &k) == nil && k == name
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] ('"').
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipJSONValue returns the index after the value starting at b[i].
+func skipJSONValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
+}
+
+// decodeOPAEvent decodes the members of an event the mapping reads, in
+// one pass over its top level: encoding/json would also decode input,
+// which is most of the event and which the mapping only keeps. event must
+// have passed acs.Canonicalize (no duplicate members, valid JSON).
+func decodeOPAEvent(event []byte) (*opaEvent, error) {
+	ev := new(opaEvent)
+	err := eachMember(event, func(key string, v []byte) error {
+		var err error
+		switch key {
+		case "decision_id":
+			var s string
+			s, err = jsonString(v)
+			ev.DecisionID = &s
+		case "timestamp":
+			var s string
+			s, err = jsonString(v)
+			ev.Timestamp = &s
+		case "path":
+			ev.Path, err = jsonString(v)
+		case "query":
+			ev.Query, err = jsonString(v)
+		case "requested_by":
+			ev.RequestedBy, err = jsonString(v)
+		case "revision":
+			ev.Revision, err = jsonString(v)
+		case "input":
+			ev.Input = v
+		case "result":
+			ev.Result = v
+		case "nd_builtin_cache":
+			ev.NDBuiltinCache = v
+		case "labels":
+			err = json.Unmarshal(v, &ev.Labels)
+		case "bundles":
+			err = json.Unmarshal(v, &ev.Bundles)
+		case "erased":
+			err = json.Unmarshal(v, &ev.Erased)
+		case "masked":
+			err = json.Unmarshal(v, &ev.Masked)
+		}
+		if err != nil {
+			return fmt.Errorf("member %q: %w", key, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// eachMember calls fn with every top-level member of the JSON object obj
+// (valid JSON), its key unescaped and its value's exact bytes.
+func eachMember(obj []byte, fn func(key string, v []byte) error) error {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return errors.New("not a JSON object")
+	}
+	i = skipWS(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return nil
+	}
+	for i < len(obj) {
+		kEnd := skipString(obj, i)
+		key, err := jsonString(obj[i:kEnd])
+		if err != nil {
+			return err
+		}
+		vStart := skipWS(obj, skipWS(obj, kEnd)+1) // past the ':'
+		vEnd := skipJSONValue(obj, vStart)
+		if err := fn(key, obj[vStart:vEnd]); err != nil {
+			return err
+		}
+		i = skipWS(obj, vEnd)
+		if i >= len(obj) || obj[i] != ',' {
+			return nil
+		}
+		i = skipWS(obj, i+1)
+	}
+	return nil
+}
+
+// jsonString decodes a JSON string value, refusing any other type.
+func jsonString(v []byte) (string, error) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", fmt.Errorf("want a string, got %.20s", v)
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(v, &s)
+	return s, err
+}

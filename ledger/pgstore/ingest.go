@@ -1,0 +1,303 @@
+package pgstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/internal/plan"
+	"github.com/acsledger/acsledger/ledger/internal/sqlq"
+)
+
+//go:embed ingest.sql
+var ingestSQL string
+
+// ingestQueries are ingest.sql's named queries, checked at start as the
+// store's own (sqlq.Load).
+type ingestQueries struct {
+	IngestedKeys, IngestedReplayKeys, InsertIngestRecords, InsertQuarantine, IngestedByKey, Quarantined, Flagged string
+}
+
+var iq = sqlq.Load[ingestQueries](ingestSQL)
+
+var _ ledger.IngestStore = (*Store)(nil)
+
+var ingestColumns = []string{"source", "natural_key", "replay_key", "digest", "session_id", "position",
+	"entry_hash", "flags", "file", "record", "recorded_at"}
+
+// Ingest implements ledger.IngestStore. The batch is one transaction: the
+// stored keys are read under the sessions' advisory locks, the entries are
+// appended as AppendBatch appends them (heads moved by compare-and-swap),
+// and the keys and quarantined records are inserted beside them. A
+// concurrent ingester that inserted one of the keys first makes the insert
+// fail on the unique key; the transaction is then re-planned, and finds the
+// key stored.
+//
+// The first attempt assumes the batch is new, as a bulk ingest's batches
+// are, and skips reading the stored keys and steps: a record that is in
+// fact stored fails the transaction on a unique key, and the next attempt
+// reads them.
+func (s *Store) Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.IngestResult, error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	for attempt := 1; ; attempt++ {
+		var in *plan.Ingest
+		var p *plan.Plan
+		err := inTx(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			lookup := attempt > 1
+			if in, err = s.classify(ctx, tx, rs, lookup); err != nil {
+				return err
+			}
+			if len(in.Prepared) > 0 {
+				var refused map[int]error
+				if p, err = s.plan(ctx, tx, in.Prepared, lookup, false, &refused); err != nil {
+					return err
+				}
+				// A record failing without the lookups (a published head
+				// that is not the new one) may be stored already: judge
+				// the batch again with them.
+				if !lookup && p.Failed() != nil {
+					if in, err = s.classify(ctx, tx, rs, true); err != nil {
+						return err
+					}
+					p = &plan.Plan{}
+					if len(in.Prepared) > 0 {
+						if p, err = s.plan(ctx, tx, in.Prepared, true, false, &refused); err != nil {
+							return err
+						}
+					}
+				}
+				if err := s.write(ctx, tx, p); err != nil {
+					return err
+				}
+				in.Finish(p)
+			} else {
+				in.Finish(&plan.Plan{})
+			}
+			return s.writeIngest(ctx, tx, in)
+		})
+		if err != nil && in != nil {
+			s.heads.forget(plan.SessionIDs(in.Prepared))
+		}
+		if err != nil && retryable(err) && attempt < maxAttempts {
+			s.replans.Add(1)
+			if err := sleepCtx(ctx, retryDelay(attempt)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("couldn't ingest %d records: %w", len(rs), err)
+		}
+		s.commits.Add(1)
+		if p != nil {
+			s.heads.put(p.Moves)
+		}
+		return in.Results, nil
+	}
+}
+
+// classify reads the stored keys of rs (with lookup) and decides what
+// each record becomes.
+func (s *Store) classify(ctx context.Context, tx pgx.Tx, rs []ledger.IngestRecord, lookup bool) (*plan.Ingest, error) {
+	keys, replayKeys := plan.IngestKeys(rs)
+	if !lookup {
+		keys, replayKeys = nil, nil
+	}
+	stored := make(map[plan.IngestKey]ledger.IngestResult)
+	digests := make(map[plan.IngestKey]acs.Hash)
+	replays := make(map[plan.IngestKey]string)
+	b := &pgx.Batch{}
+	if len(keys) > 0 {
+		srcs, ks := make([]string, len(keys)), make([]string, len(keys))
+		for i, k := range keys {
+			srcs[i], ks[i] = k.Source, k.Key
+		}
+		b.Queue(iq.IngestedKeys, srcs, ks).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				r, d, err := scanIngested(rows)
+				if err != nil {
+					return err
+				}
+				k := plan.IngestKey{Source: r.Source, Key: r.Key}
+				stored[k], digests[k] = r, d
+			}
+			return rows.Err()
+		})
+	}
+	if len(replayKeys) > 0 {
+		srcs, ks := make([]string, len(replayKeys)), make([]string, len(replayKeys))
+		for i, k := range replayKeys {
+			srcs[i], ks[i] = k.Source, k.Key
+		}
+		b.Queue(iq.IngestedReplayKeys, srcs, ks).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var src, rk, nk string
+				if err := rows.Scan(&src, &rk, &nk); err != nil {
+					return err
+				}
+				replays[plan.IngestKey{Source: src, Key: rk}] = nk
+			}
+			return rows.Err()
+		})
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return nil, fmt.Errorf("couldn't read ingested keys: %w", err)
+		}
+	}
+	return plan.NewIngest(rs, stored, digests, replays, s.opts.EntryCap()), nil
+}
+
+// writeIngest inserts the keys of the accepted records and the quarantined
+// records, in one round trip.
+func (s *Store) writeIngest(ctx context.Context, tx pgx.Tx, in *plan.Ingest) error {
+	now := s.opts.Clock()()
+	b := &pgx.Batch{}
+	if acc := in.Accepted(); len(acc) > 0 {
+		n := len(acc)
+		srcs, keys, rks, sids, files, flags := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		digests, hashes := make([][]byte, n), make([][]byte, n)
+		pos, recs := make([]int64, n), make([]int64, n)
+		for j, i := range acc {
+			r, res := in.Records[i], in.Results[i]
+			srcs[j], keys[j], rks[j], sids[j], files[j] = r.Source, r.Key, r.ReplayKey, res.SessionID, r.File
+			flags[j] = strings.Join(r.Flags, ",")
+			digests[j], hashes[j] = r.Digest[:], res.EntryHash[:]
+			pos[j], recs[j] = res.Position, r.Record
+		}
+		if n >= copyMin {
+			// COPY cannot join the pipeline: it goes first, on its own.
+			_, err := tx.CopyFrom(ctx, pgx.Identifier{"ingest_records"}, ingestColumns, pgx.CopyFromSlice(n, func(j int) ([]any, error) {
+				var rk any
+				if rks[j] != "" {
+					rk = rks[j]
+				}
+				fl := in.Records[acc[j]].Flags
+				if fl == nil {
+					fl = []string{}
+				}
+				return []any{srcs[j], keys[j], rk, digests[j], sids[j], pos[j], hashes[j], fl, files[j], recs[j], now}, nil
+			}))
+			if err != nil {
+				var pe *pgconn.PgError
+				if errors.As(err, &pe) && pe.Code == "23505" {
+					return err // a key is stored already: re-plan with lookups
+				}
+				return fmt.Errorf("couldn't record ingested keys: %w", err)
+			}
+		} else {
+			b.Queue(iq.InsertIngestRecords, srcs, keys, rks, digests, sids, pos, hashes, files, flags, recs, now)
+		}
+	}
+	if qs := in.Quarantined(); len(qs) > 0 {
+		n := len(qs)
+		srcs, keys, files, reasons, details := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		recs := make([]int64, n)
+		raws := make([][]byte, n)
+		for j, i := range qs {
+			r, res := in.Records[i], in.Results[i]
+			srcs[j], keys[j], files[j], reasons[j], details[j] = r.Source, r.Key, r.File, res.Reason, strings.ToValidUTF8(strings.ReplaceAll(res.Detail, "\x00", ""), "\uFFFD")
+			recs[j], raws[j] = r.Record, r.Raw
+			if raws[j] == nil {
+				raws[j] = []byte{}
+			}
+		}
+		b.Queue(iq.InsertQuarantine, srcs, keys, files, recs, reasons, details, raws, now)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			return err // a concurrent ingester stored a key first: re-plan
+		}
+		return fmt.Errorf("couldn't record ingested keys: %w", err)
+	}
+	return nil
+}
+
+// IngestedByKey implements ledger.IngestStore.
+func (s *Store) IngestedByKey(ctx context.Context, source, key string) (ledger.IngestResult, error) {
+	rows, err := s.pool.Query(ctx, iq.IngestedByKey, source, key)
+	if err != nil {
+		return ledger.IngestResult{}, fmt.Errorf("couldn't look up %s record %q: %w", source, key, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return ledger.IngestResult{}, fmt.Errorf("couldn't look up %s record %q: %w", source, key, err)
+		}
+		return ledger.IngestResult{}, fmt.Errorf("%s record %q: %w", source, key, ledger.ErrNotFound)
+	}
+	r, _, err := scanIngested(rows)
+	if err != nil {
+		return ledger.IngestResult{}, fmt.Errorf("couldn't look up %s record %q: %w", source, key, err)
+	}
+	return r, nil
+}
+
+// Quarantined implements ledger.IngestStore.
+func (s *Store) Quarantined(ctx context.Context, f ledger.IngestFilter) ([]ledger.Quarantined, error) {
+	rows, err := s.pool.Query(ctx, iq.Quarantined, f.After, f.Source, ledger.PageSize(f.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("couldn't list quarantined records: %w", err)
+	}
+	qs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Quarantined, error) {
+		var q ledger.Quarantined
+		err := row.Scan(&q.Seq, &q.Source, &q.Key, &q.File, &q.Record, &q.Reason, &q.Detail, &q.Raw, &q.At)
+		q.At = q.At.UTC()
+		return q, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("couldn't list quarantined records: %w", err)
+	}
+	return qs, nil
+}
+
+// Flagged implements ledger.IngestStore.
+func (s *Store) Flagged(ctx context.Context, flag string, f ledger.IngestFilter) ([]ledger.IngestResult, error) {
+	rows, err := s.pool.Query(ctx, iq.Flagged, flag, f.After, f.Source, ledger.PageSize(f.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("couldn't list records flagged %s: %w", flag, err)
+	}
+	defer rows.Close()
+	var out []ledger.IngestResult
+	for rows.Next() {
+		r, _, err := scanIngested(rows)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't list records flagged %s: %w", flag, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("couldn't list records flagged %s: %w", flag, err)
+	}
+	return out, nil
+}
+
+// scanIngested scans a row of ingest_records in the column order of the
+// IngestedKeys query.
+func scanIngested(rows pgx.Rows) (ledger.IngestResult, acs.Hash, error) {
+	var r ledger.IngestResult
+	var d acs.Hash
+	var digest, eh []byte
+	if err := rows.Scan(&r.Source, &r.Key, &digest, &r.SessionID, &r.Position, &eh, &r.Flags, &r.Seq, &r.File, &r.Record, &r.At); err != nil {
+		return r, d, err
+	}
+	copy(d[:], digest)
+	copy(r.EntryHash[:], eh)
+	r.Status = ledger.IngestAccepted
+	r.At = r.At.UTC()
+	return r, d, nil
+}

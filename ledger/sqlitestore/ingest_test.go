@@ -1,0 +1,14 @@
+package sqlitestore_test
+
+import (
+	"testing"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/storetest"
+)
+
+func TestIngestConformance(t *testing.T) {
+	storetest.RunIngest(t, func(t *testing.T) ledger.IngestStore {
+		return open(t, ledger.Options{}).(ledger.IngestStore)
+	})
+}
