@@ -82,8 +82,14 @@ type Config struct {
 	// Timeout and PerMethodTimeout are timeout_config (§4, default 5 s).
 	Timeout          time.Duration
 	PerMethodTimeout map[string]time.Duration
-	// OnDecisionFailure is the failure posture (§6.4): PostureProceed
-	// (default) or PostureDeny.
+	// OnDecisionFailure is the failure posture (§6.4), advertised in the
+	// ServerHello: PostureDeny (default) or PostureProceed. It governs
+	// what the Guardian answers when the policy or the ledger fails: a
+	// signed DENY under deny, a signed -32603 error under proceed, whose
+	// agent then applies its own posture (§6.4 defaults to proceed: an
+	// agent that follows it acts on a step nothing recorded). Deny is
+	// the default here so that an outage fails closed unless the
+	// deployment chose otherwise (docs/conformance.md, "Divergences").
 	OnDecisionFailure string
 	// RequireProvenance is policy_requires_provenance (§4).
 	RequireProvenance bool
@@ -229,7 +235,7 @@ func New(cfg Config) (*Guardian, error) {
 	}
 	switch c.OnDecisionFailure {
 	case "":
-		c.OnDecisionFailure = PostureProceed
+		c.OnDecisionFailure = PostureDeny
 	case PostureProceed, PostureDeny:
 	default:
 		return nil, fmt.Errorf("guardian: OnDecisionFailure %q is not %q or %q", c.OnDecisionFailure, PostureProceed, PostureDeny)

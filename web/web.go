@@ -26,6 +26,8 @@ type Options struct {
 	MaxEntryBytes int64
 	// Evidence configures the evidence routes (web/evidence.go).
 	Evidence EvidenceOptions
+	// Ready is /readyz's check; nil means always ready.
+	Ready Ready
 }
 
 // Server serves the HTTP API over one store.
@@ -33,12 +35,13 @@ type Server struct {
 	store   ledger.GuardianStore
 	log     *slog.Logger
 	maxBody int64
+	ready   Ready
 	router  chi.Router
 }
 
 // New returns the HTTP handler for store.
 func New(store ledger.GuardianStore, opts Options) *Server {
-	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes}
+	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, ready: opts.Ready}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -47,6 +50,7 @@ func New(store ledger.GuardianStore, opts Options) *Server {
 	}
 	r := chi.NewRouter()
 	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Get("/sessions", s.listSessions)
 		r.Get("/sessions/{session_id}", s.getSession)

@@ -77,7 +77,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	ev := lf.evidenceOptions(store, mlog, keySet, log)
-	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev})
+	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Ready: readiness(store, mlog)})
 	tlogserve.Mount(handler.Router(), mlog, log)
 	ui.Mount(handler.Router())
 	handler.Router().Method(http.MethodGet, "/metrics", metrics)

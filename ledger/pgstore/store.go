@@ -119,6 +119,19 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// Ping reports whether the store can take an append now: a connection
+// answers and the server is a primary, not a read-only standby.
+func (s *Store) Ping(ctx context.Context) error {
+	var standby bool
+	if err := s.pool.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&standby); err != nil {
+		return fmt.Errorf("couldn't reach the database: %w", err)
+	}
+	if standby {
+		return errors.New("the database is a read-only standby")
+	}
+	return nil
+}
+
 // Close stops the committers, after they have written what was queued, and
 // closes the pool.
 func (s *Store) Close() error {
