@@ -238,9 +238,7 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	url := storeURL(*db)
-	if err := storeopen.Migrate(ctx, url); err != nil {
-		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
-	}
+	// As serve: never migrates a PostgreSQL database.
 	store, err := storeopen.Open(ctx, url, ledger.Options{})
 	if err != nil {
 		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)

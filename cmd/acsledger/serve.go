@@ -44,9 +44,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer stop()
 
 	url := storeURL(*db)
-	if err := storeopen.Migrate(ctx, url); err != nil {
-		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
-	}
+	// serve never migrates: it runs as the writer login, which may not
+	// change the schema (`acsledger migrate`, as the owner, does). The
+	// embedded store, which has no roles, migrates as it opens.
 	store, err := storeopen.Open(ctx, url, ledger.Options{MaxEntryBytes: *maxEntry})
 	if err != nil {
 		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
