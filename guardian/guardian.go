@@ -38,7 +38,12 @@ const (
 // documents each contract): it reads a session's head, appends the entry
 // of an intent, appends a step's entry with its signed response, params and
 // replay key in one transaction (ErrReplay for a key seen before), and
-// records a request's replay key on its own (ACS §10.3).
+// records a request's replay key on its own (ACS §10.3). Every append is
+// the Guardian's (ledger.WriterGuardian) and a compare-and-swap on the head
+// it was decided against (ledger.Record.Expect): the store returns a
+// *ledger.HeadMovedError when another writer moved it, and a
+// *ledger.WriterMismatchError for a session the Guardian does not own
+// (guardian/cas.go).
 type Store interface {
 	Session(ctx context.Context, sessionID string) (ledger.Session, error)
 	Append(ctx context.Context, r ledger.Record) (ledger.Appended, error)
