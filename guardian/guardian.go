@@ -40,7 +40,12 @@ const (
 // replay key in one transaction (ledger.ErrReplay for a key seen before), and
 // records a request's replay key on its own (ACS §10.3). Entries and
 // Request read a session's chain and the params beside it back when the
-// session resumes after a restart or idle eviction (resume.go).
+// session resumes after a restart or idle eviction (resume.go). Every append is
+// the Guardian's (ledger.WriterGuardian) and a compare-and-swap on the head
+// it was decided against (ledger.Record.Expect): the store returns a
+// *ledger.HeadMovedError when another writer moved it, and a
+// *ledger.WriterMismatchError for a session the Guardian does not own
+// (guardian/cas.go).
 type Store interface {
 	Session(ctx context.Context, sessionID string) (ledger.Session, error)
 	Entries(ctx context.Context, sessionID string, from int64, limit int) ([]ledger.Entry, error)
@@ -86,8 +91,14 @@ type Config struct {
 	// Timeout and PerMethodTimeout are timeout_config (§4, default 5 s).
 	Timeout          time.Duration
 	PerMethodTimeout map[string]time.Duration
-	// OnDecisionFailure is the failure posture (§6.4): PostureProceed
-	// (default) or PostureDeny.
+	// OnDecisionFailure is the failure posture (§6.4), advertised in the
+	// ServerHello: PostureDeny (default) or PostureProceed. It governs
+	// what the Guardian answers when the policy or the ledger fails: a
+	// signed DENY under deny, a signed -32603 error under proceed, whose
+	// agent then applies its own posture (§6.4 defaults to proceed: an
+	// agent that follows it acts on a step nothing recorded). Deny is
+	// the default here so that an outage fails closed unless the
+	// deployment chose otherwise (docs/conformance.md, "Divergences").
 	OnDecisionFailure string
 	// RequireProvenance is policy_requires_provenance (§4).
 	RequireProvenance bool
@@ -251,7 +262,7 @@ func New(cfg Config) (*Guardian, error) {
 	}
 	switch c.OnDecisionFailure {
 	case "":
-		c.OnDecisionFailure = PostureProceed
+		c.OnDecisionFailure = PostureDeny
 	case PostureProceed, PostureDeny:
 	default:
 		return nil, fmt.Errorf("guardian: OnDecisionFailure %q is not %q or %q", c.OnDecisionFailure, PostureProceed, PostureDeny)

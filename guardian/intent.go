@@ -196,6 +196,11 @@ func (g *Guardian) ResolveAsk(ctx context.Context, approval []byte) (Resolution,
 	}
 	app, err := g.cfg.Store.Append(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: b, Writer: ledger.WriterGuardian, Expect: s.expected()})
 	if err != nil {
+		if errors.Is(err, ledger.ErrHeadMoved) {
+			// As for a step (guardian/cas.go): nothing was written, and
+			// the next decision is made against the ledger's head.
+			g.resync(ctx, s)
+		}
 		return Resolution{}, fmt.Errorf("couldn't record the resolution of ASK %s in session %s: %w", a.AskStepID, s.id, err)
 	}
 	head := app.EntryHash

@@ -173,8 +173,8 @@ func walk(t *testing.T, s *setup, tp transport, a *agent, check responseChecker)
 	if got := hello.Result["skew_window_ms"]; got != float64(300000) {
 		t.Errorf("skew_window_ms = %v, want 300000", got)
 	}
-	if got := hello.Result["on_decision_failure"]; got != "proceed" {
-		t.Errorf("on_decision_failure = %v, want proceed", got)
+	if got := hello.Result["on_decision_failure"]; got != "deny" {
+		t.Errorf("on_decision_failure = %v, want deny (the default)", got)
 	}
 	algs := asSlice(hello.Result["signature_algorithms_supported"])
 	if !slices.Contains(algs, any("HMAC-SHA256")) || !slices.Contains(algs, any("ECDSA-P256")) {

@@ -70,6 +70,7 @@ const maxGuardianBody = 4 << 20
 // what.
 var AccessTable = []Route{
 	{Method: "GET", Pattern: "/healthz", Public: true},
+	{Method: "GET", Pattern: "/readyz", Public: true},
 	{Method: "GET", Pattern: "/checkpoint", Public: true},
 	{Method: "GET", Pattern: "/tile/*", Public: true},
 	{Method: "GET", Pattern: "/api/v1/proofs/inclusion", Public: true},

@@ -31,6 +31,8 @@ type Options struct {
 	Auth AuthOptions
 	// Ingest configures the ingest routes (web/ingest.go).
 	Ingest IngestOptions
+	// Ready is /readyz's check; nil means always ready.
+	Ready Ready
 }
 
 // Server serves the HTTP API over one store.
@@ -38,6 +40,7 @@ type Server struct {
 	store   ledger.GuardianStore
 	log     *slog.Logger
 	maxBody int64
+	ready   Ready
 	router  chi.Router
 	auth    *auth
 	// acsBound binds ACS sessions to tokens (AuthOptions.ACSRequireToken).
@@ -46,7 +49,7 @@ type Server struct {
 
 // New returns the HTTP handler for store.
 func New(store ledger.GuardianStore, opts Options) *Server {
-	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings()}
+	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings(), ready: opts.Ready}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -56,6 +59,7 @@ func New(store ledger.GuardianStore, opts Options) *Server {
 	r := chi.NewRouter()
 	r.Use(s.guard(r))
 	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
 	r.Post("/ui/login", s.login)
 	r.Post("/ui/logout", s.logout)
 	r.Route("/api/v1", func(r chi.Router) {

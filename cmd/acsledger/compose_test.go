@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,8 +10,8 @@ import (
 )
 
 // TestComposeFile keeps docker-compose.yml valid without a Docker engine:
-// it parses as YAML, the service migrates and then serves the same
-// database, keys live on a writable volume (the source is mounted
+// it parses as YAML, the service migrates the database as its owner login
+// and then serves it as the writer login, no superuser, keys live on a writable volume (the source is mounted
 // read-only), every named volume a service mounts is declared, and the
 // flags it passes exist.
 func TestComposeFile(t *testing.T) {
@@ -44,13 +45,40 @@ func TestComposeFile(t *testing.T) {
 		t.Error("acsledger does not wait for postgres")
 	}
 	script := strings.Join(app.Command, " ")
-	for _, want := range []string{"acsledger migrate --db", "acsledger serve --db", "--keys /keys", "--addr 0.0.0.0:8080"} {
+	for _, want := range []string{"acsledger migrate --db \"$$ACSLEDGER_OWNER_DB\"", "acsledger serve --db \"$$ACSLEDGER_DB\"", "--keys /keys", "--addr 0.0.0.0:8080"} {
 		if !strings.Contains(script, want) {
 			t.Errorf("command %q lacks %q", script, want)
 		}
 	}
-	if !strings.HasPrefix(app.Environment["ACSLEDGER_DB"], "postgres://") {
-		t.Errorf("ACSLEDGER_DB = %q", app.Environment["ACSLEDGER_DB"])
+	// Least privilege: migrate as the owner login, serve as the writer
+	// login, and neither is the image's superuser, whose only job is the
+	// init script that creates them (TestLeastPrivilege runs it).
+	pg := doc.Services["postgres"]
+	for v, user := range map[string]string{"ACSLEDGER_OWNER_DB": "acsledger_owner", "ACSLEDGER_DB": "acsledger_writer"} {
+		if got := app.Environment[v]; !strings.HasPrefix(got, "postgres://"+user+":") {
+			t.Errorf("%s = %q, want a postgres:// URL of the %s login", v, got, user)
+		}
+	}
+	if su := pg.Environment["POSTGRES_USER"]; su == "" || strings.Contains(app.Environment["ACSLEDGER_OWNER_DB"]+app.Environment["ACSLEDGER_DB"], "//"+su+":") {
+		t.Errorf("acsledger connects as the image's superuser %q", su)
+	}
+	var initScripts bool
+	for _, v := range pg.Volumes {
+		if src, dst, _ := strings.Cut(v, ":"); strings.HasPrefix(dst, "/docker-entrypoint-initdb.d") {
+			b, err := os.ReadFile(filepath.Join("../..", src, "10-acsledger-roles.sh"))
+			if err != nil {
+				t.Fatalf("init script: %v", err)
+			}
+			for _, want := range []string{"CREATE ROLE acsledger_owner LOGIN NOSUPERUSER", "CREATE ROLE acsledger_writer LOGIN NOSUPERUSER NOCREATEROLE", "OWNER acsledger_owner"} {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("init script lacks %q", want)
+				}
+			}
+			initScripts = true
+		}
+	}
+	if !initScripts {
+		t.Error("postgres mounts no init script creating the owner and writer logins")
 	}
 	var writableKeys bool
 	for name, svc := range doc.Services {

@@ -31,6 +31,8 @@ type guardianFlags struct {
 	policyID      string
 	policyVersion string
 	approverKeys  string
+	// onFailure is the failure posture (guardian.Config.OnDecisionFailure).
+	onFailure string
 }
 
 func (f *guardianFlags) register(fs *flag.FlagSet) {
@@ -44,6 +46,14 @@ func (f *guardianFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.approverKeys, "approver-keys", "", "directory of approvers' public keys (key_id = approver id); enables POST /acs/approvals for ASK grants")
 	fs.StringVar(&f.policyID, "policy-id", "local", "policy_id of the --policy bundle")
 	fs.StringVar(&f.policyVersion, "policy-version", "", "policy_version of the --policy bundle (required with --policy)")
+	f.onFailure = guardian.PostureDeny
+	fs.Func("on-ledger-failure", "what the Guardian answers when the ledger or the policy fails: `deny` (default: a signed DENY, fail closed) or proceed (a signed -32603 error; the agent applies its own posture); advertised as on_decision_failure", func(v string) error {
+		if v != guardian.PostureDeny && v != guardian.PostureProceed {
+			return fmt.Errorf("%q is not deny or proceed", v)
+		}
+		f.onFailure = v
+		return nil
+	})
 }
 
 // defaultKeysDir is where keys live when --keys is not given.
@@ -161,7 +171,7 @@ func (f *guardianFlags) newGuardian(ctx context.Context, store ledger.GuardianSt
 	if err != nil {
 		return nil, fmt.Errorf("couldn't load policy %s %s: %w", b.ID, b.Version, err)
 	}
-	cfg := guardian.Config{Store: store, Policy: opapolicy.New(engine), Keys: keySet, Logger: log}
+	cfg := guardian.Config{Store: store, Policy: opapolicy.New(engine), Keys: keySet, Logger: log, OnDecisionFailure: f.onFailure}
 	if f.approverKeys != "" {
 		ak, err := sig.LoadKeyDir(f.approverKeys)
 		if err != nil {
@@ -181,7 +191,7 @@ func (f *guardianFlags) newGuardian(ctx context.Context, store ledger.GuardianSt
 		return nil, err
 	}
 	ref := engine.Current()
-	log.Info("guardian ready", "policy_id", ref.ID, "policy_version", ref.Version, "policy_digest", ref.Digest, "keys", strings.Join(keySet.KeyIDs(), ","))
+	log.Info("guardian ready", "on_decision_failure", f.onFailure, "policy_id", ref.ID, "policy_version", ref.Version, "policy_digest", ref.Digest, "keys", strings.Join(keySet.KeyIDs(), ","))
 	if f.policyDir != "" {
 		go f.reloadOnHangup(ctx, engine, log)
 	}
@@ -228,9 +238,7 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	url := storeURL(*db)
-	if err := storeopen.Migrate(ctx, url); err != nil {
-		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
-	}
+	// As serve: never migrates a PostgreSQL database.
 	store, err := storeopen.Open(ctx, url, ledger.Options{})
 	if err != nil {
 		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)

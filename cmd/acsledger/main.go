@@ -32,6 +32,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
+
+	"github.com/acsledger/acsledger/internal/logthrottle"
 )
 
 // command is one subcommand: its name, one-line summary and entry point.
@@ -128,5 +131,11 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 }
 
 func newLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})
+	return slog.New(logthrottle.New(h, logRepeatInterval, nil))
 }
+
+// logRepeatInterval is how often one warning or error message may be
+// logged: during an outage that fails every request, a line per message
+// per interval with the count of repeats (docs/operations.md).
+const logRepeatInterval = 5 * time.Second

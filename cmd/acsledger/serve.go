@@ -67,9 +67,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer stop()
 
 	url := storeURL(*db)
-	if err := storeopen.Migrate(ctx, url); err != nil {
-		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
-	}
+	// serve never migrates: it runs as the writer login, which may not
+	// change the schema (`acsledger migrate`, as the owner, does). The
+	// embedded store, which has no roles, migrates as it opens.
 	store, err := storeopen.Open(ctx, url, ledger.Options{MaxEntryBytes: *maxEntry})
 	if err != nil {
 		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
@@ -113,7 +113,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Auth: web.AuthOptions{
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
-	}, Ingest: inf.options()})
+	}, Ingest: inf.options(), Ready: readiness(store, mlog)})
 	mountRoutes(handler.Router(), mlog, metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,

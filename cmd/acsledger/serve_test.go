@@ -208,10 +208,11 @@ func replay(t *testing.T, jsonl []byte) (n int, head acs.Hash) {
 	return n, head
 }
 
-// stores runs f once per store: the embedded default and PostgreSQL.
+// stores runs f once per store: the embedded default and PostgreSQL,
+// migrated by its owner and served as the writer login.
 func stores(t *testing.T, f func(t *testing.T, db string)) {
 	t.Run("embedded", func(t *testing.T) { f(t, t.TempDir()) })
-	t.Run("postgres", func(t *testing.T) { f(t, pgtest.NewDatabase(t)) })
+	t.Run("postgres", func(t *testing.T) { f(t, writerLogin(t)) })
 }
 
 func TestServe(t *testing.T) { stores(t, testServe) }

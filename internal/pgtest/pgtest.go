@@ -207,27 +207,9 @@ func isExec(p string) bool {
 
 // startIn initializes a cluster under dir and starts postgres on it.
 func startIn(bin, dir string) (*server, error) {
-	data := filepath.Join(dir, "data")
-	// initdb and postgres refuse to run as root: as root, run them as the
-	// postgres user, which then must own the directory.
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return nil, fmt.Errorf("running as root and %w", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return nil, err
-		}
-	}
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
-		"--auth=trust", "--no-sync", "--encoding=UTF8", "--locale=C", "--no-instructions")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	data, cred, err := initCluster(bin, dir)
+	if err != nil {
+		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
 		s, err := launch(bin, dir, data, cred)
@@ -235,6 +217,34 @@ func startIn(bin, dir string) (*server, error) {
 			return s, err
 		}
 	}
+}
+
+// initCluster runs initdb into dir/data and returns the data directory and
+// the credential postgres must run with.
+func initCluster(bin, dir string) (string, *syscall.Credential, error) {
+	data := filepath.Join(dir, "data")
+	// initdb and postgres refuse to run as root: as root, run them as the
+	// postgres user, which then must own the directory.
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return "", nil, fmt.Errorf("running as root and %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return "", nil, err
+		}
+	}
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+		"--auth=trust", "--no-sync", "--encoding=UTF8", "--locale=C", "--no-instructions")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return "", nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	return data, cred, nil
 }
 
 // launch runs postgres on a free port and waits until it accepts
@@ -245,6 +255,11 @@ func launch(bin, dir, data string, cred *syscall.Credential) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return launchOn(bin, dir, data, cred, port)
+}
+
+// launchOn is launch on a given port.
+func launchOn(bin, dir, data string, cred *syscall.Credential, port int) (*server, error) {
 	s := &server{dir: dir, log: new(bytes.Buffer), done: make(chan struct{})}
 	s.proc = exec.Command(filepath.Join(bin, "postgres"), "-D", data,
 		"-p", strconv.Itoa(port), "-k", dir,

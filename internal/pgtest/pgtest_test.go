@@ -77,3 +77,37 @@ func TestUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestServerStopStart: a private server refuses connections while stopped
+// and serves the same database, with its data, after Start.
+func TestServerStopStart(t *testing.T) {
+	ps := pgtest.NewServer(t)
+	url := ps.NewDatabase(t)
+	ctx := t.Context()
+	run := func(sql string) error {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, sql)
+		return err
+	}
+	if err := run("CREATE TABLE kept (x int); INSERT INTO kept VALUES (7)"); err != nil {
+		t.Fatal(err)
+	}
+	ps.Stop(t)
+	if err := run("SELECT 1"); err == nil {
+		t.Fatal("a stopped server answered")
+	}
+	ps.Start(t)
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("after Start: %v", err)
+	}
+	defer c.Close(ctx)
+	var x int
+	if err := c.QueryRow(ctx, "SELECT x FROM kept").Scan(&x); err != nil || x != 7 {
+		t.Fatalf("after Start: %d, %v", x, err)
+	}
+}

@@ -3,8 +3,11 @@
 // The store connects with the URL it is given and does SET ROLE
 // acsledger_writer on every connection, so the database enforces what the
 // service may do: INSERT and SELECT on the evidence tables, UPDATE of the
-// chain heads only (see migrations/postgres and docs/storage.md). Migrate
-// runs as the URL's own role, which must own the schema.
+// chain heads only (see migrations/postgres and docs/storage.md). The
+// service's URL names the acsledger_writer login itself, which cannot
+// RESET ROLE into anything more; Open never migrates and refuses a schema
+// older than the code. Migrate runs as the URL's own role, which must own
+// the schema (docs/operations.md, "Database roles").
 //
 // Concurrent Appends share commits (ledger/internal/groupcommit).
 package pgstore
@@ -14,6 +17,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -112,11 +116,68 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("couldn't connect to the database: %w", err)
 	}
+	if err := checkSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	s := &Store{pool: pool, opts: opts}
 	s.committer = groupcommit.New(func(ctx context.Context, ps []plan.Prepared) (*plan.Plan, error) {
 		return s.apply(ctx, ps, false)
 	}, groupcommit.Options{Queues: opts.Committers, MaxBatch: opts.MaxBatch, MaxDelay: opts.MaxDelay})
 	return s, nil
+}
+
+// Ping reports whether the store can take an append now: a connection
+// answers and the server is a primary, not a read-only standby.
+func (s *Store) Ping(ctx context.Context) error {
+	var standby bool
+	if err := s.pool.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&standby); err != nil {
+		return fmt.Errorf("couldn't reach the database: %w", err)
+	}
+	if standby {
+		return errors.New("the database is a read-only standby")
+	}
+	return nil
+}
+
+// checkSchema refuses a database whose schema is older than this code's
+// migrations. Open never migrates: the service connects as the writer
+// role, which may not change the schema; only Migrate, as the owner, does.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := migrations.Postgres()
+	if err != nil {
+		return err
+	}
+	missing, err := pendingMigrations(ctx, pool, ms)
+	if err != nil {
+		return fmt.Errorf("couldn't read the schema version (run `acsledger migrate` as the database owner first): %w", err)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the database lacks migrations %v of this acsledger: run `acsledger migrate` as the database owner first", missing)
+	}
+	return nil
+}
+
+// pendingMigrations returns the versions of ms that schema_migrations does
+// not list.
+func pendingMigrations(ctx context.Context, db interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, ms []migrations.Migration) ([]int, error) {
+	rows, err := db.Query(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return nil, err
+	}
+	applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, err
+	}
+	var missing []int
+	for _, m := range ms {
+		if !slices.Contains(applied, m.Version) {
+			missing = append(missing, m.Version)
+		}
+	}
+	return missing, nil
 }
 
 // Close stops the committers, after they have written what was queued, and
@@ -162,6 +223,12 @@ func Migrate(ctx context.Context, url string) error {
 		return fmt.Errorf("couldn't connect to the database: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	// A schema already at this code's version needs nothing, not even the
+	// right to create tables: a login that may only read schema_migrations
+	// (the writer) finds it so without touching the schema.
+	if missing, err := pendingMigrations(ctx, conn, ms); err == nil && len(missing) == 0 {
+		return nil
+	}
 	for _, m := range ms {
 		err := inTx(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('acsledger schema_migrations'))"); err != nil {

@@ -101,6 +101,15 @@ func (s *Store) Close() error {
 	return errors.Join(s.write.Close(), s.read.Close())
 }
 
+// Ping reports whether the store's database file can be reached for
+// writing.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.write.PingContext(ctx); err != nil {
+		return fmt.Errorf("couldn't reach the database: %w", err)
+	}
+	return nil
+}
+
 // inTx runs fn in one write transaction (BEGIN IMMEDIATE) and commits it if
 // fn returns nil. Every write of the store goes through here.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {

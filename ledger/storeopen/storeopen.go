@@ -31,6 +31,9 @@ type Store interface {
 	// LogStorage returns the storage of the Merkle log over the store's
 	// database, whose tables hold the leaves of the store's entries.
 	LogStorage() tlog.Storage
+	// Ping reports whether the store can take an append now (a readiness
+	// check: acsledger serve's /readyz).
+	Ping(ctx context.Context) error
 }
 
 var (

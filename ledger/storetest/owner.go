@@ -50,11 +50,9 @@ func testWriters(t *testing.T, open Open) {
 		{SessionID: "own-new", Entry: fx[1]},
 	})
 	refused("batch creating a session", err, ledger.WriterExternal, ledger.WriterGuardian)
-	if gs, ok := s.(ledger.GuardianStore); ok {
-		_, _, err = gs.AppendRequest(ctx, ledger.Record{SessionID: "own-external", Entry: fx[1]}, []byte(`{}`), requestKey("req-own"),
-			func(ledger.Appended) ([]byte, error) { return []byte(`{}`), nil })
-		refused("AppendRequest into an external session", err, ledger.WriterGuardian, ledger.WriterExternal)
-	}
+	_, _, err = s.AppendRequest(ctx, ledger.Record{SessionID: "own-external", Entry: fx[1]}, []byte(`{}`), requestKey("req-own"),
+		func(ledger.Appended) ([]byte, error) { return []byte(`{}`), nil })
+	refused("AppendRequest into an external session", err, ledger.WriterGuardian, ledger.WriterExternal)
 	for _, id := range []string{"own-external", "own-guardian"} {
 		if se, err := s.Session(ctx, id); err != nil || se.Length != 1 {
 			t.Fatalf("session %s after refusals: %+v, %v", id, se, err)
@@ -116,15 +114,13 @@ func testExpectHead(t *testing.T, open Open) {
 	if r, err := s.Append(ctx, ledger.Record{SessionID: "cas", Entry: fx[1], Expect: at1}); err != nil || !r.Replayed || r.EntryHash != a1.EntryHash {
 		t.Fatalf("retry: %+v, %v", r, err)
 	}
-	if gs, ok := s.(ledger.GuardianStore); ok {
-		calls := 0
-		sign := func(ledger.Appended) ([]byte, error) { calls++; return []byte(`{}`), nil }
-		_, _, err := gs.AppendRequest(ctx, ledger.Record{SessionID: "cas-g", Entry: fx[0], Expect: &ledger.Head{Length: 1, Hash: a0.EntryHash}}, nil, requestKey("req-cas"), sign)
-		if !errors.Is(err, ledger.ErrHeadMoved) || calls != 0 {
-			t.Fatalf("AppendRequest expecting a head of a session that does not exist: %v, %d sign calls", err, calls)
-		}
-		if _, err := s.Session(ctx, "cas-g"); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("refused AppendRequest created its session: %v", err)
-		}
+	calls := 0
+	sign := func(ledger.Appended) ([]byte, error) { calls++; return []byte(`{}`), nil }
+	_, _, err = s.AppendRequest(ctx, ledger.Record{SessionID: "cas-g", Entry: fx[0], Expect: &ledger.Head{Length: 1, Hash: a0.EntryHash}}, nil, requestKey("req-cas"), sign)
+	if !errors.Is(err, ledger.ErrHeadMoved) || calls != 0 {
+		t.Fatalf("AppendRequest expecting a head of a session that does not exist: %v, %d sign calls", err, calls)
+	}
+	if _, err := s.Session(ctx, "cas-g"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("refused AppendRequest created its session: %v", err)
 	}
 }

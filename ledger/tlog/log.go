@@ -11,6 +11,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -78,6 +79,9 @@ type Log struct {
 	onCP      func(Checkpoint)
 	notify    chan struct{}
 	signed    chan struct{}
+	// runErr is the error of Run's latest integration attempt, nil after
+	// one that succeeded (Err).
+	runErr atomic.Pointer[error]
 
 	lastMu     sync.Mutex // guards the last verified checkpoint
 	lastSigned []byte
@@ -204,6 +208,16 @@ func keyType(vkey string) byte {
 	return typ
 }
 
+// Err returns the error of Run's latest integration attempt, or nil if it
+// succeeded (or none was made yet): while it is set, entries are appended
+// but not anchored, and a readiness check reports the log as unwritable.
+func (l *Log) Err() error {
+	if p := l.runErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Origin returns the checkpoint origin line.
 func (l *Log) Origin() string { return l.origin }
 
@@ -295,6 +309,11 @@ func (l *Log) Run(ctx context.Context) error {
 			more = n == limit
 		} else {
 			more, err = l.catchUp(ctx, limit)
+		}
+		if err != nil && ctx.Err() == nil {
+			l.runErr.Store(&err)
+		} else if err == nil {
+			l.runErr.Store(nil)
 		}
 		switch {
 		case errors.Is(err, ErrInconsistent):
