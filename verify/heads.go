@@ -41,6 +41,8 @@ type HeadChecker struct {
 	// published maps request_id to the heads the responses for it carry,
 	// until the entry of that step is checked.
 	published map[string]*publishedHead
+	// held counts the responses recorded in published.
+	held int
 
 	// diverged is true while the last published head compared differed:
 	// a rewrite changes every head after it, and is reported once, at the
@@ -122,6 +124,7 @@ func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding,
 	}
 	p := h.record(rf.requestID, i)
 	p.heads = append(p.heads, head)
+	h.held++
 	return findings, notices, nil
 }
 
@@ -239,9 +242,14 @@ func (h *HeadChecker) record(requestID string, response int) *publishedHead {
 	if p == nil {
 		p = &publishedHead{response: response}
 		h.published[requestID] = p
+		h.held++
 	}
 	return p
 }
+
+// Held is how many responses the checker holds, waiting for the entries
+// of their steps: what its memory grows with.
+func (h *HeadChecker) Held() int { return h.held }
 
 func keyIDOf(se *sig.Error) string {
 	if se == nil {
@@ -287,6 +295,7 @@ func (h *HeadChecker) CheckEntry(index int, e *acs.Entry, head acs.Hash, hashEdi
 		return nil
 	}
 	delete(h.published, e.StepID)
+	h.held -= 1 + len(p.heads)
 	var fs []Finding
 	mismatch := false
 	for _, pub := range p.heads {

@@ -83,6 +83,8 @@ func statusFor(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errUnauthorized):
 		return http.StatusUnauthorized
+	case errors.Is(err, errBusy):
+		return http.StatusServiceUnavailable
 	case errors.Is(err, errAdminDisabled):
 		return http.StatusForbidden
 	case errors.Is(err, evidence.ErrRunning), errors.Is(err, replay.ErrAmbiguous),
