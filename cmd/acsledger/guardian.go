@@ -215,7 +215,8 @@ func (f *guardianFlags) reloadOnHangup(ctx context.Context, engine *policy.Engin
 func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("guardian", stderr)
 	stdio := fs.Bool("stdio", false, "serve JSON-RPC on stdin/stdout with Content-Length framing (required)")
-	db := fs.String("db", "", "store URL, as for serve")
+	var db dbFlags
+	db.register(fs, "store URL, as for serve")
 	var gf guardianFlags
 	gf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -227,7 +228,10 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	log := newLogger(stderr)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	url := storeURL(*db)
+	url, err := db.url()
+	if err != nil {
+		return err
+	}
 	if err := storeopen.Migrate(ctx, url); err != nil {
 		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
 	}

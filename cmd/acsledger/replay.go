@@ -19,7 +19,8 @@ var errDecisionDiffers = errors.New("the replayed decision differs from the reco
 // runReplay re-evaluates a recorded decision (guardian/replay).
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("replay", stderr)
-	db := fs.String("db", "", "store URL (default: embedded store in ./acsledger-data)")
+	var db dbFlags
+	db.register(fs, "store URL (default: embedded store in ./acsledger-data)")
 	version := fs.String("policy-version", "", "evaluate under this recorded version of the cited policy instead of the recorded one")
 	session := fs.String("session", "", "the session of the request (optional; without it every session is scanned)")
 	paramsFile := fs.String("params", "", "FILE holding the request's params as sent, or the whole request envelope (\"-\" for stdin); default: the params stored in the ledger")
@@ -44,7 +45,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	store, err := openStore(ctx, *db)
+	store, err := openStore(ctx, db)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,8 @@ const shutdownGrace = 15 * time.Second
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
-	db := fs.String("db", "", "store URL: postgres://... for PostgreSQL; empty or a directory path for the embedded store")
+	var db dbFlags
+	db.register(fs, "store URL: PostgreSQL, or a directory path for the embedded store (default ./acsledger-data)")
 	maxEntry := fs.Int("max-entry-bytes", ledger.DefaultMaxEntryBytes, "largest accepted ContextEntry, in bytes")
 	var gf guardianFlags
 	gf.register(fs)
@@ -43,7 +44,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	url := storeURL(*db)
+	url, err := db.url()
+	if err != nil {
+		return err
+	}
 	if err := storeopen.Migrate(ctx, url); err != nil {
 		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
 	}
@@ -139,11 +143,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("migrate", stderr)
-	db := fs.String("db", "", "store URL (postgres://... as the owner role, or the embedded store's directory)")
+	var db dbFlags
+	db.register(fs, "store URL (PostgreSQL as the owner role, or the embedded store's directory)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	url := storeURL(*db)
+	url, err := db.url()
+	if err != nil {
+		return err
+	}
 	if err := storeopen.Migrate(ctx, url); err != nil {
 		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
 	}
