@@ -7,6 +7,8 @@ import (
 	"os/user"
 	"strings"
 	"time"
+
+	"github.com/acsledger/acsledger/ledger"
 )
 
 // runErase erases the request params stored beside one step
@@ -46,7 +48,7 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			erasedBy = u.Username
 		}
 	}
-	store, err := openStore(ctx, db)
+	store, err := openStore(ctx, db, ledger.Options{})
 	if err != nil {
 		return err
 	}

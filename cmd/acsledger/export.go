@@ -34,7 +34,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *session == "" {
 		return fmt.Errorf("%w: --session is required", errUsage)
 	}
-	store, err := openStore(ctx, db)
+	store, err := openStore(ctx, db, ledger.Options{})
 	if err != nil {
 		return err
 	}
@@ -106,12 +106,12 @@ func exportFile(ctx context.Context, store ledger.GuardianStore, log evidence.Lo
 }
 
 // openStore opens the store the flags name.
-func openStore(ctx context.Context, db dbFlags) (storeopen.Store, error) {
+func openStore(ctx context.Context, db dbFlags, opts ledger.Options) (storeopen.Store, error) {
 	url, err := db.url()
 	if err != nil {
 		return nil, err
 	}
-	st, err := storeopen.Open(ctx, url, ledger.Options{})
+	st, err := storeopen.Open(ctx, url, opts)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}

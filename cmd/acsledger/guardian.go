@@ -19,6 +19,7 @@ import (
 	"github.com/acsledger/acsledger/guardian/opapolicy"
 	"github.com/acsledger/acsledger/guardian/policy"
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/paramcrypt"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
@@ -31,6 +32,7 @@ type guardianFlags struct {
 	policyID      string
 	policyVersion string
 	approverKeys  string
+	masterKeyFile string
 }
 
 func (f *guardianFlags) register(fs *flag.FlagSet) {
@@ -44,6 +46,21 @@ func (f *guardianFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.approverKeys, "approver-keys", "", "directory of approvers' public keys (key_id = approver id); enables POST /acs/approvals for ASK grants")
 	fs.StringVar(&f.policyID, "policy-id", "local", "policy_id of the --policy bundle")
 	fs.StringVar(&f.policyVersion, "policy-version", "", "policy_version of the --policy bundle (required with --policy)")
+	fs.StringVar(&f.masterKeyFile, "master-key-file", "", "FILE holding the master key (64 hex digits) that encrypts request params at rest; default $"+envMasterKey+", else "+masterKeyFile+" in the key directory, created if missing")
+}
+
+// sealer returns the sealer of request params at rest, creating the
+// master key in the key directory if none is given.
+func (f *guardianFlags) sealer(storeURL string, log *slog.Logger) (*paramcrypt.Sealer, error) {
+	dir := f.keysDir
+	if dir == "" {
+		dir = defaultKeysDir(storeURL)
+	} else if _, err := os.Stat(dir); err != nil {
+		// As for the other keys: a directory named with --keys must
+		// exist, so that a mistyped path is not a new identity.
+		return nil, fmt.Errorf("couldn't read key directory %s: %w", dir, err)
+	}
+	return paramsSealer(f.masterKeyFile, dir, true, log)
 }
 
 // defaultKeysDir is where keys live when --keys is not given.
@@ -73,8 +90,8 @@ func (f *guardianFlags) loadKeys(storeURL string, log *slog.Logger) ([]*sig.Priv
 	if dir == "" {
 		// The default directory is created with fresh keys when missing.
 		dir = defaultKeysDir(storeURL)
-		_, err := os.Stat(dir)
-		generate = errors.Is(err, fs.ErrNotExist)
+		none, err := noKeyFiles(dir)
+		generate = errors.Is(err, fs.ErrNotExist) || err == nil && none
 	} else {
 		// A directory given with --keys must exist (a mistyped path is an
 		// error, not a new key set); an existing one without any key file
@@ -235,7 +252,11 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := storeopen.Migrate(ctx, url); err != nil {
 		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
 	}
-	store, err := storeopen.Open(ctx, url, ledger.Options{})
+	sealer, err := gf.sealer(url, log)
+	if err != nil {
+		return err
+	}
+	store, err := storeopen.Open(ctx, url, ledger.Options{Params: sealer})
 	if err != nil {
 		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}

@@ -51,7 +51,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := storeopen.Migrate(ctx, url); err != nil {
 		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
 	}
-	store, err := storeopen.Open(ctx, url, ledger.Options{MaxEntryBytes: *maxEntry})
+	sealer, err := gf.sealer(url, log)
+	if err != nil {
+		return err
+	}
+	store, err := storeopen.Open(ctx, url, ledger.Options{MaxEntryBytes: *maxEntry, Params: sealer})
 	if err != nil {
 		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}

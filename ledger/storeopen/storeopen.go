@@ -102,6 +102,11 @@ func Open(ctx context.Context, url string, opts ledger.Options) (Store, error) {
 	if err := os.MkdirAll(t.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("couldn't create store directory: %w", err)
 	}
+	// The directory holds the database and, by default, the keys: its
+	// owner's only, also when an earlier version created it 0755.
+	if err := os.Chmod(t.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("couldn't make the store directory its owner's only: %w", err)
+	}
 	return sqlitestore.Open(ctx, filepath.Join(t.Dir, SQLiteFile), opts)
 }
 
