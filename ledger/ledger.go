@@ -11,6 +11,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/acsledger/acsledger/acs"
@@ -208,6 +209,47 @@ type Options struct {
 	MaxEntryBytes int
 	// Now is the store's clock; nil means time.Now.
 	Now func() time.Time
+	// Params seals request params before a GuardianStore stores them and
+	// opens them when read (ledger/paramcrypt); nil stores them in clear.
+	Params ParamsSealer
+}
+
+// ParamsSealer encrypts request params at rest, bound to their step.
+// Open must return a record stored in clear as it is, and an error for a
+// record sealed for another step or with another key.
+type ParamsSealer interface {
+	Seal(sessionID string, position int64, params []byte) ([]byte, error)
+	Open(sessionID string, position int64, record []byte) ([]byte, error)
+}
+
+// SealParams is what a store writes for params: sealed by o.Params, or
+// in clear when it is nil.
+func (o Options) SealParams(sessionID string, position int64, params []byte) ([]byte, error) {
+	if o.Params == nil {
+		return params, nil
+	}
+	b, err := o.Params.Seal(sessionID, position, params)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't encrypt the request params of session %q position %d: %w", sessionID, position, err)
+	}
+	return b, nil
+}
+
+// OpenParams is the params a stored record holds. Without o.Params, a
+// sealed record (which starts with a NUL, never the first byte of params
+// stored in clear) is an error rather than bytes that are not JSON.
+func (o Options) OpenParams(sessionID string, position int64, record []byte) ([]byte, error) {
+	if o.Params == nil {
+		if len(record) > 0 && record[0] == 0 {
+			return nil, fmt.Errorf("the request params of session %q position %d are encrypted and no master key is configured", sessionID, position)
+		}
+		return record, nil
+	}
+	b, err := o.Params.Open(sessionID, position, record)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't decrypt the request params of session %q position %d: %w", sessionID, position, err)
+	}
+	return b, nil
 }
 
 // EntryCap returns the effective entry size cap.

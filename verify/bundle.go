@@ -111,6 +111,26 @@ type bundleState struct {
 	since *Report
 
 	findings, notices []Finding
+
+	lim                             Limits
+	findingsDropped, noticesDropped int
+}
+
+// trim keeps the first lim.MaxFindings findings and notices, and counts
+// the rest.
+func (s *bundleState) trim() {
+	n := s.lim.MaxFindings
+	if n <= 0 {
+		return
+	}
+	if len(s.findings) > n {
+		s.findingsDropped += len(s.findings) - n
+		s.findings = s.findings[:n]
+	}
+	if len(s.notices) > n {
+		s.noticesDropped += len(s.notices) - n
+		s.notices = s.notices[:n]
+	}
 }
 
 // VerifyBundle checks an evidence bundle (docs/evidence-bundle.md) in one
@@ -132,15 +152,57 @@ type bundleState struct {
 // are out of order, or with a value longer than acs.MaxInput, is an
 // *InputError naming the member and the byte offset.
 func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
-	return verifyBundle(r, trust, nil)
+	return verifyBundle(r, trust, nil, Limits{})
 }
 
-func verifyBundle(r io.Reader, trust *Trust, since *Report) (*Report, error) {
-	s := &bundleState{since: since, policies: map[[2]string]PolicyBundleRecord{}, bySize: map[uint64]int{}, anchors: map[uint64][]int{}}
+// Limits bound what one verification of a bundle may hold, for a server
+// that verifies bundles uploaded by anyone: with them, its memory does not
+// grow with the upload. Zero fields do not bound.
+type Limits struct {
+	// MaxValueBytes bounds one value read whole: an entry, a response, the
+	// keys, a checkpoint, a policy record. The default is acs.MaxInput.
+	MaxValueBytes int
+	// MaxHeldResponses bounds the responses held until the entries of
+	// their steps are read: a bundle in the "responses" layout holds all
+	// of them, one in the "steps" layout none for long.
+	MaxHeldResponses int
+	// MaxElements bounds the elements of each of policy_bundles,
+	// checkpoints, consistency_proofs and anchors, which are held whole.
+	MaxElements int
+	// MaxFindings bounds the findings kept, and the notices; the rest are
+	// counted in Report.FindingsDropped and NoticesDropped.
+	MaxFindings int
+}
+
+// VerifyBundleLimited is VerifyBundle within limits: a bundle that needs
+// more than they allow is an *InputError naming the limit.
+func VerifyBundleLimited(r io.Reader, trust *Trust, lim Limits) (*Report, error) {
+	return verifyBundle(r, trust, nil, lim)
+}
+
+func verifyBundle(r io.Reader, trust *Trust, since *Report, lim Limits) (*Report, error) {
+	s := &bundleState{since: since, lim: lim, policies: map[[2]string]PolicyBundleRecord{}, bySize: map[uint64]int{}, anchors: map[uint64][]int{}}
 	if trust != nil {
 		s.trust = *trust
 	}
 	vr := newValueReader(r)
+	if lim.MaxValueBytes > 0 {
+		vr.max = min(vr.max, lim.MaxValueBytes)
+	}
+	// each reads the elements of an array member, within the limits.
+	each := func(small bool, read func(k int) error) error {
+		return vr.elements(func(k int) error {
+			if small && lim.MaxElements > 0 && k >= lim.MaxElements {
+				return fmt.Errorf("more than %d elements", lim.MaxElements)
+			}
+			err := read(k)
+			s.trim()
+			if err == nil && lim.MaxHeldResponses > 0 && s.heads != nil && s.heads.Held() > lim.MaxHeldResponses {
+				err = fmt.Errorf("more than %d responses wait for their entries: put each response beside its entry (\"steps\")", lim.MaxHeldResponses)
+			}
+			return err
+		})
+	}
 	fail := func(member string, err error) (*Report, error) {
 		return nil, &InputError{File: "bundle", Offset: vr.offset(), Member: member, Err: err}
 	}
@@ -185,16 +247,16 @@ func verifyBundle(r io.Reader, trust *Trust, since *Report) (*Report, error) {
 		case "keys":
 			return s.readKeys(vr)
 		case "policy_bundles":
-			return vr.elements(func(k int) error { return s.readPolicy(vr, k) })
+			return each(true, func(k int) error { return s.readPolicy(vr, k) })
 		case "checkpoints":
-			return vr.elements(func(k int) error { return s.readCheckpoint(vr, k) })
+			return each(true, func(k int) error { return s.readCheckpoint(vr, k) })
 		case "consistency_proofs":
-			return vr.elements(func(k int) error { return s.readConsistency(vr, k) })
+			return each(true, func(k int) error { return s.readConsistency(vr, k) })
 		case "anchors":
-			return vr.elements(func(k int) error { return s.readAnchor(vr, k) })
+			return each(true, func(k int) error { return s.readAnchor(vr, k) })
 		case "responses":
 			s.startHeads()
-			return vr.elements(func(k int) error { return s.readResponse(vr) })
+			return each(false, func(k int) error { return s.readResponse(vr) })
 		case "entries", "steps":
 			if seen["entries"] && seen["steps"] {
 				return errors.New(`a bundle has "entries" or "steps", not both`)
@@ -209,9 +271,9 @@ func verifyBundle(r io.Reader, trust *Trust, since *Report) (*Report, error) {
 			}
 			s.startHeads()
 			if name == "steps" {
-				return vr.elements(func(k int) error { return s.readStep(vr, k) })
+				return each(false, func(k int) error { return s.readStep(vr, k) })
 			}
-			return vr.elements(func(k int) error { return s.readEntry(vr, k) })
+			return each(false, func(k int) error { return s.readEntry(vr, k) })
 		}
 		return nil
 	}
@@ -245,7 +307,9 @@ func verifyBundle(r io.Reader, trust *Trust, since *Report) (*Report, error) {
 		return fail("entries", errors.New("no context entries"))
 	}
 	s.finish()
-	rep := &Report{Entries: s.chain.Entries(), Head: s.chain.Head(), Findings: s.findings, Notices: s.notices, SessionID: s.sessionID}
+	s.trim()
+	rep := &Report{Entries: s.chain.Entries(), Head: s.chain.Head(), Findings: s.findings, Notices: s.notices, SessionID: s.sessionID,
+		FindingsDropped: s.findingsDropped, NoticesDropped: s.noticesDropped}
 	for _, cp := range s.checkpoints {
 		if rep.Checkpoint == nil || cp.Size > rep.Checkpoint.Size {
 			rep.Checkpoint = &cp

@@ -41,6 +41,8 @@ type HeadChecker struct {
 	// published maps request_id to the heads the responses for it carry,
 	// until the entry of that step is checked.
 	published map[string]*publishedHead
+	// waiting counts the responses recorded in published.
+	waiting int
 
 	// held keeps the findings about responses that name a request_id
 	// until the entry they answer is checked, which gives them its
@@ -164,6 +166,7 @@ func (h *HeadChecker) addResponse(envelope []byte) (findings, notices []Finding,
 		}
 		p.prevs = append(p.prevs, prev)
 	}
+	h.waiting++
 	return findings, notices, nil
 }
 
@@ -284,9 +287,14 @@ func (h *HeadChecker) record(requestID string, response int) *publishedHead {
 	if p == nil {
 		p = &publishedHead{response: response}
 		h.published[requestID] = p
+		h.waiting++
 	}
 	return p
 }
+
+// Held is how many responses the checker holds, waiting for the entries
+// of their steps: what its memory grows with.
+func (h *HeadChecker) Held() int { return h.waiting }
 
 func keyIDOf(se *sig.Error) string {
 	if se == nil {
@@ -341,6 +349,7 @@ func (h *HeadChecker) CheckEntry(index int, e *acs.Entry, head acs.Hash, hashEdi
 		return fs
 	}
 	delete(h.published, e.StepID)
+	h.waiting -= 1 + len(p.heads)
 	mismatch := false
 	for _, pub := range p.heads {
 		if pub == head {

@@ -61,6 +61,9 @@ type Report struct {
 	// the session must extend (VerifyBundleSince). Empty for a chain.
 	SessionID  string
 	Checkpoint *Checkpoint
+	// FindingsDropped and NoticesDropped count what VerifyBundleLimited
+	// did not keep beyond Limits.MaxFindings.
+	FindingsDropped, NoticesDropped int
 }
 
 // Verified reports whether the chain replayed without findings.

@@ -27,7 +27,7 @@ import (
 //
 // A later bundle of another session is an *InputError.
 func VerifyBundleSince(r io.Reader, trust *Trust, earlier *Report) (*Report, error) {
-	return verifyBundle(r, trust, earlier)
+	return verifyBundle(r, trust, earlier, Limits{})
 }
 
 // checkSinceEntry compares the head at the earlier bundle's last position.

@@ -30,10 +30,12 @@ type valueReader struct {
 	pos, end int
 	base     int64 // input offset of buf[0]
 	err      error // what r returned last, once it is not nil
+	// max bounds one value; maxValueBytes unless a Limits says less.
+	max int
 }
 
 func newValueReader(r io.Reader) *valueReader {
-	return &valueReader{r: r, buf: make([]byte, 64<<10)}
+	return &valueReader{r: r, buf: make([]byte, 64<<10), max: maxValueBytes}
 }
 
 // offset is the input offset of the next unconsumed byte.
@@ -144,8 +146,8 @@ func (v *valueReader) value() ([]byte, error) {
 				}
 			}
 		}
-		if j-v.pos > maxValueBytes {
-			return nil, fmt.Errorf("value longer than %d bytes", maxValueBytes)
+		if j-v.pos > v.max {
+			return nil, fmt.Errorf("value longer than %d bytes", v.max)
 		}
 		rel := j - v.pos
 		if !v.fill() {

@@ -45,12 +45,18 @@ type EvidenceOptions struct {
 	Reverifier *evidence.Reverifier
 	// MaxBundleBytes caps an uploaded bundle; 0 means DefaultMaxBundleBytes.
 	MaxBundleBytes int64
+	// MaxConcurrentVerifications bounds the uploaded bundles verified at
+	// once; 0 means DefaultMaxConcurrentVerifications. More are answered
+	// 503 with Retry-After.
+	MaxConcurrentVerifications int
 }
 
 // evidenceAPI serves the evidence routes over the server's store.
 type evidenceAPI struct {
 	s    *Server
 	opts EvidenceOptions
+	// verifying holds one token per upload being verified.
+	verifying chan struct{}
 }
 
 // mountEvidence adds the evidence routes to r, the /api/v1 router.
@@ -58,7 +64,10 @@ func (s *Server) mountEvidence(r chi.Router, opts EvidenceOptions) {
 	if opts.MaxBundleBytes <= 0 {
 		opts.MaxBundleBytes = DefaultMaxBundleBytes
 	}
-	a := &evidenceAPI{s: s, opts: opts}
+	if opts.MaxConcurrentVerifications <= 0 {
+		opts.MaxConcurrentVerifications = DefaultMaxConcurrentVerifications
+	}
+	a := &evidenceAPI{s: s, opts: opts, verifying: make(chan struct{}, opts.MaxConcurrentVerifications)}
 	if opts.Reverifier == nil {
 		a.opts.Reverifier = evidence.NewReverifier(s.store, opts.Log, opts.Bundle, a.trust(), nil, s.log)
 	}
@@ -158,28 +167,6 @@ func (a *evidenceAPI) verifySession(w http.ResponseWriter, r *http.Request) {
 	gs := a.s.store
 	rep, err := evidence.Verify(r.Context(), gs, a.opts.Log, pathParam(r, "session_id"), a.opts.Bundle, a.trust())
 	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, evidence.NewReport(rep))
-}
-
-// verifyBundle verifies an uploaded bundle against the server's trust.
-// The verdict is 200 either way; a bundle that cannot be read is 400.
-func (a *evidenceAPI) verifyBundle(w http.ResponseWriter, r *http.Request) {
-	body := http.MaxBytesReader(w, r.Body, a.opts.MaxBundleBytes)
-	rep, err := verify.VerifyBundle(body, a.trust())
-	if err != nil {
-		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
-			a.fail(w, r, fmt.Errorf("the bundle is larger than %d bytes: %w", a.opts.MaxBundleBytes, err))
-			return
-		}
-		var in *verify.InputError
-		if errors.As(err, &in) {
-			a.fail(w, r, fmt.Errorf("%w: %v", errMalformedBundle, err))
-			return
-		}
 		a.fail(w, r, err)
 		return
 	}

@@ -104,6 +104,8 @@ func statusFor(err error) int {
 		return authErr.status
 	case errors.As(err, &maxErr):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errBusy):
+		return http.StatusServiceUnavailable
 	case errors.Is(err, errOutOfScope), errors.Is(err, errReserved):
 		return http.StatusForbidden
 	case errors.Is(err, errBadToken):

@@ -7,6 +7,8 @@ import (
 	"os/user"
 	"strings"
 	"time"
+
+	"github.com/acsledger/acsledger/ledger"
 )
 
 // runErase erases the request params stored beside one step
@@ -15,7 +17,8 @@ import (
 // so the chain and its proofs still verify; the erasure is recorded.
 func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("erase", stderr)
-	db := fs.String("db", "", "store URL (required): postgres://... as a role that is a member of acsledger_eraser and acsledger_writer (the owner that runs migrate is), or sqlite:DIR")
+	var db dbFlags
+	db.register(fs, "store URL (required): PostgreSQL as a role that is a member of acsledger_eraser and acsledger_writer (the owner that runs migrate is), or sqlite:DIR")
 	session := fs.String("session", "", "the step's session (required)")
 	position := fs.Int64("position", -1, "the step's position in its session, from 0 (required)")
 	reason := fs.String("reason", "", "why the params are erased, recorded with the erasure (required)")
@@ -28,7 +31,7 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	switch {
-	case *db == "":
+	case db.named() == "":
 		// Never the default store: an erasure cannot be undone, so the
 		// store is named.
 		return fmt.Errorf("%w: --db is required", errUsage)
@@ -45,7 +48,7 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			erasedBy = u.Username
 		}
 	}
-	store, err := openStore(ctx, *db)
+	store, err := openStore(ctx, db, ledger.Options{})
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,8 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("export", stderr)
 	session := fs.String("session", "", "the session to export (required)")
 	out := fs.String("out", "", "write the bundle to FILE (written whole or not at all); default stdout")
-	db := fs.String("db", "", "store URL (default: embedded store in ./"+storeopen.DefaultDir+")")
+	var db dbFlags
+	db.register(fs, "store URL (default: embedded store in ./"+storeopen.DefaultDir+")")
 	keysDir := fs.String("keys", "", "key directory, as for serve: the bundle carries its public response keys and is anchored with its Merkle log keys ("+logKeyFile+"); default: keys/ beside the embedded store or ./acsledger-keys")
 	includePolicies := fs.Bool("include-policies", false, "put the policy bundles' content in the bundle, not only their digests")
 	sinceSize := fs.Uint64("since-size", 0, "also carry the checkpoint of this tree size (an earlier bundle's) and a consistency proof from it, for acsverify bundle --since")
@@ -33,7 +34,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *session == "" {
 		return fmt.Errorf("%w: --session is required", errUsage)
 	}
-	store, err := openStore(ctx, *db)
+	store, err := openStore(ctx, db, ledger.Options{})
 	if err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	dir := *keysDir
 	if dir == "" {
-		dir = defaultKeysDir(storeURL(*db))
+		dir = defaultKeysDir(storeURL(db.named()))
 	}
 	opts := evidence.Options{IncludePolicies: *includePolicies, SinceSize: *sinceSize}
 	if opts.ResponseKeys, err = publicKeys(dir); err != nil {
@@ -104,9 +105,13 @@ func exportFile(ctx context.Context, store ledger.GuardianStore, log evidence.Lo
 	return sum, nil
 }
 
-// openStore opens the store at url.
-func openStore(ctx context.Context, url string) (storeopen.Store, error) {
-	st, err := storeopen.Open(ctx, url, ledger.Options{})
+// openStore opens the store the flags name.
+func openStore(ctx context.Context, db dbFlags, opts ledger.Options) (storeopen.Store, error) {
+	url, err := db.url()
+	if err != nil {
+		return nil, err
+	}
+	st, err := storeopen.Open(ctx, url, opts)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}

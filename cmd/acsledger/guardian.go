@@ -19,6 +19,7 @@ import (
 	"github.com/acsledger/acsledger/guardian/opapolicy"
 	"github.com/acsledger/acsledger/guardian/policy"
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/paramcrypt"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
@@ -33,6 +34,7 @@ type guardianFlags struct {
 	approverKeys  string
 	// onFailure is the failure posture (guardian.Config.OnDecisionFailure).
 	onFailure string
+	masterKeyFile string
 }
 
 func (f *guardianFlags) register(fs *flag.FlagSet) {
@@ -54,6 +56,21 @@ func (f *guardianFlags) register(fs *flag.FlagSet) {
 		f.onFailure = v
 		return nil
 	})
+	fs.StringVar(&f.masterKeyFile, "master-key-file", "", "FILE holding the master key (64 hex digits) that encrypts request params at rest; default $"+envMasterKey+", else "+masterKeyFile+" in the key directory, created if missing")
+}
+
+// sealer returns the sealer of request params at rest, creating the
+// master key in the key directory if none is given.
+func (f *guardianFlags) sealer(storeURL string, log *slog.Logger) (*paramcrypt.Sealer, error) {
+	dir := f.keysDir
+	if dir == "" {
+		dir = defaultKeysDir(storeURL)
+	} else if _, err := os.Stat(dir); err != nil {
+		// As for the other keys: a directory named with --keys must
+		// exist, so that a mistyped path is not a new identity.
+		return nil, fmt.Errorf("couldn't read key directory %s: %w", dir, err)
+	}
+	return paramsSealer(f.masterKeyFile, dir, true, log)
 }
 
 // defaultKeysDir is where keys live when --keys is not given.
@@ -83,8 +100,8 @@ func (f *guardianFlags) loadKeys(storeURL string, log *slog.Logger) ([]*sig.Priv
 	if dir == "" {
 		// The default directory is created with fresh keys when missing.
 		dir = defaultKeysDir(storeURL)
-		_, err := os.Stat(dir)
-		generate = errors.Is(err, fs.ErrNotExist)
+		none, err := noKeyFiles(dir)
+		generate = errors.Is(err, fs.ErrNotExist) || err == nil && none
 	} else {
 		// A directory given with --keys must exist (a mistyped path is an
 		// error, not a new key set); an existing one without any key file
@@ -225,7 +242,8 @@ func (f *guardianFlags) reloadOnHangup(ctx context.Context, engine *policy.Engin
 func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("guardian", stderr)
 	stdio := fs.Bool("stdio", false, "serve JSON-RPC on stdin/stdout with Content-Length framing (required)")
-	db := fs.String("db", "", "store URL, as for serve")
+	var db dbFlags
+	db.register(fs, "store URL, as for serve")
 	var gf guardianFlags
 	gf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -237,9 +255,16 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	log := newLogger(stderr)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	url := storeURL(*db)
+	url, err := db.url()
+	if err != nil {
+		return err
+	}
 	// As serve: never migrates a PostgreSQL database.
-	store, err := storeopen.Open(ctx, url, ledger.Options{})
+	sealer, err := gf.sealer(url, log)
+	if err != nil {
+		return err
+	}
+	store, err := storeopen.Open(ctx, url, ledger.Options{Params: sealer})
 	if err != nil {
 		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}

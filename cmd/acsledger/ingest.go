@@ -33,7 +33,8 @@ func (e *inputError) Is(target error) bool { return target == errUsage }
 // ingestFlags are the source flags of `acsledger ingest`.
 type ingestFlags struct {
 	format     string
-	db, keys   string
+	db         dbFlags
+	keys       string
 	json       bool
 	batch      int
 	opaSession string
@@ -46,7 +47,7 @@ type ingestFlags struct {
 
 func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "format", "", "source format: opa, bash-guard, bash-guard-audit, a2h or acs (required)")
-	fs.StringVar(&f.db, "db", "", "store URL (default: embedded store in ./"+storeopen.DefaultDir+")")
+	f.db.register(fs, "store URL (default: embedded store in ./"+storeopen.DefaultDir+")")
 	fs.StringVar(&f.keys, "keys", "", "key directory, as for serve: its Merkle log key anchors what was ingested (default: keys/ beside the embedded store or ./acsledger-keys)")
 	fs.BoolVar(&f.noAnchor, "no-anchor", false, "leave the new entries for the running server's log to anchor")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per record, then a summary object")
@@ -228,14 +229,18 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}()
 
-	st, err := storeopen.Open(ctx, f.db, ledger.Options{})
+	url, err := f.db.url()
 	if err != nil {
-		return fmt.Errorf("couldn't open store %s: %w", redact(storeURL(f.db)), err)
+		return err
+	}
+	st, err := storeopen.Open(ctx, url, ledger.Options{})
+	if err != nil {
+		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	defer st.Close()
 	store, ok := st.(ingest.Store)
 	if !ok {
-		return fmt.Errorf("store %s does not support ingest", redact(storeURL(f.db)))
+		return fmt.Errorf("store %s does not support ingest", redact(url))
 	}
 	m, err := f.mapper(store)
 	if err != nil {
@@ -337,7 +342,7 @@ func withPlace(detail string, rec ledger.IngestRecord) string {
 func anchorIngested(ctx context.Context, st storeopen.Store, f ingestFlags, stderr io.Writer) error {
 	dir := f.keys
 	if dir == "" {
-		dir = defaultKeysDir(storeURL(f.db))
+		dir = defaultKeysDir(storeURL(f.db.named()))
 	}
 	l, err := openLogReadOnly(ctx, st, dir)
 	if err != nil {
@@ -414,7 +419,6 @@ func (p *ingestProgress) done() {
 		fmt.Fprint(p.w, "\r\x1b[K")
 	}
 }
-
 
 // ingestServeFlags configure serve's ingest routes (docs/ingest.md).
 type ingestServeFlags struct {

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	decisionreplay "github.com/acsledger/acsledger/guardian/replay"
+	"github.com/acsledger/acsledger/ledger"
 )
 
 // errDecisionDiffers is returned when a replay reaches another decision
@@ -19,11 +20,14 @@ var errDecisionDiffers = errors.New("the replayed decision differs from the reco
 // runReplay re-evaluates a recorded decision (guardian/replay).
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("replay", stderr)
-	db := fs.String("db", "", "store URL (default: embedded store in ./acsledger-data)")
+	var db dbFlags
+	db.register(fs, "store URL (default: embedded store in ./acsledger-data)")
 	version := fs.String("policy-version", "", "evaluate under this recorded version of the cited policy instead of the recorded one")
 	session := fs.String("session", "", "the session of the request (optional; without it every session is scanned)")
 	paramsFile := fs.String("params", "", "FILE holding the request's params as sent, or the whole request envelope (\"-\" for stdin); default: the params stored in the ledger")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	keysDir := fs.String("keys", "", "key directory, as for serve, holding the master key of request params at rest (default: keys/ beside the embedded store or ./acsledger-keys)")
+	masterKey := fs.String("master-key-file", "", "FILE holding the master key of request params at rest (default $"+envMasterKey+", else "+masterKeyFile+" in --keys)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: acsledger replay [--db URL] [--policy-version V] [--session ID] [--json] [--params FILE] REQUEST_ID")
 		fs.PrintDefaults()
@@ -44,7 +48,19 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	store, err := openStore(ctx, *db)
+	dir := *keysDir
+	if dir == "" {
+		dir = defaultKeysDir(storeURL(db.named()))
+	}
+	sealer, err := paramsSealer(*masterKey, dir, false, nil)
+	if err != nil {
+		return err
+	}
+	opts := ledger.Options{}
+	if sealer != nil {
+		opts.Params = sealer
+	}
+	store, err := openStore(ctx, db, opts)
 	if err != nil {
 		return err
 	}

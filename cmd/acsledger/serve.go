@@ -34,7 +34,8 @@ const shutdownGrace = 15 * time.Second
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
-	db := fs.String("db", "", "store URL: postgres://... for PostgreSQL; empty or a directory path for the embedded store")
+	var db dbFlags
+	db.register(fs, "store URL: PostgreSQL, or a directory path for the embedded store (default ./acsledger-data)")
 	maxEntry := fs.Int("max-entry-bytes", ledger.DefaultMaxEntryBytes, "largest accepted ContextEntry, in bytes")
 	var gf guardianFlags
 	gf.register(fs)
@@ -52,7 +53,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if (af.tlsCert == "") != (af.tlsKey == "") {
 		return fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
 	}
-	tokenFile := af.adminTokenPath(*db)
+	tokenFile := af.adminTokenPath(storeURL(db.named()))
 	// Secrets readable by others are refused before anything starts.
 	if err := checkPrivate(tokenFile); err != nil {
 		return err
@@ -66,11 +67,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	url := storeURL(*db)
+	url, err := db.url()
+	if err != nil {
+		return err
+	}
 	// serve never migrates: it runs as the writer login, which may not
 	// change the schema (`acsledger migrate`, as the owner, does). The
 	// embedded store, which has no roles, migrates as it opens.
-	store, err := storeopen.Open(ctx, url, ledger.Options{MaxEntryBytes: *maxEntry})
+	sealer, err := gf.sealer(url, log)
+	if err != nil {
+		return err
+	}
+	store, err := storeopen.Open(ctx, url, ledger.Options{MaxEntryBytes: *maxEntry, Params: sealer})
 	if err != nil {
 		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
@@ -197,11 +205,15 @@ func mountRoutes(r chi.Router, mlog *tlog.Log, metrics, acs, approvals http.Hand
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("migrate", stderr)
-	db := fs.String("db", "", "store URL (postgres://... as the owner role, or the embedded store's directory)")
+	var db dbFlags
+	db.register(fs, "store URL (PostgreSQL as the owner role, or the embedded store's directory)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	url := storeURL(*db)
+	url, err := db.url()
+	if err != nil {
+		return err
+	}
 	if err := storeopen.Migrate(ctx, url); err != nil {
 		return fmt.Errorf("couldn't migrate %s: %w", redact(url), err)
 	}

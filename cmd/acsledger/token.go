@@ -33,8 +33,11 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // openTokens opens the store named by db and its token storage.
-func openTokens(ctx context.Context, db string) (web.Tokens, func() error, error) {
-	url := storeURL(db)
+func openTokens(ctx context.Context, db dbFlags) (web.Tokens, func() error, error) {
+	url, err := db.url()
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := storeopen.Open(ctx, url, ledger.Options{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("couldn't open store %s: %w", redact(url), err)
@@ -69,7 +72,8 @@ func tokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	name := fs.String("name", "", "a unique name, shown in token list and the access log (default: ROLE-<8 hex digits>)")
 	scope := fs.String("scope", "", "limit the token to sessions whose agent id starts with this prefix")
 	expires := fs.String("expires", "", "lifetime: a duration (720h) or days (30d); default: never expires")
-	db := fs.String("db", "", "store URL: postgres://... or the embedded store's directory")
+	var db dbFlags
+	db.register(fs, "store URL: PostgreSQL or the embedded store's directory")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -80,7 +84,7 @@ func tokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	ts, closeStore, err := openTokens(ctx, *db)
+	ts, closeStore, err := openTokens(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -111,11 +115,12 @@ func describeExpiry(t time.Time) string {
 func tokenList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("token list", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
-	db := fs.String("db", "", "store URL: postgres://... or the embedded store's directory")
+	var db dbFlags
+	db.register(fs, "store URL: PostgreSQL or the embedded store's directory")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	ts, closeStore, err := openTokens(ctx, *db)
+	ts, closeStore, err := openTokens(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -178,7 +183,8 @@ func tokenState(t ledger.Token, now time.Time) string {
 
 func tokenRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("token revoke", stderr)
-	db := fs.String("db", "", "store URL: postgres://... or the embedded store's directory")
+	var db dbFlags
+	db.register(fs, "store URL: PostgreSQL or the embedded store's directory")
 	// NAME may come before or after the flags.
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -193,7 +199,7 @@ func tokenRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if name == "" || fs.NArg() != 0 {
 		return fmt.Errorf("%w: token revoke takes one token NAME", errUsage)
 	}
-	ts, closeStore, err := openTokens(ctx, *db)
+	ts, closeStore, err := openTokens(ctx, db)
 	if err != nil {
 		return err
 	}

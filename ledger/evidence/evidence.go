@@ -349,11 +349,16 @@ type Report struct {
 	Head     string           `json:"head"`
 	Findings []verify.Finding `json:"findings"`
 	Notices  []verify.Finding `json:"notices,omitempty"`
+	// FindingsDropped and NoticesDropped count what a verification within
+	// limits (an uploaded bundle) did not list.
+	FindingsDropped int `json:"findings_dropped,omitempty"`
+	NoticesDropped  int `json:"notices_dropped,omitempty"`
 }
 
 // NewReport converts a verify.Report to its JSON shape.
 func NewReport(r *verify.Report) Report {
-	out := Report{Verified: r.Verified(), Entries: r.Entries, Head: r.Head.String(), Findings: r.Findings, Notices: r.Notices}
+	out := Report{Verified: r.Verified(), Entries: r.Entries, Head: r.Head.String(), Findings: r.Findings, Notices: r.Notices,
+		FindingsDropped: r.FindingsDropped, NoticesDropped: r.NoticesDropped}
 	if out.Findings == nil {
 		out.Findings = []verify.Finding{}
 	}

@@ -129,3 +129,37 @@ func TestLoggedEntryReplaced(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletedSessionFailsReverification deletes a whole logged session,
+// its sessions and heads rows included, so that the store no longer lists
+// it: no session's verification can see it, and the run reports the
+// logged entries the store lost.
+func TestDeletedSessionFailsReverification(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			f := evidencetest.New(t, kind)
+			gone := f.ECDSASession
+			sess, err := f.Store.Session(ctx, gone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			where := fmt.Sprintf("session_id = '%s'", gone)
+			f.Superuser(t,
+				"DELETE FROM request_params WHERE "+where,
+				"DELETE FROM responses WHERE "+where,
+				"DELETE FROM requests WHERE "+where,
+				"DELETE FROM entries WHERE "+where,
+				"DELETE FROM heads WHERE "+where,
+				"DELETE FROM sessions WHERE "+where,
+			)
+			st, err := evidence.NewReverifier(f.Store, f.Log, f.Options(), f.Trust(t), nil, nil).RunNow(ctx)
+			if err != nil || st.Error != "" {
+				t.Fatalf("RunNow: %v %+v", err, st)
+			}
+			if st.Failed != 0 || st.LoggedNotStored != sess.Length {
+				t.Fatalf("run %+v: want no failing session listed and %d logged entries not stored", st, sess.Length)
+			}
+		})
+	}
+}

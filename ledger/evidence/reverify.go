@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -64,6 +65,12 @@ type RunStatus struct {
 	// FailedSessions names up to MaxFailedListed failing sessions with the
 	// findings the run saw.
 	FailedSessions []FailedSession `json:"failed_sessions"`
+	// LoggedNotStored is how many entries the log held leaves for when
+	// the run started beyond all the entries the run found in the store
+	// (Entries): entries deleted after they were logged, including whole
+	// sessions, which no session's verification can report because the
+	// store no longer lists them. A run with it above 0 failed.
+	LoggedNotStored int64 `json:"logged_not_stored,omitempty"`
 	// Error is set when the run stopped before checking every session.
 	Error string `json:"error,omitempty"`
 }
@@ -176,9 +183,9 @@ func (r *Reverifier) run(ctx context.Context) {
 	case err != nil:
 		outcome = outcomeError
 		r.slog.Error("re-verification stopped", "err", err, "sessions", st.Sessions)
-	case st.Failed > 0:
+	case st.Failed > 0 || st.LoggedNotStored > 0:
 		outcome = outcomeFindings
-		r.slog.Warn("re-verification found sessions that do not verify", "failed", st.Failed, "sessions", st.Sessions)
+		r.slog.Warn("re-verification found sessions that do not verify", "failed", st.Failed, "sessions", st.Sessions, "logged_not_stored", st.LoggedNotStored)
 	}
 	bg := context.WithoutCancel(ctx)
 	reverifyRuns.Add(bg, 1, metric.WithAttributes(attrOutcome.String(outcome)))
@@ -205,6 +212,13 @@ func (r *Reverifier) eachRecovered(ctx context.Context) (err error) {
 // each counts the sessions, then verifies every session, a page of
 // sessions at a time.
 func (r *Reverifier) each(ctx context.Context) error {
+	// Leaves exist only for committed entries, and entries are never
+	// legitimately deleted, so the store holds at least as many entries as
+	// the checkpoint read now covers, whenever the run reads them.
+	logged, err := r.loggedSize(ctx)
+	if err != nil {
+		return err
+	}
 	total, err := r.count(ctx)
 	r.mu.Lock()
 	r.current.Counting = false
@@ -237,10 +251,35 @@ func (r *Reverifier) each(ctx context.Context) error {
 			r.mu.Unlock()
 		}
 		if page.Next == "" {
+			r.mu.Lock()
+			if st := r.current; int64(logged) > st.Entries {
+				st.LoggedNotStored = int64(logged) - st.Entries
+			}
+			r.mu.Unlock()
 			return nil
 		}
 		f.Cursor = page.Next
 	}
+}
+
+// loggedSize is the tree size of the log's latest checkpoint, 0 without a
+// log or a checkpoint.
+func (r *Reverifier) loggedSize(ctx context.Context) (uint64, error) {
+	if r.log == nil {
+		return 0, nil
+	}
+	signed, err := r.log.Checkpoint(ctx)
+	if errors.Is(err, tlog.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("couldn't read the latest checkpoint: %w", err)
+	}
+	size, err := checkpointSize(signed)
+	if err != nil {
+		return 0, fmt.Errorf("the log's latest checkpoint: %w", err)
+	}
+	return size, nil
 }
 
 // count pages through the sessions without verifying any, so that the

@@ -319,9 +319,13 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 	var rqBytes [][]byte
 	for i, params := range p.Params {
 		if params != nil && !p.Results[i].Replayed && p.Errs[i] == nil {
+			sealed, err := s.opts.SealParams(p.Results[i].SessionID, p.Results[i].Position, params)
+			if err != nil {
+				return err
+			}
 			rqIDs = append(rqIDs, p.Results[i].SessionID)
 			rqPos = append(rqPos, p.Results[i].Position)
-			rqBytes = append(rqBytes, params)
+			rqBytes = append(rqBytes, sealed)
 		}
 	}
 	if len(rqIDs) > 0 {

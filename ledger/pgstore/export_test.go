@@ -22,3 +22,7 @@ func (s *Store) FailWritesOf(sessionID string, err error) {
 
 // The step lookups, for their query plans.
 var QueryEntriesByStep, QueryEntryByStep = q.EntriesByStep, q.EntryByStep
+
+// QuerySessionLeaves and QueryLastSessionLeaf are the Merkle log's reads of
+// one session's leaves, for plan tests.
+var QuerySessionLeaves, QueryLastSessionLeaf = q.LogSessionLeaves, q.LogLastSessionLeaf

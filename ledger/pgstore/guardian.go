@@ -117,7 +117,7 @@ func (s *Store) Request(ctx context.Context, sessionID string, position int64) (
 	if err != nil {
 		return nil, fmt.Errorf("couldn't read request params for session %q position %d: %w", sessionID, position, err)
 	}
-	return b, nil
+	return s.opts.OpenParams(sessionID, position, b)
 }
 
 // RecordRequest implements ledger.GuardianStore.

@@ -89,7 +89,7 @@ func (s *Store) Request(ctx context.Context, sessionID string, position int64) (
 	if b == nil {
 		b = []byte{}
 	}
-	return b, nil
+	return s.opts.OpenParams(sessionID, position, b)
 }
 
 // RecordRequest implements ledger.GuardianStore.

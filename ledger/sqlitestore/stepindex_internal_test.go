@@ -53,6 +53,16 @@ func TestStepLookupPlan(t *testing.T) {
 		}
 		return strings.Join(lines, "\n")
 	}
+	// The reads of one session's leaves (migration 0008) search the
+	// index on the session each leaf names and take index order from it.
+	for name, plan := range map[string]string{
+		"LogSessionLeaves":   explain(q.LogSessionLeaves, "s-050", 0, int64(1<<62), 1000),
+		"LogLastSessionLeaf": explain(q.LogLastSessionLeaf, "s-050", 200),
+	} {
+		if !strings.HasPrefix(plan, "SEARCH tlog_leaves USING INDEX tlog_leaves_session") || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("%s is not an ordered search of tlog_leaves_session:\n%s", name, plan)
+		}
+	}
 	if plan := explain(q.EntriesByStep, "step-151", ledger.MaxEntriesByStep); plan != "SEARCH entries USING INDEX entries_step_id (step_id=?)" {
 		t.Errorf("EntriesByStep is not a bounded search of entries_step_id:\n%s", plan)
 	}

@@ -14,6 +14,8 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -59,14 +61,20 @@ type Store struct {
 var _ ledger.Store = (*Store)(nil)
 
 // pragmas for every connection. synchronous=FULL keeps every commit durable
-// in WAL mode (NORMAL would not sync the WAL on commit).
-const pragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)"
+// in WAL mode (NORMAL would not sync the WAL on commit). secure_delete
+// zeroes what a DELETE frees where that costs no extra I/O, so that an
+// erased params record, data key included, does not linger in a free
+// page of the file.
+const pragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_pragma=secure_delete(FAST)"
 
 // Open opens (creating if needed) the database file at path and applies
 // every pending migration.
 func Open(ctx context.Context, path string, opts ledger.Options) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("sqlite database path %q: must be non-empty and contain no '?' or '#'", path)
+	}
+	if err := ownerOnly(path); err != nil {
+		return nil, err
 	}
 	write, err := sql.Open("sqlite", path+"?"+pragmas+"&_txlock=immediate")
 	if err != nil {
@@ -308,7 +316,11 @@ func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p *plan.Plan) error {
 		if params == nil || p.Results[i].Replayed || p.Errs[i] != nil {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, q.InsertRequestParams, p.Results[i].SessionID, p.Results[i].Position, params, now); err != nil {
+		sealed, err := s.opts.SealParams(p.Results[i].SessionID, p.Results[i].Position, params)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, q.InsertRequestParams, p.Results[i].SessionID, p.Results[i].Position, sealed, now); err != nil {
 			return fmt.Errorf("couldn't store the request params of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
 		}
 	}
@@ -482,3 +494,21 @@ func hashPtr(b []byte) *acs.Hash {
 // The Merkle log's storage (LogStorage) uses them too, so its writes queue
 // behind the store's on the single writer connection, as SQLite requires.
 func (s *Store) DBs() (write, read *sql.DB) { return s.write, s.read }
+
+// ownerOnly makes the database file readable and writable by its owner
+// only (0600), creating it empty if it does not exist, and tightens the
+// WAL and shared-memory files left by an earlier run. SQLite creates the
+// -wal and -shm files with the mode of the database file, so they follow.
+func ownerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("couldn't create %s: %w", path, err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("couldn't make %s readable by its owner only: %w", p, err)
+		}
+	}
+	return nil
+}

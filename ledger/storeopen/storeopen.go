@@ -1,15 +1,25 @@
 // Package storeopen opens a store named by a URL, for cmd/acsledger:
 //
 //	""                        embedded SQLite in ./acsledger-data
-//	"sqlite:DIR" or "DIR"     embedded SQLite in directory DIR (DIR/ledger.db)
 //	"postgres://..."          PostgreSQL (also "postgresql://...")
+//	"host=... dbname=..."     PostgreSQL, as a key=value string: one that
+//	                          starts with a keyword of lowercase letters and
+//	                          underscores followed by '='
+//	"sqlite:DIR"              embedded SQLite in directory DIR (DIR/ledger.db)
+//	"DIR"                     the same, for any other value
+//
+// A value with another scheme (letters before "://", as in "mysql://...")
+// is refused, and so is one starting "postgres:" that is not a URL. Every message
+// prints a URL through Redact, which hides its password.
 //
 // It is the one package that imports both implementations.
 package storeopen
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,12 +66,12 @@ type Target struct {
 	Dir string
 }
 
-// Parse interprets a store URL.
+// Parse interprets a store URL. Its errors show the URL redacted.
 func Parse(url string) (Target, error) {
 	switch {
 	case url == "":
 		return Target{Dir: DefaultDir}, nil
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+	case isPostgresURL(url), isDSN(url):
 		return Target{Postgres: url}, nil
 	case strings.HasPrefix(url, "sqlite:"):
 		dir := strings.TrimPrefix(url, "sqlite:")
@@ -70,8 +80,11 @@ func Parse(url string) (Target, error) {
 		}
 		return Target{Dir: dir}, nil
 	}
+	if strings.HasPrefix(url, "postgres:") || strings.HasPrefix(url, "postgresql:") {
+		return Target{}, fmt.Errorf("store URL %s: a PostgreSQL URL starts postgres:// or postgresql://", Redact(url))
+	}
 	if i := strings.Index(url, "://"); i > 0 && !strings.ContainsAny(url[:i], `/\.`) {
-		return Target{}, fmt.Errorf("store URL %q: unknown scheme %q (want postgres://, sqlite:DIR or a directory)", url, url[:i])
+		return Target{}, fmt.Errorf("store URL %s: unknown scheme %q (want postgres://, postgresql://, a key=value string host=... dbname=..., sqlite:DIR or a directory)", Redact(url), url[:i])
 	}
 	return Target{Dir: url}, nil
 }
@@ -85,10 +98,19 @@ func Open(ctx context.Context, url string, opts ledger.Options) (Store, error) {
 		return nil, err
 	}
 	if t.Postgres != "" {
-		return pgstore.Open(ctx, t.Postgres, pgstore.Options{Options: opts})
+		st, err := pgstore.Open(ctx, t.Postgres, pgstore.Options{Options: opts})
+		if err != nil {
+			return nil, redactedError(t.Postgres, err)
+		}
+		return st, nil
 	}
 	if err := os.MkdirAll(t.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("couldn't create store directory: %w", err)
+	}
+	// The directory holds the database and, by default, the keys: its
+	// owner's only, also when an earlier version created it 0755.
+	if err := os.Chmod(t.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("couldn't make the store directory its owner's only: %w", err)
 	}
 	return sqlitestore.Open(ctx, filepath.Join(t.Dir, SQLiteFile), opts)
 }
@@ -101,11 +123,39 @@ func Migrate(ctx context.Context, url string) error {
 		return err
 	}
 	if t.Postgres != "" {
-		return pgstore.Migrate(ctx, t.Postgres)
+		return redactedError(t.Postgres, pgstore.Migrate(ctx, t.Postgres))
 	}
 	s, err := Open(ctx, url, ledger.Options{})
 	if err != nil {
 		return err
 	}
 	return s.Close()
+}
+
+// redactedError makes sure err does not print the password of db: the
+// driver redacts the connection strings it quotes, and this holds whatever
+// a lower layer does.
+func redactedError(db string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if pw := password(db); pw != "" && strings.Contains(err.Error(), pw) {
+		return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
+	}
+	return err
+}
+
+// password is the password db holds, or "".
+func password(db string) string {
+	if m := dsnPassword.FindStringSubmatch(db); isDSN(db) && m != nil {
+		return strings.Trim(m[2], "'")
+	}
+	if u, err := neturl.Parse(db); err == nil {
+		pw, _ := u.User.Password()
+		return pw
+	}
+	if m := urlPassword.FindStringSubmatch(db); m != nil {
+		return m[2]
+	}
+	return ""
 }

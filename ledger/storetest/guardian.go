@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/paramcrypt"
 )
 
 // guardianTests run when the store is also a ledger.GuardianStore.
@@ -29,15 +30,24 @@ var guardianTests = []struct {
 	{"EraseParamsConcurrent", testEraseParamsConcurrent},
 }
 
+// runGuardian runs the Guardian's tests with request params encrypted at
+// rest, as a deployment stores them: every read of params decrypts.
 func runGuardian(t *testing.T, open Open) {
+	sealer, err := paramcrypt.New(TestMasterKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range guardianTests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			clock := NewClock()
-			tc.fn(t, open(t, ledger.Options{Now: clock.Now}), clock)
+			tc.fn(t, open(t, ledger.Options{Now: clock.Now, Params: sealer}), clock)
 		})
 	}
 }
+
+// TestMasterKey is the master key the suite encrypts params with.
+var TestMasterKey = []byte("acsledger storetest master key!!")
 
 // requestKey is a replay key with request id id, for appends whose
 // subject is not the replay check.

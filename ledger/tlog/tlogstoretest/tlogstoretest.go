@@ -63,6 +63,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("Contract", func(t *testing.T) { t.Parallel(); testContract(t, open(t)) })
 	t.Run("IntegrateAndVerifyExternally", func(t *testing.T) { t.Parallel(); testIntegrate(t, open(t)) })
 	t.Run("EntryProofIsTlogProof", func(t *testing.T) { t.Parallel(); testEntryProof(t, open(t)) })
+	t.Run("SessionLeaves", func(t *testing.T) { t.Parallel(); testSessionLeaves(t, open(t)) })
 	t.Run("CrashRecovery", func(t *testing.T) { t.Parallel(); testCrashRecovery(t, open) })
 	t.Run("ConcurrentIntegrators", func(t *testing.T) { t.Parallel(); testConcurrentIntegrators(t, open(t)) })
 	t.Run("RunCatchesUpOnBacklog", func(t *testing.T) { t.Parallel(); testRunCatchesUp(t, open(t)) })
@@ -422,6 +423,67 @@ func testEntryProof(t *testing.T, db DB) {
 	got, err := l.LeafIndexByEntryHash(ctx, tlogtest.EntryHash("a", 9))
 	if err != nil || got != 9 {
 		t.Fatalf("LeafIndexByEntryHash = %d, %v", got, err)
+	}
+}
+
+// testSessionLeaves: a session's leaves are found by the session their
+// own data names, in index order, across pages, and the last one below a
+// tree size; a session id that another's is a prefix of, or that needs
+// escaping, matches only itself.
+func testSessionLeaves(t *testing.T, db DB) {
+	l := NewLog(t, db.Storage, tlog.Config{})
+	ctx := context.Background()
+	const quoted = `b"\\`
+	db.Append(t, "a", 0, 3)
+	db.Append(t, "ab", 0, 2)
+	db.Append(t, quoted, 0, 2)
+	db.Append(t, "a", 3, 1200) // more than one page of SessionLeaves
+	tlogtest.IntegrateAll(t, l)
+	var got []tlog.LoggedLeaf
+	for ll, err := range l.SessionLeaves(ctx, "a") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ll)
+	}
+	if len(got) != 1203 {
+		t.Fatalf("%d leaves of a, want 1203", len(got))
+	}
+	for i, ll := range got {
+		wantIdx := uint64(i)
+		if i >= 3 {
+			wantIdx = uint64(i) + 4
+		}
+		if ll.SessionID != "a" || ll.Position != int64(i) || ll.Index != wantIdx || ll.EntryHash != tlogtest.EntryHash("a", int64(i)) {
+			t.Fatalf("leaf %d of a: %+v, want position %d at index %d", i, ll, i, wantIdx)
+		}
+	}
+	n := 0
+	for ll, err := range l.SessionLeaves(ctx, quoted) {
+		if err != nil || ll.SessionID != quoted || ll.Index != uint64(5+n) {
+			t.Fatalf("leaf %d of %q: %+v, %v", n, quoted, ll, err)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Fatalf("%d leaves of %q, want 2", n, quoted)
+	}
+	for _, c := range []struct {
+		session string
+		size    uint64
+		idx     uint64
+		pos     int64
+	}{{"a", 1207, 1206, 1202}, {"a", 7, 2, 2}, {"ab", 1207, 4, 1}, {"ab", 4, 3, 0}} {
+		ll, err := l.LastSessionLeaf(ctx, c.session, c.size)
+		if err != nil || ll.Index != c.idx || ll.Position != c.pos || ll.SessionID != c.session {
+			t.Errorf("LastSessionLeaf(%q, %d) = %+v, %v; want index %d position %d", c.session, c.size, ll, err, c.idx, c.pos)
+		}
+	}
+	if _, err := l.LastSessionLeaf(ctx, "ab", 3); !errors.Is(err, tlog.ErrNotFound) {
+		t.Errorf("LastSessionLeaf below the session's first leaf: %v, want ErrNotFound", err)
+	}
+	if _, err := l.LastSessionLeaf(ctx, "nobody", 1207); !errors.Is(err, tlog.ErrNotFound) {
+		t.Errorf("LastSessionLeaf of an unknown session: %v, want ErrNotFound", err)
 	}
 }
 

@@ -1,0 +1,83 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/pgstore"
+	"github.com/acsledger/acsledger/ledger/storetest"
+	"github.com/acsledger/acsledger/ledger/tlog"
+)
+
+// TestSessionLeavesPlan: the reads of one session's leaves are bounded
+// scans of the index of migration 0008, not scans of every leaf, so that
+// holding a session against the log costs what the session holds.
+func TestSessionLeavesPlan(t *testing.T) {
+	ctx := context.Background()
+	url := newDB(t)
+	s := openStore(t, url, pgstore.Options{})
+	var rs []ledger.Record
+	for i := range 300 {
+		for n := range 3 {
+			rs = append(rs, ledger.Record{SessionID: fmt.Sprintf("s-%03d", i), Entry: storetest.Synthetic(i*3+n, "")})
+		}
+	}
+	if _, err := s.AppendBatch(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	l, err := tlog.New(ctx, s.LogStorage(), tlog.Config{Origin: "example.com/plan", Keys: []string{planLogKey(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		n, err := l.Integrate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	owner, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	if _, err := owner.Exec(ctx, "ANALYZE tlog_leaves"); err != nil {
+		t.Fatal(err)
+	}
+	explain := func(query string, args ...any) string {
+		t.Helper()
+		rows, err := owner.Query(ctx, "EXPLAIN "+query, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	for name, plan := range map[string]string{
+		"SessionLeaves":   explain(pgstore.QuerySessionLeaves, "s-150", 0, int64(1<<62), 1000),
+		"LastSessionLeaf": explain(pgstore.QueryLastSessionLeaf, "s-150", int64(900)),
+	} {
+		if !strings.Contains(plan, "tlog_leaves_session") || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "Sort") {
+			t.Errorf("%s is not an ordered scan of tlog_leaves_session:\n%s", name, plan)
+		}
+	}
+}
+
+func planLogKey(t *testing.T) string {
+	t.Helper()
+	skey, _, err := tlog.KeyFromSeed("example.com/plan", tlog.Ed25519, [32]byte{7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return skey
+}
