@@ -382,6 +382,7 @@ func (m A2HMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
 	session := "a2h:" + r.InReplyTo
 	msgType := m.MessageTypes[r.InReplyTo]
 	var answers *entryRef
+	writer := ledger.WriterExternal
 	if m.Store != nil {
 		ask, err := m.askEntry(ctx, r.InReplyTo)
 		if err != nil {
@@ -390,6 +391,14 @@ func (m A2HMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
 		if ask != nil {
 			session, msgType = ask.SessionID, "ask"
 			answers = &entryRef{SessionID: ask.SessionID, Position: ask.Position, EntryHash: ask.EntryHash.String()}
+			// The resolution is chained beside the ASK it answers, as the
+			// writer of that session: a Guardian's ASK is answered in the
+			// Guardian's session (docs/ingest.md, "A2H").
+			se, err := m.Store.Session(ctx, ask.SessionID)
+			if err != nil {
+				return quarantine(A2H, raw, key, ReasonSchemaInvalid, "couldn't read session %s of message %s: %v", ask.SessionID, r.InReplyTo, err)
+			}
+			writer = se.Writer
 		}
 	}
 	if allowed, known := allowedResolutions[msgType]; known && !contains(allowed, r.Resolution) {
@@ -414,7 +423,7 @@ func (m A2HMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
 		// body is what identifies the content.
 		Digest: sha256.Sum256([]byte(d.Body)),
 		File:   raw.File, Record: raw.Record, Raw: raw.Bytes,
-		Entry: ledger.Record{SessionID: session, Entry: entry},
+		Entry: ledger.Record{SessionID: session, Entry: entry, Writer: writer},
 	}
 }
 

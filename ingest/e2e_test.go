@@ -312,7 +312,7 @@ func TestA2H(t *testing.T) {
 			ctx := context.Background()
 			// An ASK the Guardian chained, in the Guardian's entry shape.
 			askID := "7f0c2d1e-0000-4000-8000-00000000a5c0"
-			if _, err := f.Store.Append(ctx, ledger.Record{SessionID: f.ECDSASession, Entry: fmt.Appendf(nil,
+			if _, err := f.Store.Append(ctx, ledger.Record{SessionID: f.ECDSASession, Writer: ledger.WriterGuardian, Entry: fmt.Appendf(nil,
 				`{"entry_id":"e-ask","step_id":%q,"step_type":"intent_extension","timestamp":"2026-12-01T09:59:00Z","decision":{"disposition":"ask","reason_codes":[]}}`, askID)}); err != nil {
 				t.Fatal(err)
 			}

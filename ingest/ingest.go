@@ -88,6 +88,7 @@ type Store interface {
 	Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.IngestResult, error)
 	IngestedByKey(ctx context.Context, source, key string) (ledger.IngestResult, error)
 	EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error)
+	Session(ctx context.Context, sessionID string) (ledger.Session, error)
 }
 
 // quarantine returns the ingest record of a raw record that failed a check.

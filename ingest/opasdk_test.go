@@ -62,16 +62,16 @@ func bundleServer(t *testing.T, rev string) *httptest.Server {
 // startOPA runs OPA in-process through its SDK, configured as a stock
 // OPA would be to ship its decision logs to acsledger at ledgerURL, with
 // the upload triggered by the test.
-func startOPA(t *testing.T, ledgerURL, bundleURL, id string) *sdk.OPA {
+func startOPA(t *testing.T, ledgerURL, token, bundleURL, id string) *sdk.OPA {
 	t.Helper()
 	config := fmt.Sprintf(`{
   "services": {
-    "acsledger": {"url": %q},
+    "acsledger": {"url": %q, "credentials": {"bearer": {"token": %q}}},
     "bundles": {"url": %q}
   },
   "bundles": {"authz": {"service": "bundles", "resource": "/bundles/authz.tar.gz"}},
   "decision_logs": {"service": "acsledger", "nd_builtin_cache": true, "reporting": {"trigger": "manual"}}
-}`, ledgerURL+"/api/v1/ingest/opa", bundleURL)
+}`, ledgerURL+"/api/v1/ingest/opa", token, bundleURL)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	opa, err := sdk.New(ctx, sdk.Options{ID: id, Config: strings.NewReader(config)})
@@ -103,9 +103,15 @@ func TestOPAThroughSDK(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
 			f := evidencetest.New(t, kind)
-			srv := httptest.NewServer(web.New(f.Store, web.Options{}))
+			// OPA sends a writer token as its service config says
+			// (credentials.bearer), as a deployment would.
+			token, _, err := web.CreateToken(ctx, f.Store, web.TokenRequest{Name: "opa", Role: web.RoleWriter}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(web.New(f.Store, web.Options{Auth: web.AuthOptions{Tokens: f.Store, NoAccessLog: true}}))
 			t.Cleanup(srv.Close)
-			opa := startOPA(t, srv.URL, bundleServer(t, "rev-42").URL, "opa-sdk-1")
+			opa := startOPA(t, srv.URL, token, bundleServer(t, "rev-42").URL, "opa-sdk-1")
 
 			var ids []string
 			for i := range 25 {

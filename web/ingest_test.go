@@ -22,6 +22,23 @@ import (
 	"github.com/acsledger/acsledger/web"
 )
 
+// The ingest routes need a writer's credential (docs/security.md); these
+// tests send the server's bootstrap token on every request.
+const ingestToken = "acsl_ingest-test-bootstrap-token-0123456789"
+
+var (
+	ingestAuth = web.AuthOptions{Bootstrap: ingestToken, NoAccessLog: true}
+	authed     = &http.Client{Transport: bearer{ingestToken}}
+)
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 func post(t *testing.T, url string, body io.Reader, header map[string]string) (*http.Response, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, body)
@@ -31,7 +48,7 @@ func post(t *testing.T, url string, body io.Reader, header map[string]string) (*
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := authed.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,14 +62,14 @@ func post(t *testing.T, url string, body io.Reader, header map[string]string) (*
 // more is refused with 429 and Retry-After, and nothing of it is read.
 func TestIngestBackpressure(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
-	srv := httptest.NewServer(web.New(f.Store, web.Options{Ingest: web.IngestOptions{MaxInFlight: 1}}))
+	srv := httptest.NewServer(web.New(f.Store, web.Options{Auth: ingestAuth, Ingest: web.IngestOptions{MaxInFlight: 1}}))
 	defer srv.Close()
 	url := srv.URL + "/api/v1/ingest/opa/logs"
 
 	pr, pw := io.Pipe()
 	first := make(chan int, 1)
 	go func() {
-		resp, err := http.Post(url, "application/json", pr)
+		resp, err := authed.Post(url, "application/json", pr)
 		if err != nil {
 			first <- 0
 			return
@@ -94,7 +111,7 @@ func TestIngestBackpressure(t *testing.T) {
 // TestIngestOPAUpload checks the upload route's encodings and answers.
 func TestIngestOPAUpload(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
-	srv := httptest.NewServer(web.New(f.Store, web.Options{}))
+	srv := httptest.NewServer(web.New(f.Store, web.Options{Auth: ingestAuth}))
 	defer srv.Close()
 	url := srv.URL + "/api/v1/ingest/opa/logs"
 	var gz bytes.Buffer
@@ -126,7 +143,7 @@ func TestIngestOPAUpload(t *testing.T) {
 		}
 	}
 	// The quarantine is listed with the record's bytes.
-	r, err := http.Get(srv.URL + "/api/v1/ingest/quarantine?source=opa")
+	r, err := authed.Get(srv.URL + "/api/v1/ingest/quarantine?source=opa")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +160,7 @@ func TestIngestOPAUpload(t *testing.T) {
 		!strings.Contains(mustBase64(t, list.Records[0].RawBase64), `"timestamp":"x"`) {
 		t.Fatalf("quarantine listing %+v", list)
 	}
-	if r, _ := http.Get(srv.URL + "/api/v1/ingest/flagged"); r.StatusCode != http.StatusBadRequest {
+	if r, _ := authed.Get(srv.URL + "/api/v1/ingest/flagged"); r.StatusCode != http.StatusBadRequest {
 		t.Fatalf("flagged without flag: %d", r.StatusCode)
 	}
 }
@@ -188,7 +205,7 @@ func TestA2HPush(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
 	secret := []byte("hub secret")
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	srv := httptest.NewServer(web.New(f.Store, web.Options{Ingest: web.IngestOptions{
+	srv := httptest.NewServer(web.New(f.Store, web.Options{Auth: ingestAuth, Ingest: web.IngestOptions{
 		A2HKeys: []ingest.A2HKey{{ID: "hub", HMAC: secret}}, Now: func() time.Time { return now },
 	}}))
 	defer srv.Close()
@@ -218,7 +235,7 @@ func TestA2HPush(t *testing.T) {
 	if code, out := push([]byte(`{`), "t=1,jti=x,v1=AAAA"); code != 400 || out["reason"] != "malformed_json" {
 		t.Fatalf("malformed: %d %v", code, out)
 	}
-	r, err := http.Get(srv.URL + "/api/v1/ingest/quarantine?source=a2h&limit=2")
+	r, err := authed.Get(srv.URL + "/api/v1/ingest/quarantine?source=a2h&limit=2")
 	if err != nil {
 		t.Fatal(err)
 	}

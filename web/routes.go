@@ -62,6 +62,10 @@ var (
 // (1 MiB by default) below it.
 const maxGuardianBody = 4 << 20
 
+// maxIngestBody caps one OPA decision-log upload (gzip or plain). OPA's
+// plugin uploads a few MiB at most; ingest reads it in bounded batches.
+const maxIngestBody = 256 << 20
+
 // AccessTable is every route the server answers and who may use it: the
 // router's guard enforces it (auth.go) and docs/security.md shows it; a
 // test holds both to it and fails on a registered route missing from it.
@@ -91,6 +95,10 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/api/v1/policies", Roles: readers},
 	{Method: "GET", Pattern: "/api/v1/decisions/{request_id}", Roles: readers, Recorded: true},
 	{Method: "POST", Pattern: "/api/v1/decisions/{request_id}/replay", Roles: auditors, Recorded: true},
+	{Method: "POST", Pattern: "/api/v1/ingest/opa/logs", Roles: writers, MaxBody: maxIngestBody},
+	{Method: "POST", Pattern: "/api/v1/ingest/a2h", Roles: writers},
+	{Method: "GET", Pattern: "/api/v1/ingest/quarantine", Roles: auditors, Recorded: true},
+	{Method: "GET", Pattern: "/api/v1/ingest/flagged", Roles: auditors, Recorded: true},
 	{Method: "POST", Pattern: "/api/v1/admin/reverify", Roles: adminsOnly},
 	{Method: "GET", Pattern: "/api/v1/admin/reverify", Roles: adminsOnly},
 	{Method: "GET", Pattern: "/api/v1/admin/tokens", Roles: adminsOnly},

@@ -25,6 +25,7 @@ func TestServeIngest(t *testing.T) {
 	zw.Close()
 	req, _ := http.NewRequest(http.MethodPost, s.url+"/api/v1/ingest/opa/logs", &gz)
 	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +39,7 @@ func TestServeIngest(t *testing.T) {
 	// A push signed with no configured key is refused and quarantined.
 	req, _ = http.NewRequest(http.MethodPost, s.url+"/api/v1/ingest/a2h", strings.NewReader(`{"a2h_version":"0.3","in_reply_to":"m","resolution_id":"r","agent":{"id":"a","run_id":"b"},"resolution":"answered","response":{"actor":"human:x","resolved_at":"2026-12-01T10:00:00Z"}}`))
 	req.Header.Set("A2H-Signature", "t="+itoa(time.Now().Unix())+",jti=j,v1=AAAA")
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ type Step struct {
 type Fixture struct {
 	Kind  string // "sqlite" or "postgres"
 	URL   string // for storeopen.Open
-	Store ledger.GuardianStore
+	Store storeopen.Store
 	Log   *tlog.Log
 	// LogKey is the log's signer key (text form) and LogVerifier its
 	// verifier key.
