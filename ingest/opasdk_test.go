@@ -17,8 +17,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/sdk"
 	"github.com/open-policy-agent/opa/v1/topdown/builtins"
 
-	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/internal/evidencetest"
+	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/web"
 )
 

@@ -33,7 +33,7 @@ type guardianFlags struct {
 	policyVersion string
 	approverKeys  string
 	// onFailure is the failure posture (guardian.Config.OnDecisionFailure).
-	onFailure string
+	onFailure     string
 	masterKeyFile string
 }
 
