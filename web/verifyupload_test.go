@@ -132,7 +132,7 @@ func TestVerifyUploadMemoryFlat(t *testing.T) {
 			var code int
 			var answer []byte
 			peak := heapPeak(func() {
-				resp, err := http.Post(base+"/verify/bundle", "application/json", c.body(t))
+				resp, err := postBundle(base+"/verify/bundle", c.body(t))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -166,7 +166,7 @@ func TestVerifyUploadBusy(t *testing.T) {
 	pr, pw := io.Pipe()
 	first := make(chan int, 1)
 	go func() {
-		resp, err := http.Post(base+"/verify/bundle", "application/json", pr)
+		resp, err := postBundle(base+"/verify/bundle", pr)
 		if err != nil {
 			first <- 0
 			return
@@ -189,4 +189,15 @@ func TestVerifyUploadBusy(t *testing.T) {
 	if code, _, b := do(t, "POST", base+"/verify/bundle", []byte(`{}`)); code != 400 {
 		t.Errorf("after the first ended: %d %s, want 400 (a bundle with no members)", code, b)
 	}
+}
+
+// postBundle uploads a bundle as the tests' admin.
+func postBundle(url string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	return http.DefaultClient.Do(req)
 }

@@ -260,6 +260,10 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	// As serve: never migrates a PostgreSQL database.
+	// Nothing is created beside a store that cannot be reached.
+	if err := storeopen.Reach(ctx, url); err != nil {
+		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
+	}
 	sealer, err := gf.sealer(url, log)
 	if err != nil {
 		return err

@@ -74,6 +74,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// serve never migrates: it runs as the writer login, which may not
 	// change the schema (`acsledger migrate`, as the owner, does). The
 	// embedded store, which has no roles, migrates as it opens.
+	// Nothing is created beside a store that cannot be reached.
+	if err := storeopen.Reach(ctx, url); err != nil {
+		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
+	}
 	sealer, err := gf.sealer(url, log)
 	if err != nil {
 		return err

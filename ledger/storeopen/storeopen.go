@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -113,6 +114,21 @@ func Open(ctx context.Context, url string, opts ledger.Options) (Store, error) {
 		return nil, fmt.Errorf("couldn't make the store directory its owner's only: %w", err)
 	}
 	return sqlitestore.Open(ctx, filepath.Join(t.Dir, SQLiteFile), opts)
+}
+
+// Reach checks that the store named by url can be opened before a command
+// creates anything beside it (its key directory, its master key): a
+// Postgres server must accept a connection; an embedded store needs none.
+func Reach(ctx context.Context, url string) error {
+	t, err := Parse(url)
+	if err != nil || t.Postgres == "" {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, t.Postgres)
+	if err != nil {
+		return redactedError(t.Postgres, err)
+	}
+	return conn.Close(ctx)
 }
 
 // Migrate applies pending migrations to the store named by url. For
