@@ -29,6 +29,9 @@ type Options struct {
 	Evidence EvidenceOptions
 	// Auth configures access control (web/auth.go, docs/security.md).
 	Auth AuthOptions
+	// Search is the compliance search (web/search.go); nil answers its
+	// routes 501.
+	Search Searcher
 }
 
 // Server serves the HTTP API over one store.
@@ -40,11 +43,12 @@ type Server struct {
 	auth    *auth
 	// acsBound binds ACS sessions to tokens (AuthOptions.ACSRequireToken).
 	acsBound *acsBindings
+	search   Searcher
 }
 
 // New returns the HTTP handler for store.
 func New(store ledger.GuardianStore, opts Options) *Server {
-	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings()}
+	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings(), search: opts.Search}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -103,7 +107,7 @@ func statusFor(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, ledger.ErrTokenExists):
 		return http.StatusConflict
-	case errors.Is(err, errNoTokenStore):
+	case errors.Is(err, errNoTokenStore), errors.Is(err, errNoSearch):
 		return http.StatusNotImplemented
 	case errors.Is(err, evidence.ErrRunning), errors.Is(err, replay.ErrAmbiguous),
 		errors.Is(err, replay.ErrStoredParamsMismatch):
@@ -112,7 +116,7 @@ func statusFor(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, replay.ErrParamsMismatch), errors.Is(err, replay.ErrNotPolicyDecision):
 		return http.StatusUnprocessableEntity
-	case errors.Is(err, errBadRequest), errors.Is(err, ledger.ErrInvalidEntry):
+	case errors.Is(err, errBadRequest), errors.Is(err, ledger.ErrInvalidEntry), errors.Is(err, ledger.ErrInvalidSearch):
 		return http.StatusBadRequest
 	case errors.Is(err, ledger.ErrErased):
 		return http.StatusGone

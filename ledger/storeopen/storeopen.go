@@ -30,6 +30,10 @@ type Store interface {
 	// LogStorage returns the storage of the Merkle log over the store's
 	// database, whose tables hold the leaves of the store's entries.
 	LogStorage() tlog.Storage
+	// SearchEntries and SearchSessions are the compliance search over
+	// the entries' projection (ledger/search.go, migration 0010).
+	SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error)
+	SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error)
 }
 
 var (
