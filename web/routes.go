@@ -108,6 +108,8 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/ui/sessions/{session_id}", Roles: readers},
 	{Method: "GET", Pattern: "/ui/decisions/{request_id}", Roles: readers},
 	{Method: "GET", Pattern: "/ui/dashboard", Roles: adminsOnly},
+	{Method: "GET", Pattern: "/ui/search", Roles: readers},
+	{Method: "GET", Pattern: "/ui/log", Roles: readers},
 }
 
 // exportRoles may take a session's chain whole (entries?format=jsonl), as

@@ -66,7 +66,23 @@ func TestSearch(t *testing.T) {
 			f := evidencetest.New(t, kind)
 			base, mk := searchServer(t, f)
 
-			all := searchEntries(t, base, url.Values{})
+			// An ingested record names its source and flags (ingest/,
+			// docs/ingest.md); the plain append API takes it as is.
+			ingested := `{"entry_id":"e-1","step_id":"bg-1","step_type":"bash-guard/decision","decision":{"disposition":"allow","reasoning":"fail-open: no key"},"flags":["fail_open","unlock_bypass"],"source_format":"bash-guard","source_record":"{}"}`
+			if code, _, b := do(t, "POST", base+"/sessions/ingested-1/entries?agent_id=host-9", []byte(ingested)); code != 201 {
+				t.Fatalf("append ingested: %d %s", code, b)
+			}
+			for name, q := range map[string]url.Values{
+				"source": {"source": {"bash-guard"}},
+				"flag":   {"flag": {"unlock_bypass"}, "decision": {"allow"}},
+				"agent":  {"agent_id": {"host-9"}, "q": {"FAIL-OPEN"}},
+			} {
+				got := searchEntries(t, base, q)
+				if len(got.Entries) != 1 || got.Entries[0].Source != "bash-guard" || !slices.Equal(got.Entries[0].Flags, []string{"fail_open", "unlock_bypass"}) {
+					t.Errorf("ingested by %s: %+v", name, got.Entries)
+				}
+			}
+			all := searchEntries(t, base, url.Values{"source": {"guardian"}})
 			if len(all.Entries) != 6 || all.Next != "" {
 				t.Fatalf("all entries: %d hits, next %q: %+v", len(all.Entries), all.Next, all.Entries)
 			}
@@ -110,7 +126,7 @@ func TestSearch(t *testing.T) {
 			}
 			for name, q := range map[string]url.Values{
 				"other version": {"policy_id": {id}, "policy_version": {"no-such-version"}},
-				"flag":          {"flag": {"fail_open"}},
+				"flag":          {"flag": {"fail_open"}, "source": {"guardian"}},
 				"source":        {"source": {"opa"}},
 				"future":        {"since": {time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}},
 				"other agent":   {"agent_id": {"agent-8"}},
@@ -122,7 +138,7 @@ func TestSearch(t *testing.T) {
 
 			// Pages of one walk every hit once, newest first.
 			var walked []string
-			q := url.Values{"limit": {"1"}}
+			q := url.Values{"limit": {"1"}, "source": {"guardian"}}
 			for range 10 {
 				p := searchEntries(t, base, q)
 				for _, h := range p.Entries {
@@ -174,7 +190,7 @@ func TestSearch(t *testing.T) {
 			if code3 != 200 || err != nil || h.Get("Content-Type") != "text/csv; charset=utf-8" || len(rows) != 3 || rows[0][0] != "session_id" || rows[1][9] != "bash" {
 				t.Fatalf("csv export: %d %v %q", code3, err, b)
 			}
-			_, _, b = do(t, "GET", base+"/search/export?format=json&as=entries", nil)
+			_, _, b = do(t, "GET", base+"/search/export?format=json&as=entries&source=guardian", nil)
 			var lines []hitJSON
 			for sc := bufio.NewScanner(bytes.NewReader(b)); sc.Scan(); {
 				var hj hitJSON

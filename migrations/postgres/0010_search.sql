@@ -8,9 +8,11 @@
 -- it. It commits to nothing: the chain, the responses and the log stay the
 -- evidence, and a search result links to its bundle for proof.
 --
--- source is the entry's top-level "source" member when it has one (records
--- ingested from elsewhere carry it), else 'guardian'; flags is its
--- top-level "flags" array of strings when it has one. policy_refs holds,
+-- source is where the record came from: an ingested entry's top-level
+-- "source_format" (opa, bash-guard, a2h; ingest/, migration 0007) or
+-- "source" member, else 'guardian' (this ledger's Guardian writes
+-- neither); flags is its top-level "flags" array of strings
+-- (fail_open, unlock_bypass, ...). policy_refs holds,
 -- for each decision.policy_references element, its policy_id and
 -- "policy_id@policy_version", so that one GIN lookup finds either.
 -- Erasing a step's params (0005) leaves its tool_name: the name of the tool
@@ -66,78 +68,79 @@ AS $$
     LATERAL (VALUES (p.id), (p.id || '@' || p.version)) AS v (x)
 $$;
 
--- acsledger_search_entry projects one entry: its content is the canonical
--- UTF-8 JSON the ledger stored.
-CREATE FUNCTION acsledger_search_entry() RETURNS trigger
+-- acsledger_search_project is one entry's projected members, from its
+-- canonical content as jsonb; the triggers and the backfill share it. A
+-- decision may be the disposition alone (a string) or an object.
+CREATE FUNCTION acsledger_search_project(c jsonb)
+RETURNS TABLE (disposition text, reason_codes text[], policy_refs text[], source text, flags text[], reasoning text)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce(CASE WHEN jsonb_typeof(d) = 'string' THEN d #>> '{}'
+                         ELSE coalesce(d ->> 'disposition', d ->> 'decision') END, ''),
+           acsledger_json_strings(d -> 'reason_codes'),
+           acsledger_policy_refs(d -> 'policy_references'),
+           CASE WHEN jsonb_typeof(c -> 'source_format') = 'string' THEN c ->> 'source_format'
+                WHEN jsonb_typeof(c -> 'source') = 'string' THEN c ->> 'source'
+                ELSE 'guardian' END,
+           acsledger_json_strings(c -> 'flags'),
+           coalesce(CASE WHEN jsonb_typeof(d -> 'reasoning') = 'string' THEN d ->> 'reasoning' END, '')
+    FROM (SELECT c -> 'decision' AS d) x
+$$;
+
+-- The triggers are per statement, over the statement's new rows, so a
+-- bulk append (ingest, COPY) projects its rows in one INSERT.
+CREATE FUNCTION acsledger_search_entries() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE
-    c jsonb := convert_from(NEW.content, 'UTF8')::jsonb;
-    d jsonb := c -> 'decision';
 BEGIN
-    IF jsonb_typeof(d) = 'string' THEN
-        d := jsonb_build_object('disposition', d);
-    ELSIF jsonb_typeof(d) IS DISTINCT FROM 'object' THEN
-        d := '{}'::jsonb;
-    END IF;
     INSERT INTO search_entries (session_id, position, agent_id, recorded_at, step_id, step_type,
         disposition, reason_codes, policy_refs, source, flags, reasoning)
-    SELECT NEW.session_id, NEW.position, s.agent_id, NEW.recorded_at, NEW.step_id, NEW.step_type,
-        coalesce(d ->> 'disposition', d ->> 'decision', ''),
-        acsledger_json_strings(d -> 'reason_codes'),
-        acsledger_policy_refs(d -> 'policy_references'),
-        CASE WHEN jsonb_typeof(c -> 'source') = 'string' THEN c ->> 'source' ELSE 'guardian' END,
-        acsledger_json_strings(c -> 'flags'),
-        coalesce(d ->> 'reasoning', '')
-    FROM sessions s WHERE s.session_id = NEW.session_id;
+    SELECT e.session_id, e.position, s.agent_id, e.recorded_at, e.step_id, e.step_type, p.*
+    FROM new_entries e
+    JOIN sessions s ON s.session_id = e.session_id
+    CROSS JOIN LATERAL acsledger_search_project(convert_from(e.content, 'UTF8')::jsonb) p
+    ORDER BY e.id;
     RETURN NULL;
 END
 $$;
 CREATE TRIGGER entries_search AFTER INSERT ON entries
-    FOR EACH ROW EXECUTE FUNCTION acsledger_search_entry();
+    REFERENCING NEW TABLE AS new_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION acsledger_search_entries();
+
+-- acsledger_params_tool is the tool name of a request's params
+-- (payload.tool.name), or NULL.
+CREATE FUNCTION acsledger_params_tool(params bytea) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$ SELECT convert_from(params, 'UTF8')::jsonb #>> '{payload,tool,name}' $$;
 
 -- The tool name arrives with the params, after the entry, in the same
 -- transaction.
 CREATE FUNCTION acsledger_search_params() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE
-    tool text;
 BEGIN
-    BEGIN
-        tool := convert_from(NEW.params, 'UTF8')::jsonb #>> '{payload,tool,name}';
-    EXCEPTION WHEN others THEN
-        tool := NULL;
-    END;
-    IF tool IS NOT NULL THEN
-        UPDATE search_entries SET tool_name = tool
-        WHERE session_id = NEW.session_id AND position = NEW.position;
-    END IF;
+    UPDATE search_entries se SET tool_name = t.tool
+    FROM (SELECT session_id, position, acsledger_params_tool(params) AS tool FROM new_params) t
+    WHERE t.session_id = se.session_id AND t.position = se.position AND t.tool IS NOT NULL;
     RETURN NULL;
 END
 $$;
 CREATE TRIGGER request_params_search AFTER INSERT ON request_params
-    FOR EACH ROW EXECUTE FUNCTION acsledger_search_params();
+    REFERENCING NEW TABLE AS new_params
+    FOR EACH STATEMENT EXECUTE FUNCTION acsledger_search_params();
 
 -- What the ledger held before this migration.
 INSERT INTO search_entries (session_id, position, agent_id, recorded_at, step_id, step_type,
     disposition, reason_codes, policy_refs, source, flags, reasoning)
-SELECT e.session_id, e.position, s.agent_id, e.recorded_at, e.step_id, e.step_type,
-    coalesce(CASE WHEN jsonb_typeof(c -> 'decision') = 'string' THEN c ->> 'decision'
-                  ELSE coalesce(c #>> '{decision,disposition}', c #>> '{decision,decision}') END, ''),
-    acsledger_json_strings(c #> '{decision,reason_codes}'),
-    acsledger_policy_refs(c #> '{decision,policy_references}'),
-    CASE WHEN jsonb_typeof(c -> 'source') = 'string' THEN c ->> 'source' ELSE 'guardian' END,
-    acsledger_json_strings(c -> 'flags'),
-    coalesce(c #>> '{decision,reasoning}', '')
+SELECT e.session_id, e.position, s.agent_id, e.recorded_at, e.step_id, e.step_type, p.*
 FROM entries e
 JOIN sessions s ON s.session_id = e.session_id
-CROSS JOIN LATERAL (SELECT convert_from(e.content, 'UTF8')::jsonb AS c) j
+CROSS JOIN LATERAL acsledger_search_project(convert_from(e.content, 'UTF8')::jsonb) p
 ORDER BY e.id;
-UPDATE search_entries se SET tool_name = p.tool
-FROM (SELECT session_id, position, convert_from(params, 'UTF8')::jsonb #>> '{payload,tool,name}' AS tool
-      FROM request_params) p
-WHERE p.session_id = se.session_id AND p.position = se.position AND p.tool IS NOT NULL;
+UPDATE search_entries se SET tool_name = t.tool
+FROM (SELECT session_id, position, acsledger_params_tool(params) AS tool FROM request_params) t
+WHERE t.session_id = se.session_id AND t.position = se.position AND t.tool IS NOT NULL;
 
 REVOKE ALL ON search_entries FROM PUBLIC;
 -- The writer's appends fire the triggers, which run as the writer.
 GRANT SELECT, INSERT, UPDATE ON search_entries TO acsledger_writer;
-GRANT EXECUTE ON FUNCTION acsledger_json_strings(jsonb), acsledger_policy_refs(jsonb) TO acsledger_writer;
+GRANT EXECUTE ON FUNCTION acsledger_json_strings(jsonb), acsledger_policy_refs(jsonb),
+    acsledger_search_project(jsonb), acsledger_params_tool(bytea) TO acsledger_writer;

@@ -41,7 +41,8 @@ SELECT e.id AS entry_id, e.session_id, e.position, s.agent_id, e.recorded_at, e.
                   SELECT json_extract(value, '$.policy_id') || '@' || coalesce(json_extract(value, '$.policy_version'), '')
                   FROM json_each(c, '$.decision.policy_references')
                   WHERE json_type(c, '$.decision.policy_references') = 'array' AND json_type(value, '$.policy_id') = 'text')), '[]') AS policy_refs,
-    CASE WHEN json_type(c, '$.source') = 'text' THEN json_extract(c, '$.source') ELSE 'guardian' END AS source,
+    CASE WHEN json_type(c, '$.source_format') = 'text' THEN json_extract(c, '$.source_format')
+         WHEN json_type(c, '$.source') = 'text' THEN json_extract(c, '$.source') ELSE 'guardian' END AS source,
     coalesce((SELECT json_group_array(value) FROM json_each(c, '$.flags')
               WHERE json_type(c, '$.flags') = 'array' AND type = 'text'), '[]') AS flags,
     coalesce(CASE WHEN json_type(c, '$.decision.reasoning') = 'text' THEN json_extract(c, '$.decision.reasoning') END, '') AS reasoning

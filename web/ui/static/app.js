@@ -6,6 +6,10 @@
 const API = "/api/v1";
 const PAGE = 100;
 
+// PAGES holds the page functions other scripts (search.js, log.js) add,
+// by the body's data-page.
+const PAGES = {};
+
 // me is the logged-in credential (GET /api/v1/whoami): its name, role and
 // the UI session's CSRF token, which every state-changing call carries in
 // X-CSRF-Token. The session itself is an HttpOnly cookie no script reads.
@@ -170,9 +174,11 @@ async function sessionsPage() {
       el("td", { class: "num" }, s.length),
       el("td", {}, when(s.created_at)),
       el("td", {}, when(s.updated_at)),
-      hashCell(s.chain_hash)));
+      hashCell(s.chain_hash),
+      integrityCell(s.session_id)));
   }
   document.getElementById("sessions").hidden = page.sessions.length === 0;
+  fillIntegrity([...tbody.querySelectorAll("td.integrity-cell")]);
   const filtered = FILTERS.some((n) => here.get(n));
   status(page.sessions.length === 0 ? (filtered ? "No session matches these filters." : "The ledger holds no sessions yet.") : "");
   if (page.next) {
@@ -824,5 +830,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     dashboardPage();
   } else if (page === "decision") {
     decisionPage();
+  } else if (PAGES[page]) {
+    PAGES[page]();
   }
 });
