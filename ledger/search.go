@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -181,5 +182,31 @@ func VersionedRefs(refs []string) []string {
 			out = append(out, r)
 		}
 	}
+	return out
+}
+
+// DayStats is one UTC day of the ledger, for the dashboard's charts.
+type DayStats struct {
+	Day time.Time
+	// Entries appended that day, by disposition ("" for entries without
+	// a decision); Sessions created that day.
+	Decisions map[string]int64
+	Entries   int64
+	Sessions  int64
+}
+
+// TreeSize is the Merkle log's size at one signed checkpoint.
+type TreeSize struct {
+	Size uint64
+	At   time.Time
+}
+
+// SortedDays returns days in day order. It is for Store implementations.
+func SortedDays(days map[time.Time]*DayStats) []DayStats {
+	out := make([]DayStats, 0, len(days))
+	for _, d := range days {
+		out = append(out, *d)
+	}
+	slices.SortFunc(out, func(a, b DayStats) int { return a.Day.Compare(b.Day) })
 	return out
 }

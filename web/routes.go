@@ -93,6 +93,8 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/api/v1/search", Roles: readers, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/search/export", Roles: auditors, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/integrity", Roles: readers},
+	{Method: "GET", Pattern: "/api/v1/log", Roles: readers},
+	{Method: "GET", Pattern: "/api/v1/stats", Roles: adminsOnly},
 	{Method: "POST", Pattern: "/api/v1/admin/reverify", Roles: adminsOnly},
 	{Method: "GET", Pattern: "/api/v1/admin/reverify", Roles: adminsOnly},
 	{Method: "GET", Pattern: "/api/v1/admin/tokens", Roles: adminsOnly},

@@ -44,6 +44,7 @@ func (a *evidenceAPI) mountSearch(r chi.Router) {
 	r.Get("/search", a.search)
 	r.Get("/search/export", a.exportSearch)
 	r.Get("/integrity", a.integrity)
+	a.mountStats(r)
 }
 
 // searchFilter reads a search from the query: the parameters docs/api.md

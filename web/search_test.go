@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -272,3 +273,46 @@ func runReverify(t *testing.T, base string) {
 	}
 	t.Fatal("re-verification did not finish")
 }
+
+// TestChartRoutes: the log page's data and the dashboard's figures count
+// what the fixture's Guardian wrote, on both stores.
+func TestChartRoutes(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			f := evidencetest.New(t, kind)
+			ts := f.Store.(Tokens)
+			h := New(f.Store, Options{
+				Evidence: EvidenceOptions{Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t)},
+				Charts:   f.Store.(Charts),
+				Auth:     AuthOptions{Bootstrap: testAdminToken, NoAccessLog: true, Tokens: ts},
+			})
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+			base := srv.URL + "/api/v1"
+
+			_, _, b := do(t, "GET", base+"/log", nil)
+			var lj logJSON
+			if err := json.Unmarshal(b, &lj); err != nil || len(lj.LogKeys) == 0 || !strings.HasPrefix(lj.Checkpoint, evidencetest.Origin+"\n") || len(lj.TreeSizes) == 0 {
+				t.Fatalf("log: %v %s", err, b)
+			}
+			if last := lj.TreeSizes[len(lj.TreeSizes)-1]; !strings.Contains(lj.Checkpoint, "\n"+strconvU(last.Size)+"\n") {
+				t.Errorf("newest size %d is not the checkpoint's:\n%s", last.Size, lj.Checkpoint)
+			}
+
+			_, _, b = do(t, "GET", base+"/stats", nil)
+			var st statsJSON
+			if err := json.Unmarshal(b, &st); err != nil || len(st.Days) != 1 {
+				t.Fatalf("stats: %v %s", err, b)
+			}
+			d := st.Days[0]
+			if d.Day != time.Now().UTC().Format(time.DateOnly) || d.Sessions != 2 || d.Entries != 6 || d.Decisions["deny"] != 2 || d.Decisions["allow"] < 2 {
+				t.Errorf("today: %+v", d)
+			}
+			if st.Quarantined != nil || st.Checkpoint == nil || st.Checkpoint.Size == 0 || st.LastReverify != nil {
+				t.Errorf("stats: %s", b)
+			}
+		})
+	}
+}
+
+func strconvU(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -32,6 +32,9 @@ type Options struct {
 	// Search is the compliance search (web/search.go); nil answers its
 	// routes 501.
 	Search Searcher
+	// Charts feeds the log page's and the dashboard's charts
+	// (web/stats.go); nil leaves the charts empty and /stats 501.
+	Charts Charts
 }
 
 // Server serves the HTTP API over one store.
@@ -44,11 +47,12 @@ type Server struct {
 	// acsBound binds ACS sessions to tokens (AuthOptions.ACSRequireToken).
 	acsBound *acsBindings
 	search   Searcher
+	charts   Charts
 }
 
 // New returns the HTTP handler for store.
 func New(store ledger.GuardianStore, opts Options) *Server {
-	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings(), search: opts.Search}
+	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings(), search: opts.Search, charts: opts.Charts}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

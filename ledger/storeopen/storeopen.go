@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
@@ -34,6 +35,10 @@ type Store interface {
 	// the entries' projection (ledger/search.go, migration 0010).
 	SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error)
 	SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error)
+	// DailyStats, TreeSizes and Quarantined feed the UI's charts.
+	DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error)
+	TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error)
+	Quarantined(ctx context.Context) (n int64, ok bool, err error)
 }
 
 var (
