@@ -44,6 +44,7 @@ func (a *evidenceAPI) mountSearch(r chi.Router) {
 	r.Get("/search", a.search)
 	r.Get("/search/export", a.exportSearch)
 	r.Get("/integrity", a.integrity)
+	r.Get("/sessions/{session_id}/steps", a.listSteps)
 	a.mountStats(r)
 }
 

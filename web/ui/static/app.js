@@ -197,26 +197,6 @@ function sessionIDFromPath() {
   return decodeURIComponent(rest);
 }
 
-// decisionOf reads an entry's decision whichever way it is written: the
-// disposition as a string, or a decision object with its reason codes.
-function decisionOf(entry) {
-  let disposition = "";
-  let codes = [];
-  const d = entry && entry.decision;
-  if (typeof d === "string") {
-    disposition = d;
-  } else if (d && typeof d === "object") {
-    disposition = String(d.decision || d.disposition || "");
-    if (Array.isArray(d.reason_codes)) {
-      codes = d.reason_codes;
-    }
-  }
-  if (codes.length === 0 && entry && Array.isArray(entry.reason_codes)) {
-    codes = entry.reason_codes;
-  }
-  return { disposition, codes: codes.map(String) };
-}
-
 async function sessionPage() {
   const id = sessionIDFromPath();
   const base = `${API}/sessions/${segment(id)}`;
@@ -240,50 +220,108 @@ async function sessionPage() {
   }
   let from = 0;
   const more = document.getElementById("more");
+  const tbody = document.querySelector("#entries tbody");
+  const fold = { depth: 0, groups: [] };
   const load = async () => {
     more.disabled = true;
     let page;
     try {
-      page = await getJSON(`${base}/entries?from=${from}&limit=${PAGE}`);
+      page = await getJSON(`${base}/steps?from=${from}&limit=${PAGE}`);
     } catch (e) {
       status(`Could not load entries: ${e.message}`, true);
       return;
     }
-    const tbody = document.querySelector("#entries tbody");
-    for (const e of page.entries) {
-      const d = decisionOf(e.entry);
-      const dcell = el("td", {});
-      if (d.disposition) {
-        dcell.append(el("span", { class: "disp disp-" + d.disposition.toLowerCase().replace(/[^a-z_]/g, "") }, d.disposition));
-      } else {
-        dcell.append("—");
-      }
-      tbody.append(el("tr", {},
-        el("td", { class: "num" }, e.position),
-        el("td", {}, el("code", {}, e.step_type)),
-        el("td", {}, when(e.timestamp || e.recorded_at)),
-        dcell,
-        el("td", {}, d.codes.length ? d.codes.join(", ") : "—"),
-        el("td", {}, stepLink(id, e.step_id)),
-        hashCell(e.entry_hash)));
-      from = e.position + 1;
+    for (const st of page.steps) {
+      tbody.append(stepRow(id, st, fold));
+      from = st.position + 1;
     }
     document.getElementById("entries").hidden = tbody.children.length === 0;
     status(tbody.children.length === 0 ? "This session has no entries." : "");
-    more.hidden = page.entries.length < PAGE;
+    more.hidden = page.steps.length < PAGE;
     more.disabled = false;
   };
   more.addEventListener("click", load);
   await load();
 }
 
-// stepLink links a step to its decision view; the session goes along so
-// that the server reads one chain rather than the whole ledger.
-function stepLink(sessionID, stepID) {
-  if (!stepID) {
-    return "—";
+// stepRow is one step of the timeline: what the agent tried, what was
+// decided and why, and where the record came from. Steps between a
+// subagent's start and stop carry the start's group and fold under it.
+function stepRow(sessionID, st, fold) {
+  const what = el("td", { class: "what" }, el("code", {}, st.step_type));
+  if (st.tool) {
+    what.append(" ", el("strong", { class: "tool" }, st.tool));
   }
-  return el("a", { href: `/ui/decisions/${segment(stepID)}?${new URLSearchParams({ session_id: sessionID })}` }, stepID);
+  if (st.args) {
+    what.append(el("div", { class: "args" }, el("code", {}, st.args)));
+  }
+  if (st.message) {
+    what.append(el("div", { class: "message" }, `“${st.message}”`));
+  }
+  if (st.memory_key) {
+    what.append(el("div", { class: "memkey" }, "memory key ", el("code", {}, st.memory_key)));
+  }
+  if (st.params === "withheld" && !st.tool) {
+    what.append(el("div", { class: "help" }, "params withheld for your role"));
+  } else if (st.params === "erased") {
+    what.append(el("div", { class: "help" }, "params erased"));
+  }
+  const href = `/ui/decisions/${segment(st.step_id)}?${new URLSearchParams({ session_id: sessionID })}`;
+  what.append(el("div", { class: "stepid" }, "step ", el("a", { href }, st.step_id)));
+  const decided = el("td", {});
+  if (st.decision) {
+    const d = st.decision.toLowerCase().replace(/[^a-z_]/g, "");
+    decided.append(el("a", { class: "decision-link", href }, el("span", { class: "disp disp-" + d }, st.decision)));
+  } else {
+    decided.append("—");
+  }
+  const why = el("td", { class: "why" });
+  if (st.reasoning) {
+    why.append(el("div", {}, st.reasoning));
+  }
+  if (st.reason_codes.length) {
+    why.append(el("div", {}, el("code", {}, st.reason_codes.join(", "))));
+  }
+  if (!st.reasoning && !st.reason_codes.length) {
+    why.append("—");
+  }
+  const pol = el("td", {});
+  for (const p of st.policy_refs) {
+    pol.append(el("div", {}, el("code", {}, `${p.policy_id || "?"}@${p.policy_version || "?"}`), p.rule_id ? ` ${p.rule_id}` : ""));
+  }
+  if (!st.policy_refs.length) {
+    pol.append("—");
+  }
+  const src = el("td", {}, st.source);
+  if (st.flags.length) {
+    src.append(el("div", { class: "flags" }, st.flags.join(", ")));
+  }
+  if (st.source_record) {
+    src.append(el("details", {}, el("summary", {}, "source record"), el("code", { class: "record" }, st.source_record)));
+  }
+  const num = el("td", { class: "num" }, st.position);
+  const tr = el("tr", {}, num, what, el("td", {}, when(st.timestamp || st.recorded_at)), decided, why, pol, src, hashCell(st.entry_hash));
+  if (fold.groups.length) {
+    tr.dataset.group = fold.groups[fold.groups.length - 1];
+    tr.classList.add("in-subagent");
+  }
+  if (st.subagent === "start") {
+    const g = `g${st.position}`;
+    fold.groups.push(g);
+    const btn = el("button", { type: "button", class: "fold", "aria-expanded": "true" }, "▾ subagent");
+    btn.addEventListener("click", () => {
+      const open = btn.getAttribute("aria-expanded") !== "true";
+      btn.setAttribute("aria-expanded", String(open));
+      btn.textContent = open ? "▾ subagent" : "▸ subagent";
+      for (const row of document.querySelectorAll(`#entries tr[data-group="${g}"]`)) {
+        row.hidden = !open;
+      }
+    });
+    num.append(el("div", {}, btn));
+  } else if (st.subagent === "stop" && fold.groups.length) {
+    fold.groups.pop();
+  }
+  return tr;
 }
 
 // verdict shows the server's verification report in plain words.
