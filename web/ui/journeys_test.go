@@ -392,3 +392,39 @@ func httpPost(u, token, body string) (int, error) {
 	resp.Body.Close()
 	return resp.StatusCode, nil
 }
+
+// TestJourneyIncident: from a denied step in the search, one click to the
+// decision view; the replay lists the recorded versions, and under
+// another one the rules that decided show on both sides.
+func TestJourneyIncident(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	recordPermissive(t, f.Store)
+	base, toks := journeyServer(t, f)
+	b := browse(t)
+	viewport(t, b, 1280)
+	loginAs(t, b, base, toks[web.RoleAuditor], web.RoleAuditor)
+
+	run(t, b, "search denied steps", chromedp.Navigate(base+"/ui/search?decision=deny"))
+	wait(t, b, "the hits", `document.querySelectorAll("#entry-hits a.disp").length === 2`)
+	run(t, b, "one click to the decision", chromedp.Click(`#entry-hits a.disp`))
+	settle(t, b, `location.pathname`, "/ui/decisions/")
+	wait(t, b, "the versions", `document.querySelectorAll("#version option").length === 2`)
+	run(t, b, "replay under the permissive version", chromedp.SetValue("#version", permissiveVersion), chromedp.Click("#replay"))
+	wait(t, b, "the rules", `document.getElementById("rules") !== null`)
+	cells := eval[[]string](t, b, `[...document.querySelectorAll("#rules tbody td")].map(c => c.textContent)`)
+	if len(cells) != 2 || !strings.Contains(cells[0], "shell.pipe_remote_to_interpreter") || !strings.Contains(cells[1], "permit.all") {
+		t.Errorf("rules: %q", cells)
+	}
+	if head := eval[string](t, b, `document.querySelector("#rules thead").textContent`); !strings.Contains(head, "Recorded: deny") || !strings.Contains(head, "Replayed: allow") {
+		t.Errorf("rules head %q", head)
+	}
+	screenshot(t, b, "incident-replay")
+
+	// From the timeline too: the denied step's decision is a link.
+	deny := f.Steps[1]
+	run(t, b, "the session", chromedp.Navigate(base+"/ui/sessions/"+deny.SessionID))
+	wait(t, b, "the denied step", `document.querySelector("#entries a.decision-link .disp-deny") !== null`)
+	screenshot(t, b, "timeline")
+	run(t, b, "click the denial", chromedp.Click(`#entries a.decision-link .disp-deny`))
+	settle(t, b, `location.pathname + location.search`, "/ui/decisions/"+deny.RequestID+"?session_id="+deny.SessionID)
+}

@@ -805,6 +805,20 @@ async function replayPanel(d, ref) {
   });
 }
 
+// rulesTable says which rules decided on each side, so a changed outcome
+// names the rule that changed it.
+function rulesTable(res) {
+  const rules = (v) => ((v && v.policy_references) || []).map((r) => `${r.rule_id || "—"} (${r.policy_id || "?"} ${r.policy_version || "?"})`);
+  const rec = rules(res.recorded);
+  const rep = rules(res.replayed);
+  const cell = (list) => el("td", {}, ...(list.length ? list.map((r) => el("div", {}, el("code", {}, r))) : ["none"]));
+  return el("table", { id: "rules" },
+    el("caption", {}, "Rules that decided"),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, `Recorded: ${res.recorded ? res.recorded.decision : "—"}`),
+      el("th", { scope: "col" }, `Replayed: ${res.replayed ? res.replayed.decision : "—"}`))),
+    el("tbody", {}, el("tr", {}, cell(rec), cell(rep))));
+}
+
 // shown writes one field's value as JSON; absent is a dash.
 function shown(v) {
   return v === undefined || v === null ? "—" : JSON.stringify(v);
@@ -823,6 +837,7 @@ function replayResult(box, res) {
   }
   box.append(el("p", { class: "help" },
     `Recorded verdict read from the ${res.recorded_from === "response" ? "signed response" : "chain entry"}; params from the ${res.params_from === "ledger" ? "ledger" : "request"}.`));
+  box.append(rulesTable(res));
   const diff = res.diff || [];
   if (diff.length) {
     const tbody = el("tbody", {});
