@@ -428,3 +428,33 @@ func TestJourneyIncident(t *testing.T) {
 	run(t, b, "click the denial", chromedp.Click(`#entries a.decision-link .disp-deny`))
 	settle(t, b, `location.pathname + location.search`, "/ui/decisions/"+deny.RequestID+"?session_id="+deny.SessionID)
 }
+
+// TestJourneyDashboard: the admin's integrity at a glance, as charts.
+func TestJourneyDashboard(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	base, toks := journeyServer(t, f)
+	b := browse(t)
+	viewport(t, b, 1280)
+	loginAs(t, b, base, toks[web.RoleAdmin], web.RoleAdmin)
+	run(t, b, "open the dashboard", chromedp.Navigate(base+"/ui/dashboard"))
+	wait(t, b, "the tiles", `document.getElementById("tile-checkpoint") !== null && document.getElementById("tile-reverify") !== null`)
+	if got := eval[string](t, b, `document.getElementById("tile-checkpoint").textContent`); !strings.Contains(got, "size ") || !strings.Contains(got, "ago") {
+		t.Errorf("checkpoint tile %q", got)
+	}
+	if eval[bool](t, b, `document.getElementById("tile-quarantine") !== null`) {
+		t.Error("a quarantine tile without an ingest quarantine")
+	}
+	// Today's bars: 6 entries, 2 denied.
+	titles := eval[[]string](t, b, `[...document.querySelectorAll("#decision-chart rect title, #volume-chart rect title")].map(t => t.textContent)`)
+	today := time.Now().UTC().Format(time.DateOnly)
+	for _, want := range []string{today + ": 2 deny", today + ": 6 entries", today + ": 2 sessions"} {
+		if !slices.Contains(titles, want) {
+			t.Errorf("no bar %q in %q", want, titles)
+		}
+	}
+	run(t, b, "re-verify", chromedp.Click("#start"))
+	wait(t, b, "the run", `document.getElementById("last").textContent !== ""`)
+	run(t, b, "reload", chromedp.Navigate(base+"/ui/dashboard"))
+	wait(t, b, "the last run", `(document.getElementById("tile-reverify") || {textContent: ""}).textContent.includes("all verified")`)
+	screenshot(t, b, "dashboard")
+}

@@ -405,6 +405,9 @@ function authMessage(msg, isError) {
 // dashboardPage runs with the UI session: the server lets admins only
 // reach it and its API.
 async function dashboardPage() {
+  if (typeof dashboardCharts === "function") {
+    dashboardCharts();
+  }
   totals();
   refreshStatus();
   document.getElementById("start").addEventListener("click", startRun);
