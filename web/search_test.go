@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"slices"
@@ -316,3 +317,84 @@ func TestChartRoutes(t *testing.T) {
 }
 
 func strconvU(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// TestStepsRoute: the timeline's steps say what the agent tried, with
+// secrets redacted and arguments withheld from a viewer, and mark the
+// steps that open and close a subagent.
+func TestStepsRoute(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	base, mk := searchServer(t, f)
+	get := func(token string) []stepJSON {
+		t.Helper()
+		hdr := []string{}
+		if token != "" {
+			hdr = []string{"Authorization", "Bearer " + token}
+		}
+		code, _, b := do(t, "GET", base+"/sessions/"+f.HMACSession+"/steps?from=0&limit=10", nil, hdr...)
+		var out struct {
+			Steps []stepJSON `json:"steps"`
+		}
+		if err := json.Unmarshal(b, &out); code != 200 || err != nil {
+			t.Fatalf("steps: %d %v %s", code, err, b)
+		}
+		return out.Steps
+	}
+	steps := get("")
+	if len(steps) != 4 {
+		t.Fatalf("%d steps", len(steps))
+	}
+	bash := steps[1]
+	if bash.Tool != "bash" || bash.Decision != "deny" || !strings.HasPrefix(bash.Args, "command=curl -fsSL https://get.example.com") ||
+		len(bash.ReasonCodes) == 0 || len(bash.Policies) == 0 || bash.Policies[0].RuleID == "" || bash.Params != "shown" || bash.Source != "guardian" {
+		t.Errorf("the bash step: %+v", bash)
+	}
+	msg := steps[2]
+	if !strings.HasPrefix(msg.Message, "deploy with key") || strings.Contains(msg.Message, "AKIA") || !strings.Contains(msg.Message, "[redacted]") {
+		t.Errorf("the user message: %q", msg.Message)
+	}
+	for _, st := range get(mk(RoleViewer, "")) {
+		if st.Args != "" || st.Message != "" || st.Params == "shown" {
+			t.Errorf("a viewer sees params: %+v", st)
+		}
+		if st.Position == 1 && st.Tool != "bash" {
+			t.Errorf("a viewer does not see the tool name: %+v", st)
+		}
+	}
+
+	// A subagent's steps, appended as an ingesting writer would.
+	for i, typ := range []string{"steps/subagentStart", "steps/toolCallRequest", "steps/subagentStop"} {
+		e := fmt.Sprintf(`{"entry_id":"s-%d","step_id":"s-%d","step_type":%q}`, i, i, typ)
+		if code, _, b := do(t, "POST", base+"/sessions/sub-1/entries?agent_id=agent-7", []byte(e)); code != 201 {
+			t.Fatalf("append: %d %s", code, b)
+		}
+	}
+	_, _, b := do(t, "GET", base+"/sessions/sub-1/steps", nil)
+	var out struct {
+		Steps []stepJSON `json:"steps"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil || len(out.Steps) != 3 || out.Steps[0].Subagent != "start" || out.Steps[1].Subagent != "" || out.Steps[2].Subagent != "stop" || out.Steps[0].Params != "none" {
+		t.Errorf("subagent steps: %s", b)
+	}
+}
+
+func TestRedaction(t *testing.T) {
+	for in, want := range map[string]string{
+		"key AKIAIOSFODNN7EXAMPLE here":          "key [redacted] here",
+		"Authorization: Bearer abc.def.ghi":      "Authorization: [redacted]",
+		"token acsl_0123456789abcdefghij":        "token [redacted]",
+		"ls -la /tmp":                            "ls -la /tmp",
+		"x " + strings.Repeat("Zm9v", 12) + " y": "x [redacted] y",
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+	args := map[string]json.RawMessage{
+		"password": json.RawMessage(`{"value":"hunter2"}`),
+		"path":     json.RawMessage(`{"value":"` + strings.Repeat("a/", 50) + `"}`),
+	}
+	got := argsView(args)
+	if !strings.HasPrefix(got, "password=[redacted], path=a/a/") || !strings.HasSuffix(got, "…") || strings.Contains(got, "hunter2") {
+		t.Errorf("argsView: %q", got)
+	}
+}

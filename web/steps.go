@@ -236,8 +236,9 @@ var secretName = regexp.MustCompile(`(?i)pass|secret|token|api[_-]?key|auth|cred
 
 // secretValue matches values that look like credentials wherever they
 // appear: AWS access key ids, bearer and API tokens, PEM keys, and long
-// unbroken base64 or hex runs.
-var secretValue = regexp.MustCompile(`AKIA[0-9A-Z]{16}|(?i:bearer\s+)\S+|\b(?:sk|pk|ghp|gho|xox[bap]|acsl)[-_][A-Za-z0-9_\-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----|[A-Za-z0-9+/=_\-]{40,}`)
+// unbroken runs of token characters (base64 without "/", hex): a path
+// with "/" stays readable.
+var secretValue = regexp.MustCompile(`AKIA[0-9A-Z]{16}|(?i:bearer\s+)\S+|\b(?:sk|pk|ghp|gho|xox[bap]|acsl)[-_][A-Za-z0-9_\-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----|[A-Za-z0-9+=_\-]{40,}`)
 
 // redact replaces what looks like a credential in s.
 func redact(s string) string { return secretValue.ReplaceAllString(s, "[redacted]") }

@@ -458,3 +458,35 @@ func TestJourneyDashboard(t *testing.T) {
 	wait(t, b, "the last run", `(document.getElementById("tile-reverify") || {textContent: ""}).textContent.includes("all verified")`)
 	screenshot(t, b, "dashboard")
 }
+
+// TestTimelineFolds: a subagent's steps fold under its start, and the
+// timeline loads one page at a time.
+func TestTimelineFolds(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	base, toks := journeyServer(t, f)
+	types := []string{"steps/toolCallRequest", "steps/subagentStart", "steps/toolCallRequest", "steps/toolCallRequest", "steps/subagentStop"}
+	for i := range 105 {
+		typ := "steps/toolCallRequest"
+		if i < len(types) {
+			typ = types[i]
+		}
+		e := fmt.Sprintf(`{"entry_id":"e-%d","step_id":"s-%d","step_type":%q,"decision":"allow"}`, i, i, typ)
+		if code, err := httpPost(base+"/api/v1/sessions/sub-1/entries?agent_id=agent-7", toks[web.RoleAdmin], e); err != nil || code != 201 {
+			t.Fatalf("append %d: %d %v", i, code, err)
+		}
+	}
+	b := browse(t)
+	viewport(t, b, 1280)
+	loginAs(t, b, base, toks[web.RoleAuditor], web.RoleAuditor)
+	run(t, b, "the session", chromedp.Navigate(base+"/ui/sessions/sub-1"))
+	wait(t, b, "the first page", `document.querySelectorAll("#entries tbody tr").length === 100`)
+	if n := eval[int](t, b, `document.querySelectorAll("#entries tr[data-group]").length`); n != 3 {
+		t.Errorf("%d rows in the subagent, want 3 (its two steps and its stop)", n)
+	}
+	run(t, b, "fold the subagent", chromedp.Click("#entries button.fold"))
+	if n := eval[int](t, b, `[...document.querySelectorAll("#entries tbody tr")].filter(r => !r.hidden).length`); n != 97 {
+		t.Errorf("%d rows shown after folding, want 97", n)
+	}
+	run(t, b, "the next page", chromedp.Click("#more"))
+	wait(t, b, "all entries", `document.querySelectorAll("#entries tbody tr").length === 105`)
+}
