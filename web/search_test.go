@@ -127,11 +127,12 @@ func TestSearch(t *testing.T) {
 				}
 			}
 			for name, q := range map[string]url.Values{
-				"other version": {"policy_id": {id}, "policy_version": {"no-such-version"}},
-				"flag":          {"flag": {"fail_open"}, "source": {"guardian"}},
-				"source":        {"source": {"opa"}},
-				"future":        {"since": {time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}},
-				"other agent":   {"agent_id": {"agent-8"}},
+				"other version":  {"policy_id": {id}, "policy_version": {"no-such-version"}},
+				"flag":           {"flag": {"fail_open"}, "source": {"guardian"}},
+				"source":         {"source": {"opa"}},
+				"future":         {"since": {time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}},
+				"other agent":    {"agent_id": {"agent-8"}},
+				"LIKE wildcards": {"q": {"%_"}},
 			} {
 				if got := searchEntries(t, base, q); len(got.Entries) != 0 {
 					t.Errorf("%s: %d hits", name, len(got.Entries))

@@ -114,6 +114,10 @@ func (w *where) add(cond string, v any) {
 	w.sql.WriteString(strings.ReplaceAll(cond, "%d", strconv.Itoa(len(w.args))))
 }
 
+// likeEscaper makes text match itself in a LIKE pattern (backslash is
+// PostgreSQL's default escape character).
+var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
+
 func searchWhere(f ledger.SearchFilter, limit int) *where {
 	w := &where{args: []any{limit}}
 	eq := func(col, v string) {
@@ -146,7 +150,8 @@ func searchWhere(f ledger.SearchFilter, limit int) *where {
 	eq("source", f.Source)
 	has("flags", f.Flag)
 	if f.Text != "" {
-		w.add("strpos(lower(reasoning), lower($%d)) > 0", f.Text)
+		// ILIKE, so that the trigram index (migration 0010) serves it.
+		w.add("reasoning ILIKE $%d", "%"+likeEscaper.Replace(f.Text)+"%")
 	}
 	return w
 }

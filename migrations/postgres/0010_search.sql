@@ -44,6 +44,22 @@ CREATE INDEX search_entries_reason_codes ON search_entries USING gin (reason_cod
 CREATE INDEX search_entries_policy_refs ON search_entries USING gin (policy_refs);
 CREATE INDEX search_entries_flags ON search_entries USING gin (flags);
 
+-- Text in the reasoning is found with ILIKE, which a trigram index serves
+-- (a search for a phrase found once in a million rows reads the index,
+-- not the table). pg_trgm ships with PostgreSQL's contrib and is a trusted
+-- extension: the database's owner may create it. Where it is missing the
+-- search still works, by reading the table.
+DO $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_available_extensions WHERE name = 'pg_trgm') THEN
+        CREATE EXTENSION IF NOT EXISTS pg_trgm;
+        EXECUTE 'CREATE INDEX search_entries_reasoning ON search_entries USING gin (reasoning gin_trgm_ops)';
+    ELSE
+        RAISE NOTICE 'acsledger: pg_trgm is not available: reasoning text searches read the whole projection';
+    END IF;
+END
+$$;
+
 -- acsledger_json_strings is a JSON array's string elements; anything else
 -- gives none.
 CREATE FUNCTION acsledger_json_strings(v jsonb) RETURNS text[]
