@@ -34,6 +34,11 @@ function niceMax(v) {
   return 10 * p;
 }
 
+// axisMax is a nice maximum that four gridlines divide into integers.
+function axisMax(v) {
+  return Math.max(4, Math.ceil(niceMax(v) / 4) * 4);
+}
+
 function frame(title, yMax, xLabels) {
   const svg = svgEl("svg", { viewBox: `0 0 ${CHART_W} ${CHART_H}`, class: "chart", role: "img" }, svgEl("title", {}, title));
   const ih = CHART_H - PAD.t - PAD.b;
@@ -58,7 +63,7 @@ function lineChart(title, points) {
   }
   const x0 = points[0].x.getTime();
   const x1 = Math.max(points[points.length - 1].x.getTime(), x0 + 1);
-  const yMax = niceMax(Math.max(...points.map((p) => p.y)));
+  const yMax = axisMax(Math.max(...points.map((p) => p.y)));
   const px = (t) => PAD.l + ((t - x0) / (x1 - x0)) * iw;
   const py = (v) => PAD.t + ih - (v / yMax) * ih;
   const labels = [[px(x0), shortDate(points[0].x)]];
@@ -87,7 +92,7 @@ function barChart(title, days, keys) {
     return el("p", { class: "help" }, `${title}: no data yet.`);
   }
   const totals = days.map((d) => keys.reduce((s, k) => s + (d.values[k] || 0), 0));
-  const yMax = niceMax(Math.max(...totals));
+  const yMax = axisMax(Math.max(...totals));
   const slot = iw / days.length;
   const bw = Math.max(2, Math.min(40, slot * 0.7));
   const labels = [[PAD.l + slot / 2, days[0].day.slice(5)]];

@@ -51,13 +51,21 @@ async function dashboardCharts() {
   if (st.quarantined !== null) {
     glance.append(tile("tile-quarantine", "Quarantined ingest records", st.quarantined === 0 ? "none" : st.quarantined.toLocaleString("en"), "", st.quarantined > 0 ? "warn" : ""));
   }
-  const days = st.days.map((d) => ({ day: d.day, values: Object.assign({}, d.decisions, { entries: d.entries, sessions: d.sessions }) }));
+  // Every day of the window gets a slot, so a quiet day shows as a gap.
+  const byDay = new Map(st.days.map((d) => [d.day, d]));
+  const last = new Date(st.now);
+  const slots = [];
+  for (let i = 29; i >= 0; i--) {
+    const day = new Date(Date.UTC(last.getUTCFullYear(), last.getUTCMonth(), last.getUTCDate() - i)).toISOString().slice(0, 10);
+    slots.push(byDay.get(day) || { day, entries: 0, sessions: 0, decisions: {} });
+  }
+  const days = slots.map((d) => ({ day: d.day, values: { entries: d.entries, sessions: d.sessions } }));
   const vol = document.getElementById("volume-chart");
   vol.append(barChart("Entries per day", days.map((d) => ({ day: d.day, values: { entries: d.values.entries } })), ["entries"]),
     barChart("Sessions per day", days.map((d) => ({ day: d.day, values: { sessions: d.values.sessions } })), ["sessions"]));
   const mix = days.map((d) => {
     const v = {};
-    for (const [k, n] of Object.entries(st.days.find((x) => x.day === d.day).decisions)) {
+    for (const [k, n] of Object.entries(byDay.has(d.day) ? byDay.get(d.day).decisions : {})) {
       const key = DISPOSITIONS.includes(k.toLowerCase()) ? k.toLowerCase() : "none";
       v[key] = (v[key] || 0) + n;
     }
