@@ -47,8 +47,8 @@ function frame(title, yMax, xLabels) {
     svg.append(svgEl("line", { x1: PAD.l, x2: CHART_W - PAD.r, y1: y, y2: y, class: "grid" }),
       svgEl("text", { x: PAD.l - 6, y: y + 4, class: "axis", "text-anchor": "end" }, Math.round((yMax * i) / 4).toLocaleString("en")));
   }
-  for (const [x, label] of xLabels) {
-    svg.append(svgEl("text", { x, y: CHART_H - 10, class: "axis", "text-anchor": "middle" }, label));
+  for (const [x, label, anchor] of xLabels) {
+    svg.append(svgEl("text", { x, y: CHART_H - 10, class: "axis", "text-anchor": anchor || "middle" }, label));
   }
   return svg;
 }
@@ -66,9 +66,9 @@ function lineChart(title, points) {
   const yMax = axisMax(Math.max(...points.map((p) => p.y)));
   const px = (t) => PAD.l + ((t - x0) / (x1 - x0)) * iw;
   const py = (v) => PAD.t + ih - (v / yMax) * ih;
-  const labels = [[px(x0), shortDate(points[0].x)]];
+  const labels = [[px(x0), shortDate(points[0].x), "start"]];
   if (points.length > 1) {
-    labels.push([px(x1), shortDate(points[points.length - 1].x)]);
+    labels.push([px(x1), shortDate(points[points.length - 1].x), "end"]);
   }
   const svg = frame(title, yMax, labels);
   let d = `M${px(points[0].x.getTime()).toFixed(1)},${py(points[0].y).toFixed(1)}`;
