@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/internal/evidencetest"
+	"github.com/acsledger/acsledger/ledger"
 )
 
 // searchServer serves the API with search over a fixture's store, with
@@ -397,5 +398,37 @@ func TestRedaction(t *testing.T) {
 	got := argsView(args)
 	if !strings.HasPrefix(got, "password=[redacted], path=a/a/") || !strings.HasSuffix(got, "…") || strings.Contains(got, "hunter2") {
 		t.Errorf("argsView: %q", got)
+	}
+}
+
+// TestExportPages: an export longer than a page reads page after page and
+// holds every row once, in the search's order.
+func TestExportPages(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	base, _ := searchServer(t, f)
+	const n = 2*ledger.MaxPageSize + 7
+	var rs []ledger.Record
+	for i := range n {
+		rs = append(rs, ledger.Record{SessionID: fmt.Sprintf("bulk-%d", i%3), AgentID: "bulk",
+			Entry: fmt.Appendf(nil, `{"entry_id":"b-%d","step_id":"b-%d","step_type":"steps/toolCallRequest","decision":"deny"}`, i, i)})
+	}
+	if _, err := f.Store.AppendBatch(context.Background(), rs); err != nil {
+		t.Fatal(err)
+	}
+	code, _, b := do(t, "GET", base+"/search/export?format=csv&agent_id=bulk", nil)
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if code != 200 || err != nil || len(rows) != n+1 {
+		t.Fatalf("export: %d %v, %d rows", code, err, len(rows))
+	}
+	seen := map[string]bool{}
+	for i, r := range rows[1:] {
+		if want := fmt.Sprintf("b-%d", n-1-i); r[4] != want || seen[r[4]] {
+			t.Fatalf("row %d is step %s, want %s", i, r[4], want)
+		}
+		seen[r[4]] = true
+	}
+	_, _, b = do(t, "GET", base+"/search/export?format=json&as=sessions&agent_id=bulk", nil)
+	if lines := strings.Count(string(b), "\n"); lines != 3 {
+		t.Errorf("sessions export: %d lines\n%s", lines, b)
 	}
 }
