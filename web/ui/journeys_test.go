@@ -2,6 +2,9 @@ package ui_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/acsledger/acsledger/internal/evidencetest"
+	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/web"
 	"github.com/acsledger/acsledger/web/tlogserve"
 	"github.com/acsledger/acsledger/web/ui"
@@ -489,4 +493,61 @@ func TestTimelineFolds(t *testing.T) {
 	}
 	run(t, b, "the next page", chromedp.Click("#more"))
 	wait(t, b, "all entries", `document.querySelectorAll("#entries tbody tr").length === 105`)
+}
+
+// TestBrowserCosignatures: witness cosignatures made by the Go signer
+// (ledger/tlog) verify in the browser's own implementation: an Ed25519
+// cosignature/v1 is checked, a byte changed in it is refused, and an
+// ML-DSA-44 one is left to the server, as the page says.
+func TestBrowserCosignatures(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	base, toks := journeyServer(t, f)
+	cp, err := f.Log.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(cp[:strings.Index(string(cp), "\n\n")+1])
+	cosign := func(name string, alg tlog.Algorithm) (line, vkey string) {
+		skey, vkey, err := tlog.GenerateKey(rand.Reader, name, alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := tlog.NewSigner(skey, time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig, err := s.Sign([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := binary.BigEndian.AppendUint32(nil, s.KeyHash())
+		return "— " + name + " " + base64.StdEncoding.EncodeToString(append(id, sig...)) + "\n", vkey
+	}
+	good, goodKey := cosign("witness-a.test", tlog.CosignatureEd25519)
+	pq, pqKey := cosign("witness-pq.test", tlog.CosignatureMLDSA44)
+	bad, badKey := cosign("witness-b.test", tlog.CosignatureEd25519)
+	raw, _ := base64.StdEncoding.DecodeString(strings.Fields(bad)[2])
+	raw[len(raw)-1] ^= 1
+	bad = "— witness-b.test " + base64.StdEncoding.EncodeToString(raw) + "\n"
+
+	b := browse(t)
+	viewport(t, b, 1280)
+	loginAs(t, b, base, toks[web.RoleAuditor], web.RoleAuditor)
+	run(t, b, "open the log", chromedp.Navigate(base+"/ui/log"))
+	wait(t, b, "the keys", `document.getElementById("trusted").value !== ""`)
+	run(t, b, "check the cosigned checkpoint", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+		`document.getElementById("input").value = %s; document.getElementById("trusted").value += "\n" + %s;`,
+		jsString(string(cp)+good+pq+bad), jsString(strings.Join([]string{goodKey, pqKey, badKey}, "\n")))), chromedp.Click("#check"))
+	wait(t, b, "the verdict", `/ (ok|bad|error)$/.test(document.getElementById("browser-verdict").className)`)
+	steps := eval[string](t, b, `document.getElementById("browser-steps").textContent`)
+	for _, want := range []string{
+		"witness witness-a.test cosigned it",
+		"witness witness-pq.test's ML-DSA-44 cosignature is left to the server",
+		"witness witness-b.test's cosignature does not verify",
+		"the log's signature by " + evidencetest.Origin + " verifies",
+	} {
+		if !strings.Contains(steps, want) {
+			t.Errorf("steps lack %q:\n%s", want, steps)
+		}
+	}
 }
