@@ -36,8 +36,9 @@ type Searcher interface {
 	SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error)
 }
 
-// errNoSearch answers the search routes of a server given no Searcher.
-var errNoSearch = errors.New("this server has no search")
+// errNoSearch answers the search and chart routes of a server given no
+// Searcher or Charts (Options).
+var errNoSearch = errors.New("this server was given no search or charts over its store")
 
 // mountSearch adds the search routes to r, the /api/v1 router.
 func (a *evidenceAPI) mountSearch(r chi.Router) {
@@ -328,15 +329,11 @@ func (e *exporter) write(objs []any, rows [][]string) error {
 	return nil
 }
 
+// flush ends the export; write has run at least once, so the header is
+// out.
 func (e *exporter) flush() {
 	if e.cw != nil {
 		e.cw.Flush()
-	}
-	if !e.started {
-		e.start()
-		if e.cw != nil {
-			e.cw.Flush()
-		}
 	}
 	e.bw.Flush()
 }
