@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help run test check vulncheck unit bench fuzz lint
+.PHONY: help run test check vulncheck unit bench bench-scale screenshots fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
@@ -37,5 +37,12 @@ unit: ## go test -race over every package
 
 bench: ## every benchmark once (see docs/benchmarks.md for the recorded runs)
 	$(GO) test -run '^$$' -bench . -benchtime 1s $(PKGS)
+
+bench-scale: ## the UI's search and timeline over 1,000,000 entries in a throwaway PostgreSQL (minutes; docs/benchmarks.md)
+	ACSLEDGER_BENCH_SCALE=1 CI=true $(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 30m ./web/
+
+screenshots: ## the UI journeys in Chromium, saving their screenshots in docs/screenshots
+	mkdir -p docs/screenshots
+	ACSLEDGER_SCREENSHOTS=$(CURDIR)/docs/screenshots CI=true $(GO) test -count=1 -run 'TestJourney|TestLayouts' ./web/ui/
 
 lint: check ## alias of check

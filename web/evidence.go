@@ -76,6 +76,7 @@ func (s *Server) mountEvidence(r chi.Router, opts EvidenceOptions) {
 	r.Post("/verify/bundle", a.verifyBundle)
 	r.Post("/decisions/{request_id}/replay", a.replay)
 	a.mountDecisions(r)
+	a.mountSearch(r)
 	r.Post("/admin/reverify", a.startReverify)
 	r.Get("/admin/reverify", a.reverifyStatus)
 }

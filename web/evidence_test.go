@@ -43,7 +43,7 @@ func evidenceServer(t *testing.T, f *evidencetest.Fixture, edit func(*EvidenceOp
 
 // do sends a request with the given header pairs; without an
 // Authorization pair it sends the test admin token ("" sends none).
-func do(t *testing.T, method, url string, body []byte, header ...string) (int, http.Header, []byte) {
+func do(t testing.TB, method, url string, body []byte, header ...string) (int, http.Header, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {

@@ -88,6 +88,7 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}", Roles: readers, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/entries", Roles: readers, Recorded: true},
 	{Method: "POST", Pattern: "/api/v1/sessions/{session_id}/entries", Roles: writers},
+	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/steps", Roles: readers, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/bundle", Roles: auditors, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/verify", Roles: readers, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/proofs/entry/{session_id}/{position}", Roles: auditors, Recorded: true},
@@ -99,6 +100,11 @@ var AccessTable = []Route{
 	{Method: "POST", Pattern: "/api/v1/ingest/a2h", Roles: writers},
 	{Method: "GET", Pattern: "/api/v1/ingest/quarantine", Roles: auditors, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/ingest/flagged", Roles: auditors, Recorded: true},
+	{Method: "GET", Pattern: "/api/v1/search", Roles: readers, Recorded: true},
+	{Method: "GET", Pattern: "/api/v1/search/export", Roles: auditors, Recorded: true},
+	{Method: "GET", Pattern: "/api/v1/integrity", Roles: readers},
+	{Method: "GET", Pattern: "/api/v1/log", Roles: readers},
+	{Method: "GET", Pattern: "/api/v1/stats", Roles: adminsOnly},
 	{Method: "POST", Pattern: "/api/v1/admin/reverify", Roles: adminsOnly},
 	{Method: "GET", Pattern: "/api/v1/admin/reverify", Roles: adminsOnly},
 	{Method: "GET", Pattern: "/api/v1/admin/tokens", Roles: adminsOnly},
@@ -114,6 +120,8 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/ui/sessions/{session_id}", Roles: readers},
 	{Method: "GET", Pattern: "/ui/decisions/{request_id}", Roles: readers},
 	{Method: "GET", Pattern: "/ui/dashboard", Roles: adminsOnly},
+	{Method: "GET", Pattern: "/ui/search", Roles: readers},
+	{Method: "GET", Pattern: "/ui/log", Roles: readers},
 }
 
 // exportRoles may take a session's chain whole (entries?format=jsonl), as

@@ -33,6 +33,12 @@ type Options struct {
 	Ingest IngestOptions
 	// Ready is /readyz's check; nil means always ready.
 	Ready Ready
+	// Search is the compliance search (web/search.go); nil answers its
+	// routes 501.
+	Search Searcher
+	// Charts feeds the log page's and the dashboard's charts
+	// (web/stats.go); nil leaves the charts empty and /stats 501.
+	Charts Charts
 }
 
 // Server serves the HTTP API over one store.
@@ -45,11 +51,13 @@ type Server struct {
 	auth    *auth
 	// acsBound binds ACS sessions to tokens (AuthOptions.ACSRequireToken).
 	acsBound *acsBindings
+	search   Searcher
+	charts   Charts
 }
 
 // New returns the HTTP handler for store.
 func New(store ledger.GuardianStore, opts Options) *Server {
-	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings(), ready: opts.Ready}
+	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings(), ready: opts.Ready, search: opts.Search, charts: opts.Charts}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -112,7 +120,7 @@ func statusFor(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, ledger.ErrTokenExists):
 		return http.StatusConflict
-	case errors.Is(err, errNoTokenStore):
+	case errors.Is(err, errNoTokenStore), errors.Is(err, errNoSearch):
 		return http.StatusNotImplemented
 	case errors.Is(err, evidence.ErrRunning), errors.Is(err, replay.ErrAmbiguous),
 		errors.Is(err, replay.ErrStoredParamsMismatch):
@@ -121,7 +129,7 @@ func statusFor(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, replay.ErrParamsMismatch), errors.Is(err, replay.ErrNotPolicyDecision):
 		return http.StatusUnprocessableEntity
-	case errors.Is(err, errBadRequest), errors.Is(err, ledger.ErrInvalidEntry):
+	case errors.Is(err, errBadRequest), errors.Is(err, ledger.ErrInvalidEntry), errors.Is(err, ledger.ErrInvalidSearch):
 		return http.StatusBadRequest
 	case errors.Is(err, ledger.ErrErased):
 		return http.StatusGone

@@ -122,7 +122,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	ev := lf.evidenceOptions(store, mlog, keySet, log)
-	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Auth: web.AuthOptions{
+	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Search: store, Charts: store, Auth: web.AuthOptions{
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
 	}, Ingest: inf.options(), Ready: readiness(store, mlog)})

@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
@@ -45,6 +46,14 @@ type Store interface {
 	// Ping reports whether the store can take an append now (a readiness
 	// check: acsledger serve's /readyz).
 	Ping(ctx context.Context) error
+	// SearchEntries and SearchSessions are the compliance search over
+	// the entries' projection (ledger/search.go, migration 0010).
+	SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error)
+	SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error)
+	// DailyStats, TreeSizes and QuarantineCount feed the UI's charts.
+	DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error)
+	TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error)
+	QuarantineCount(ctx context.Context) (n int64, ok bool, err error)
 }
 
 var (

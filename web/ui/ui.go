@@ -39,6 +39,8 @@ func Mount(r chi.Router) {
 	r.Get("/ui/sessions/{session_id}", page(files, "session.html"))
 	r.Get("/ui/dashboard", page(files, "dashboard.html"))
 	r.Get("/ui/decisions/{request_id}", page(files, "decision.html"))
+	r.Get("/ui/search", page(files, "search.html"))
+	r.Get("/ui/log", page(files, "log.html"))
 	r.Get("/ui/login", page(files, "login.html"))
 	r.Method(http.MethodGet, "/ui/static/*", secured(http.StripPrefix("/ui/static/", http.FileServerFS(files))))
 }

@@ -6,6 +6,10 @@
 const API = "/api/v1";
 const PAGE = 100;
 
+// PAGES holds the page functions other scripts (search.js, log.js) add,
+// by the body's data-page.
+const PAGES = {};
+
 // me is the logged-in credential (GET /api/v1/whoami): its name, role and
 // the UI session's CSRF token, which every state-changing call carries in
 // X-CSRF-Token. The session itself is an HttpOnly cookie no script reads.
@@ -170,9 +174,11 @@ async function sessionsPage() {
       el("td", { class: "num" }, s.length),
       el("td", {}, when(s.created_at)),
       el("td", {}, when(s.updated_at)),
-      hashCell(s.chain_hash)));
+      hashCell(s.chain_hash),
+      integrityCell(s.session_id)));
   }
   document.getElementById("sessions").hidden = page.sessions.length === 0;
+  fillIntegrity([...tbody.querySelectorAll("td.integrity-cell")]);
   const filtered = FILTERS.some((n) => here.get(n));
   status(page.sessions.length === 0 ? (filtered ? "No session matches these filters." : "The ledger holds no sessions yet.") : "");
   if (page.next) {
@@ -189,26 +195,6 @@ async function sessionsPage() {
 function sessionIDFromPath() {
   const rest = location.pathname.slice("/ui/sessions/".length);
   return decodeURIComponent(rest);
-}
-
-// decisionOf reads an entry's decision whichever way it is written: the
-// disposition as a string, or a decision object with its reason codes.
-function decisionOf(entry) {
-  let disposition = "";
-  let codes = [];
-  const d = entry && entry.decision;
-  if (typeof d === "string") {
-    disposition = d;
-  } else if (d && typeof d === "object") {
-    disposition = String(d.decision || d.disposition || "");
-    if (Array.isArray(d.reason_codes)) {
-      codes = d.reason_codes;
-    }
-  }
-  if (codes.length === 0 && entry && Array.isArray(entry.reason_codes)) {
-    codes = entry.reason_codes;
-  }
-  return { disposition, codes: codes.map(String) };
 }
 
 async function sessionPage() {
@@ -234,50 +220,108 @@ async function sessionPage() {
   }
   let from = 0;
   const more = document.getElementById("more");
+  const tbody = document.querySelector("#entries tbody");
+  const fold = { depth: 0, groups: [] };
   const load = async () => {
     more.disabled = true;
     let page;
     try {
-      page = await getJSON(`${base}/entries?from=${from}&limit=${PAGE}`);
+      page = await getJSON(`${base}/steps?from=${from}&limit=${PAGE}`);
     } catch (e) {
       status(`Could not load entries: ${e.message}`, true);
       return;
     }
-    const tbody = document.querySelector("#entries tbody");
-    for (const e of page.entries) {
-      const d = decisionOf(e.entry);
-      const dcell = el("td", {});
-      if (d.disposition) {
-        dcell.append(el("span", { class: "disp disp-" + d.disposition.toLowerCase().replace(/[^a-z_]/g, "") }, d.disposition));
-      } else {
-        dcell.append("—");
-      }
-      tbody.append(el("tr", {},
-        el("td", { class: "num" }, e.position),
-        el("td", {}, el("code", {}, e.step_type)),
-        el("td", {}, when(e.timestamp || e.recorded_at)),
-        dcell,
-        el("td", {}, d.codes.length ? d.codes.join(", ") : "—"),
-        el("td", {}, stepLink(id, e.step_id)),
-        hashCell(e.entry_hash)));
-      from = e.position + 1;
+    for (const st of page.steps) {
+      tbody.append(stepRow(id, st, fold));
+      from = st.position + 1;
     }
     document.getElementById("entries").hidden = tbody.children.length === 0;
     status(tbody.children.length === 0 ? "This session has no entries." : "");
-    more.hidden = page.entries.length < PAGE;
+    more.hidden = page.steps.length < PAGE;
     more.disabled = false;
   };
   more.addEventListener("click", load);
   await load();
 }
 
-// stepLink links a step to its decision view; the session goes along so
-// that the server reads one chain rather than the whole ledger.
-function stepLink(sessionID, stepID) {
-  if (!stepID) {
-    return "—";
+// stepRow is one step of the timeline: what the agent tried, what was
+// decided and why, and where the record came from. Steps between a
+// subagent's start and stop carry the start's group and fold under it.
+function stepRow(sessionID, st, fold) {
+  const what = el("td", { class: "what" }, el("code", {}, st.step_type));
+  if (st.tool) {
+    what.append(" ", el("strong", { class: "tool" }, st.tool));
   }
-  return el("a", { href: `/ui/decisions/${segment(stepID)}?${new URLSearchParams({ session_id: sessionID })}` }, stepID);
+  if (st.args) {
+    what.append(el("div", { class: "args" }, el("code", {}, st.args)));
+  }
+  if (st.message) {
+    what.append(el("div", { class: "message" }, `“${st.message}”`));
+  }
+  if (st.memory_key) {
+    what.append(el("div", { class: "memkey" }, "memory key ", el("code", {}, st.memory_key)));
+  }
+  if (st.params === "withheld" && !st.tool) {
+    what.append(el("div", { class: "help" }, "params withheld for your role"));
+  } else if (st.params === "erased") {
+    what.append(el("div", { class: "help" }, "params erased"));
+  }
+  const href = `/ui/decisions/${segment(st.step_id)}?${new URLSearchParams({ session_id: sessionID })}`;
+  what.append(el("div", { class: "stepid" }, "step ", el("a", { href }, st.step_id)));
+  const decided = el("td", {});
+  if (st.decision) {
+    const d = st.decision.toLowerCase().replace(/[^a-z_]/g, "");
+    decided.append(el("a", { class: "decision-link", href }, el("span", { class: "disp disp-" + d }, st.decision)));
+  } else {
+    decided.append("—");
+  }
+  const why = el("td", { class: "why" });
+  if (st.reasoning) {
+    why.append(el("div", {}, st.reasoning));
+  }
+  if (st.reason_codes.length) {
+    why.append(el("div", {}, el("code", {}, st.reason_codes.join(", "))));
+  }
+  if (!st.reasoning && !st.reason_codes.length) {
+    why.append("—");
+  }
+  const pol = el("td", {});
+  for (const p of st.policy_refs) {
+    pol.append(el("div", {}, el("code", {}, `${p.policy_id || "?"}@${p.policy_version || "?"}`), p.rule_id ? ` ${p.rule_id}` : ""));
+  }
+  if (!st.policy_refs.length) {
+    pol.append("—");
+  }
+  const src = el("td", {}, st.source);
+  if (st.flags.length) {
+    src.append(el("div", { class: "flags" }, st.flags.join(", ")));
+  }
+  if (st.source_record) {
+    src.append(el("details", {}, el("summary", {}, "source record"), el("code", { class: "record" }, st.source_record)));
+  }
+  const num = el("td", { class: "num" }, st.position);
+  const tr = el("tr", {}, num, what, el("td", {}, when(st.timestamp || st.recorded_at)), decided, why, pol, src, hashCell(st.entry_hash));
+  if (fold.groups.length) {
+    tr.dataset.group = fold.groups[fold.groups.length - 1];
+    tr.classList.add("in-subagent");
+  }
+  if (st.subagent === "start") {
+    const g = `g${st.position}`;
+    fold.groups.push(g);
+    const btn = el("button", { type: "button", class: "fold", "aria-expanded": "true" }, "▾ subagent");
+    btn.addEventListener("click", () => {
+      const open = btn.getAttribute("aria-expanded") !== "true";
+      btn.setAttribute("aria-expanded", String(open));
+      btn.textContent = open ? "▾ subagent" : "▸ subagent";
+      for (const row of document.querySelectorAll(`#entries tr[data-group="${g}"]`)) {
+        row.hidden = !open;
+      }
+    });
+    num.append(el("div", {}, btn));
+  } else if (st.subagent === "stop" && fold.groups.length) {
+    fold.groups.pop();
+  }
+  return tr;
 }
 
 // verdict shows the server's verification report in plain words.
@@ -361,6 +405,9 @@ function authMessage(msg, isError) {
 // dashboardPage runs with the UI session: the server lets admins only
 // reach it and its API.
 async function dashboardPage() {
+  if (typeof dashboardCharts === "function") {
+    dashboardCharts();
+  }
   totals();
   refreshStatus();
   document.getElementById("start").addEventListener("click", startRun);
@@ -761,6 +808,20 @@ async function replayPanel(d, ref) {
   });
 }
 
+// rulesTable says which rules decided on each side, so a changed outcome
+// names the rule that changed it.
+function rulesTable(res) {
+  const rules = (v) => ((v && v.policy_references) || []).map((r) => `${r.rule_id || "—"} (${r.policy_id || "?"} ${r.policy_version || "?"})`);
+  const rec = rules(res.recorded);
+  const rep = rules(res.replayed);
+  const cell = (list) => el("td", {}, ...(list.length ? list.map((r) => el("div", {}, el("code", {}, r))) : ["none"]));
+  return el("table", { id: "rules" },
+    el("caption", {}, "Rules that decided"),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, `Recorded: ${res.recorded ? res.recorded.decision : "—"}`),
+      el("th", { scope: "col" }, `Replayed: ${res.replayed ? res.replayed.decision : "—"}`))),
+    el("tbody", {}, el("tr", {}, cell(rec), cell(rep))));
+}
+
 // shown writes one field's value as JSON; absent is a dash.
 function shown(v) {
   return v === undefined || v === null ? "—" : JSON.stringify(v);
@@ -779,6 +840,7 @@ function replayResult(box, res) {
   }
   box.append(el("p", { class: "help" },
     `Recorded verdict read from the ${res.recorded_from === "response" ? "signed response" : "chain entry"}; params from the ${res.params_from === "ledger" ? "ledger" : "request"}.`));
+  box.append(rulesTable(res));
   const diff = res.diff || [];
   if (diff.length) {
     const tbody = el("tbody", {});
@@ -824,5 +886,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     dashboardPage();
   } else if (page === "decision") {
     decisionPage();
+  } else if (PAGES[page]) {
+    PAGES[page]();
   }
 });

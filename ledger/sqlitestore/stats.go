@@ -1,0 +1,102 @@
+package sqlitestore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/internal/sqlq"
+)
+
+//go:embed stats.sql
+var statsSQL string
+
+type statsQueries struct {
+	DailyDecisions, DailySessions, TreeSizes, HasQuarantine, Quarantined string
+}
+
+var stq = sqlq.Load[statsQueries](statsSQL)
+
+const microsPerDay = 86400 * 1000 * 1000
+
+// DailyStats counts entries by disposition and sessions created, per UTC
+// day since since, leaving out the agent exclude.
+func (s *Store) DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error) {
+	days := map[time.Time]*ledger.DayStats{}
+	day := func(n int64) *ledger.DayStats {
+		t := time.UnixMicro(n * microsPerDay).UTC()
+		d, ok := days[t]
+		if !ok {
+			d = &ledger.DayStats{Day: t, Decisions: map[string]int64{}}
+			days[t] = d
+		}
+		return d
+	}
+	rows, err := s.read.QueryContext(ctx, stq.DailyDecisions, since.UnixMicro(), exclude)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't count decisions per day: %w", err)
+	}
+	for rows.Next() {
+		var dn, n int64
+		var disp string
+		if err := rows.Scan(&dn, &disp, &n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("couldn't count decisions per day: %w", err)
+		}
+		d := day(dn)
+		d.Decisions[disp] += n
+		d.Entries += n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("couldn't count decisions per day: %w", err)
+	}
+	rows, err = s.read.QueryContext(ctx, stq.DailySessions, since.UnixMicro(), exclude)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't count sessions per day: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var dn, n int64
+		if err := rows.Scan(&dn, &n); err != nil {
+			return nil, fmt.Errorf("couldn't count sessions per day: %w", err)
+		}
+		day(dn).Sessions = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("couldn't count sessions per day: %w", err)
+	}
+	return ledger.SortedDays(days), nil
+}
+
+// TreeSizes returns the sizes of the newest n checkpoints, oldest first.
+func (s *Store) TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error) {
+	rows, err := s.read.QueryContext(ctx, stq.TreeSizes, n)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read checkpoint sizes: %w", err)
+	}
+	defer rows.Close()
+	out := []ledger.TreeSize{}
+	for rows.Next() {
+		var size, at int64
+		if err := rows.Scan(&size, &at); err != nil {
+			return nil, fmt.Errorf("couldn't read checkpoint sizes: %w", err)
+		}
+		out = append(out, ledger.TreeSize{Size: uint64(size), At: time.UnixMicro(at).UTC()})
+	}
+	return out, rows.Err()
+}
+
+// QuarantineCount counts the ingest quarantine's records; ok is false when
+// the database has no quarantine (ingest's migration has not run).
+func (s *Store) QuarantineCount(ctx context.Context) (n int64, ok bool, err error) {
+	if err := s.read.QueryRowContext(ctx, stq.HasQuarantine).Scan(&ok); err != nil || !ok {
+		return 0, false, err
+	}
+	if err := s.read.QueryRowContext(ctx, stq.Quarantined).Scan(&n); err != nil {
+		return 0, true, fmt.Errorf("couldn't count quarantined records: %w", err)
+	}
+	return n, true, nil
+}

@@ -1,0 +1,141 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/evidence"
+)
+
+// The data of the auditor's log page and of the dashboard's charts.
+
+// Charts is what the charts read from the store. Both stores implement
+// it. DailyStats counts per UTC day since a time, leaving one agent out;
+// TreeSizes returns the newest n checkpoints' sizes, oldest first;
+// QuarantineCount counts the ingest quarantine, ok false when the database
+// has none.
+type Charts interface {
+	DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error)
+	TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error)
+	QuarantineCount(ctx context.Context) (n int64, ok bool, err error)
+}
+
+// chartPoints bounds the checkpoints a tree-size chart shows.
+const chartPoints = 500
+
+// chartDays is how far back the dashboard's daily charts go.
+const chartDays = 30
+
+// mountStats adds the chart routes to r, the /api/v1 router.
+func (a *evidenceAPI) mountStats(r chi.Router) {
+	r.Get("/log", a.logInfo)
+	r.Get("/stats", a.stats)
+}
+
+type treeSizeJSON struct {
+	Size uint64    `json:"size"`
+	At   time.Time `json:"at"`
+}
+
+// logJSON is what an auditor needs to check the log without trusting
+// this server's verdicts: the keys it verifies against, the latest
+// checkpoint exactly as served, and the tree's growth.
+type logJSON struct {
+	// LogKeys and Witnesses are signed-note verifier keys
+	// (docs/evidence-bundle.md, "keys"): what this server trusts. An
+	// auditor compares them with the keys they were given out of band.
+	LogKeys       []string       `json:"log_keys"`
+	Witnesses     []string       `json:"witnesses"`
+	WitnessQuorum int            `json:"witness_quorum"`
+	Checkpoint    string         `json:"checkpoint"`
+	TreeSizes     []treeSizeJSON `json:"tree_sizes"`
+}
+
+func (a *evidenceAPI) logInfo(w http.ResponseWriter, r *http.Request) {
+	out := logJSON{LogKeys: []string{}, Witnesses: []string{}, TreeSizes: []treeSizeJSON{}}
+	tr := a.trust().Checkpoint
+	out.LogKeys = append(out.LogKeys, tr.LogKeys...)
+	out.Witnesses = append(out.Witnesses, tr.Witnesses...)
+	out.WitnessQuorum = tr.WitnessQuorum
+	if a.opts.Log != nil {
+		if len(out.LogKeys) == 0 {
+			out.LogKeys = append(out.LogKeys, a.opts.Log.VerifierKeys()...)
+		}
+		cp, err := a.opts.Log.Checkpoint(r.Context())
+		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			a.fail(w, r, fmt.Errorf("couldn't read the latest checkpoint: %w", err))
+			return
+		}
+		out.Checkpoint = string(cp)
+	}
+	if a.s.charts != nil {
+		sizes, err := a.s.charts.TreeSizes(r.Context(), chartPoints)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		for _, s := range sizes {
+			out.TreeSizes = append(out.TreeSizes, treeSizeJSON{s.Size, s.At})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type dayJSON struct {
+	Day       string           `json:"day"`
+	Entries   int64            `json:"entries"`
+	Sessions  int64            `json:"sessions"`
+	Decisions map[string]int64 `json:"decisions"`
+}
+
+// statsJSON is the dashboard's integrity at a glance.
+type statsJSON struct {
+	Days []dayJSON `json:"days"`
+	// Quarantined is null when the database has no ingest quarantine.
+	Quarantined  *int64              `json:"quarantined"`
+	LastReverify *evidence.RunStatus `json:"last_reverify"`
+	// Checkpoint is the latest checkpoint's size and when it was signed
+	// (null without a log or a checkpoint).
+	Checkpoint *treeSizeJSON `json:"checkpoint"`
+	Now        time.Time     `json:"now"`
+}
+
+func (a *evidenceAPI) stats(w http.ResponseWriter, r *http.Request) {
+	if a.s.charts == nil {
+		a.fail(w, r, errNoSearch)
+		return
+	}
+	now := a.s.auth.opts.Now().UTC()
+	since := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -(chartDays - 1))
+	days, err := a.s.charts.DailyStats(r.Context(), since, AccessAgentID)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	out := statsJSON{Days: []dayJSON{}, Now: now}
+	for _, d := range days {
+		out.Days = append(out.Days, dayJSON{d.Day.Format(time.DateOnly), d.Entries, d.Sessions, d.Decisions})
+	}
+	if n, ok, err := a.s.charts.QuarantineCount(r.Context()); err != nil {
+		a.fail(w, r, err)
+		return
+	} else if ok {
+		out.Quarantined = &n
+	}
+	_, out.LastReverify = a.opts.Reverifier.Status()
+	sizes, err := a.s.charts.TreeSizes(r.Context(), 1)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if len(sizes) == 1 {
+		out.Checkpoint = &treeSizeJSON{sizes[0].Size, sizes[0].At}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
