@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -209,4 +210,23 @@ func SortedDays(days map[time.Time]*DayStats) []DayStats {
 	}
 	slices.SortFunc(out, func(a, b DayStats) int { return a.Day.Compare(b.Day) })
 	return out
+}
+
+// ToolName is the tool a request's params name (payload.tool.name), or ""
+// when they name none. The store keeps it in clear beside the sealed
+// params (request_params.tool_name, migration 0010) so that the compliance
+// search can find a tool's calls without reading params: the name is what
+// a search asks for, the arguments are what sealing and erasure protect.
+func ToolName(params []byte) string {
+	var p struct {
+		Payload struct {
+			Tool struct {
+				Name string `json:"name"`
+			} `json:"tool"`
+		} `json:"payload"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	return p.Payload.Tool.Name
 }

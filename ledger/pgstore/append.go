@@ -317,6 +317,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 	var rqIDs []string
 	var rqPos []int64
 	var rqBytes [][]byte
+	var rqTools []*string
 	for i, params := range p.Params {
 		if params != nil && !p.Results[i].Replayed && p.Errs[i] == nil {
 			sealed, err := s.opts.SealParams(p.Results[i].SessionID, p.Results[i].Position, params)
@@ -326,10 +327,15 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 			rqIDs = append(rqIDs, p.Results[i].SessionID)
 			rqPos = append(rqPos, p.Results[i].Position)
 			rqBytes = append(rqBytes, sealed)
+			var tool *string
+			if t := ledger.ToolName(params); t != "" {
+				tool = &t
+			}
+			rqTools = append(rqTools, tool)
 		}
 	}
 	if len(rqIDs) > 0 {
-		b.Queue(q.InsertRequestParams, rqIDs, rqPos, rqBytes, now).Exec(expect("storing request params", len(rqIDs)))
+		b.Queue(q.InsertRequestParams, rqIDs, rqPos, rqBytes, now, rqTools).Exec(expect("storing request params", len(rqIDs)))
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		if errors.Is(err, errHeadMoved) {

@@ -109,9 +109,9 @@ FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (session_id, position, r
 SELECT response FROM responses WHERE session_id = $1 AND position = $2;
 
 -- name: InsertRequestParams
-INSERT INTO request_params (session_id, position, params, recorded_at)
-SELECT u.session_id, u.position, u.params, $4
-FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (session_id, position, params);
+INSERT INTO request_params (session_id, position, params, recorded_at, tool_name)
+SELECT u.session_id, u.position, u.params, $4, u.tool_name
+FROM unnest($1::text[], $2::bigint[], $3::bytea[], $5::text[]) AS u (session_id, position, params, tool_name);
 
 -- name: RequestParams
 SELECT params FROM request_params WHERE session_id = $1 AND position = $2;

@@ -75,7 +75,7 @@ INSERT INTO responses (session_id, position, response, recorded_at) VALUES (?, ?
 SELECT response FROM responses WHERE session_id = ? AND position = ?;
 
 -- name: InsertRequestParams
-INSERT INTO request_params (session_id, position, params, recorded_at) VALUES (?, ?, ?, ?);
+INSERT INTO request_params (session_id, position, params, recorded_at, tool_name) VALUES (?, ?, ?, ?, ?);
 
 -- name: RequestParams
 SELECT params FROM request_params WHERE session_id = ? AND position = ?;

@@ -320,7 +320,7 @@ func (s *Store) writePlan(ctx context.Context, tx *sql.Tx, p *plan.Plan) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, q.InsertRequestParams, p.Results[i].SessionID, p.Results[i].Position, sealed, now); err != nil {
+		if _, err := tx.ExecContext(ctx, q.InsertRequestParams, p.Results[i].SessionID, p.Results[i].Position, sealed, now, toolName(params)); err != nil {
 			return fmt.Errorf("couldn't store the request params of session %q position %d: %w", p.Results[i].SessionID, p.Results[i].Position, err)
 		}
 	}
@@ -509,6 +509,14 @@ func ownerOnly(path string) error {
 		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("couldn't make %s readable by its owner only: %w", p, err)
 		}
+	}
+	return nil
+}
+
+// toolName is ledger.ToolName as a column value: NULL when none.
+func toolName(params []byte) any {
+	if t := ledger.ToolName(params); t != "" {
+		return t
 	}
 	return nil
 }

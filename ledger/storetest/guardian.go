@@ -28,6 +28,7 @@ var guardianTests = []struct {
 	{"PolicyBundles", testPolicyBundles},
 	{"EraseParams", testEraseParams},
 	{"EraseParamsConcurrent", testEraseParamsConcurrent},
+	{"SearchToolOfSealedParams", testSearchToolOfSealedParams},
 }
 
 // runGuardian runs the Guardian's tests with request params encrypted at
@@ -386,5 +387,39 @@ func testAppendRequestConcurrent(t *testing.T, s ledger.GuardianStore, clock *Cl
 		if b, err := s.Request(ctx, session, 0); err != nil || string(b) != fmt.Sprintf(`{"i":%d}`, won) {
 			t.Fatalf("%s: stored params %q, %v", tc.name, b, err)
 		}
+	}
+}
+
+// searcher is the compliance search both stores serve (migration 0010).
+type searcher interface {
+	SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error)
+}
+
+// testSearchToolOfSealedParams: params are sealed at rest, yet the search
+// finds a step by the tool its params name (the store keeps the name in
+// clear beside them), and the name is not read out of the ciphertext.
+func testSearchToolOfSealedParams(t *testing.T, s ledger.GuardianStore, clock *Clock) {
+	ctx := context.Background()
+	ss, ok := s.(searcher)
+	if !ok {
+		t.Fatalf("%T has no compliance search", s)
+	}
+	sign := func(a ledger.Appended) ([]byte, error) { return []byte(`{}`), nil }
+	params := []byte(`{"payload":{"tool":{"name":"read_file"},"arguments":{"path":"/etc/passwd"}}}`)
+	if _, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "tool", AgentID: "a", Entry: Synthetic(0, "")}, params, requestKey("tool-0"), sign); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "tool", AgentID: "a", Entry: Synthetic(1, "")}, []byte(`{"payload":{}}`), requestKey("tool-1"), sign); err != nil {
+		t.Fatal(err)
+	}
+	page, err := ss.SearchEntries(ctx, ledger.SearchFilter{ToolName: "read_file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Hits) != 1 || page.Hits[0].SessionID != "tool" || page.Hits[0].Position != 0 || page.Hits[0].ToolName != "read_file" {
+		t.Fatalf("search by tool: %+v", page.Hits)
+	}
+	if b, err := s.Request(ctx, "tool", 0); err != nil || string(b) != string(params) {
+		t.Fatalf("stored params read back: %q, %v", b, err)
 	}
 }

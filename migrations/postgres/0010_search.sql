@@ -122,20 +122,31 @@ CREATE TRIGGER entries_search AFTER INSERT ON entries
     REFERENCING NEW TABLE AS new_entries
     FOR EACH STATEMENT EXECUTE FUNCTION acsledger_search_entries();
 
--- acsledger_params_tool is the tool name of a request's params
--- (payload.tool.name), or NULL.
+-- Params are sealed at rest (ledger/paramcrypt), so the database cannot
+-- read a tool name out of them: the store writes it in clear beside them
+-- (ledger.ToolName, payload.tool.name), and the search copies it.
+ALTER TABLE request_params ADD COLUMN tool_name text;
+
+-- acsledger_params_tool is the tool name of params stored in clear before
+-- sealing (payload.tool.name), or NULL, also for params it cannot read:
+-- the backfill below only.
 CREATE FUNCTION acsledger_params_tool(params bytea) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$ SELECT convert_from(params, 'UTF8')::jsonb #>> '{payload,tool,name}' $$;
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+BEGIN
+    RETURN convert_from(params, 'UTF8')::jsonb #>> '{payload,tool,name}';
+EXCEPTION WHEN OTHERS THEN
+    RETURN NULL;
+END
+$$;
 
 -- The tool name arrives with the params, after the entry, in the same
 -- transaction.
 CREATE FUNCTION acsledger_search_params() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE search_entries se SET tool_name = t.tool
-    FROM (SELECT session_id, position, acsledger_params_tool(params) AS tool FROM new_params) t
-    WHERE t.session_id = se.session_id AND t.position = se.position AND t.tool IS NOT NULL;
+    UPDATE search_entries se SET tool_name = t.tool_name
+    FROM new_params t
+    WHERE t.session_id = se.session_id AND t.position = se.position AND t.tool_name IS NOT NULL;
     RETURN NULL;
 END
 $$;

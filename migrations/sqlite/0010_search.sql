@@ -58,10 +58,16 @@ BEGIN
     FROM search_projection WHERE entry_id = NEW.id;
 END;
 
+-- Params are sealed at rest (ledger/paramcrypt), so the database cannot
+-- read a tool name out of them: the store writes it in clear beside them
+-- (ledger.ToolName, payload.tool.name), and the search copies it. The
+-- backfill below still reads params stored in clear before sealing.
+ALTER TABLE request_params ADD COLUMN tool_name TEXT;
+
 CREATE TRIGGER request_params_search AFTER INSERT ON request_params
-WHEN json_valid(CAST(NEW.params AS TEXT)) AND json_type(CAST(NEW.params AS TEXT), '$.payload.tool.name') = 'text'
+WHEN NEW.tool_name IS NOT NULL
 BEGIN
-    UPDATE search_entries SET tool_name = json_extract(CAST(NEW.params AS TEXT), '$.payload.tool.name')
+    UPDATE search_entries SET tool_name = NEW.tool_name
     WHERE session_id = NEW.session_id AND position = NEW.position;
 END;
 
