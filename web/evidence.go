@@ -86,15 +86,7 @@ var (
 	errMalformedBundle = errors.New("malformed evidence bundle")
 )
 
-func (a *evidenceAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code := statusFor(err)
-	msg := err.Error()
-	if code == http.StatusInternalServerError {
-		a.s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		msg = "internal error"
-	}
-	writeError(w, code, msg)
-}
+func (a *evidenceAPI) fail(w http.ResponseWriter, r *http.Request, err error) { a.s.fail(w, r, err) }
 
 func (a *evidenceAPI) trust() *verify.Trust {
 	if a.opts.Trust != nil {

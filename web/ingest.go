@@ -363,14 +363,8 @@ func nextSeq(n, limit int, last func() int64) any {
 }
 
 func (ir *IngestRoutes) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code := statusFor(err)
-	msg := err.Error()
-	if code == http.StatusInternalServerError {
-		if errors.Is(err, context.Canceled) {
-			return
-		}
-		ir.log.Error("ingest request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		msg = "internal error"
+	if errors.Is(err, context.Canceled) && statusFor(err) == http.StatusInternalServerError {
+		return // the client went away; nobody reads the answer
 	}
-	writeError(w, code, msg)
+	failWith(ir.log, w, r, err)
 }

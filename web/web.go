@@ -147,11 +147,16 @@ var errBadRequest = errors.New("bad request")
 
 // fail writes err with its status; internal errors are logged and their
 // text is not shown to the client.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) { failWith(s.log, w, r, err) }
+
+// failWith answers err with the status statusFor gives it; an internal
+// error is logged and answered without its message. Every route group
+// fails through it.
+func failWith(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
 	code := statusFor(err)
 	msg := err.Error()
 	if code == http.StatusInternalServerError {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		msg = "internal error"
 	}
 	writeError(w, code, msg)
