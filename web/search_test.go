@@ -311,7 +311,7 @@ func TestChartRoutes(t *testing.T) {
 			if d.Day != time.Now().UTC().Format(time.DateOnly) || d.Sessions != 2 || d.Entries != 6 || d.Decisions["deny"] != 2 || d.Decisions["allow"] < 2 {
 				t.Errorf("today: %+v", d)
 			}
-			if st.Quarantined != nil || st.Checkpoint == nil || st.Checkpoint.Size == 0 || st.LastReverify != nil {
+			if st.Quarantined == nil || *st.Quarantined != 0 || st.Checkpoint == nil || st.Checkpoint.Size == 0 || st.LastReverify != nil {
 				t.Errorf("stats: %s", b)
 			}
 		})
