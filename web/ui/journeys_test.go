@@ -458,7 +458,8 @@ func TestJourneyDashboard(t *testing.T) {
 		}
 	}
 	run(t, b, "re-verify", chromedp.Click("#start"))
-	wait(t, b, "the run", `document.getElementById("last").textContent !== ""`)
+	// #last says "no run has finished" until one has: wait for a verdict.
+	wait(t, b, "the run", `document.getElementById("last-verdict") !== null`)
 	run(t, b, "reload", chromedp.Navigate(base+"/ui/dashboard"))
 	wait(t, b, "the last run", `(document.getElementById("tile-reverify") || {textContent: ""}).textContent.includes("all verified")`)
 	screenshot(t, b, "dashboard")
