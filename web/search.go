@@ -140,20 +140,28 @@ func toSessionHitJSON(h ledger.SessionHit) sessionHitJSON {
 	return sessionHitJSON{h.SessionID, h.AgentID, h.Matches, h.First, h.Last, bundleLink(h.SessionID)}
 }
 
-// search answers one page of hits.
-func (a *evidenceAPI) search(w http.ResponseWriter, r *http.Request) {
+// searchRequest reads what a search asks for (as=entries|sessions and the
+// filter), answering the request itself when it cannot be served.
+func (a *evidenceAPI) searchRequest(w http.ResponseWriter, r *http.Request) (as string, f ledger.SearchFilter, ok bool) {
 	if a.s.search == nil {
 		a.fail(w, r, errNoSearch)
-		return
+		return "", f, false
 	}
 	as, err := searchAs(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
+	if err == nil {
+		f, err = searchFilter(r)
 	}
-	f, err := searchFilter(r)
 	if err != nil {
 		a.fail(w, r, err)
+		return "", f, false
+	}
+	return as, f, true
+}
+
+// search answers one page of hits.
+func (a *evidenceAPI) search(w http.ResponseWriter, r *http.Request) {
+	as, f, ok := a.searchRequest(w, r)
+	if !ok {
 		return
 	}
 	if as == "sessions" {
@@ -193,23 +201,13 @@ func (a *evidenceAPI) search(w http.ResponseWriter, r *http.Request) {
 // match. A failure after the first byte ends the stream with an error
 // line (JSON) or an "error" record (CSV), never silently short.
 func (a *evidenceAPI) exportSearch(w http.ResponseWriter, r *http.Request) {
-	if a.s.search == nil {
-		a.fail(w, r, errNoSearch)
-		return
-	}
-	as, err := searchAs(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	format := r.URL.Query().Get("format")
 	if format != "csv" && format != "json" {
 		a.fail(w, r, fmt.Errorf("%w: query parameter format=%q is not csv or json", errBadRequest, format))
 		return
 	}
-	f, err := searchFilter(r)
-	if err != nil {
-		a.fail(w, r, err)
+	as, f, ok := a.searchRequest(w, r)
+	if !ok {
 		return
 	}
 	f.Limit = ledger.MaxPageSize
