@@ -111,3 +111,23 @@ func TestServerStopStart(t *testing.T) {
 		t.Fatalf("after Start: %d, %v", x, err)
 	}
 }
+
+// TestTool finds the client programs a backup needs beside the server.
+func TestTool(t *testing.T) {
+	for _, name := range []string{"pg_dump", "pg_restore", "pg_dumpall", "psql"} {
+		p, err := pgtest.Tool(name)
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal(err)
+			}
+			t.Skip(err)
+		}
+		out, err := exec.Command(p, "--version").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), name) {
+			t.Fatalf("%s --version: %v\n%s", p, err, out)
+		}
+	}
+	if _, err := pgtest.Tool("no-such-tool"); err == nil {
+		t.Fatal("Tool found a program that does not exist")
+	}
+}
