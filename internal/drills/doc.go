@@ -1,0 +1,19 @@
+//go:build drills
+
+// Package drills holds the fault drills: a built `acsledger serve` killed
+// with SIGKILL under Guardian load and during a bulk ingest, PostgreSQL
+// stopped and started under load, its connections cut mid-transaction, and
+// a ledger backed up with pg_dump and restored to a fresh server. Each
+// drill checks what an operator relies on after the fault (every signed
+// answer is in the ledger, chained, anchored in the Merkle log, stored
+// once) and prints its counts on one summary line starting "drill ".
+//
+// The drills build only with the tag: `make drills` runs them
+// (`go test -tags drills ./internal/drills/...`); `go test ./...` compiles
+// nothing here. Everything runs on loopback with throwaway stores, and
+// every load is bounded in count and time. docs/operations.md ("Drills")
+// keeps the figures of a run.
+//
+// The exported helpers (Build, Serve, Agent, RunLoad, the ledger checks)
+// are for drills in sub-packages too.
+package drills

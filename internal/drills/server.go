@@ -1,0 +1,275 @@
+//go:build drills
+
+package drills
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// AdminToken is the bootstrap admin token ($ACSLEDGER_ADMIN_TOKEN) of
+// every server a drill starts; the admin routes (re-verification) take it.
+const AdminToken = "acsl_drill-bootstrap-admin-token"
+
+// Build compiles `acsledger` into dir and returns its path. Drills run the
+// binary an operator runs, so a kill is a kill of the real process.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "acsledger")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/acsledger/acsledger/cmd/acsledger").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("couldn't build acsledger: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Run runs the binary with args to completion and returns its output,
+// failing t if it exits non-zero.
+func Run(t testing.TB, bin string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("acsledger %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// Keygen writes a key directory with an ECDSA-P256 response key and an
+// HMAC-SHA256 key for the agents. Every restart of a drill's server uses
+// the same directory: the Merkle log refuses a checkpoint signed by
+// another key.
+func Keygen(t testing.TB, bin string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "keys")
+	Run(t, bin, "keygen", "--dir", dir, "--alg", "ECDSA-P256,HMAC-SHA256")
+	return dir
+}
+
+// Server is a running `acsledger serve`.
+type Server struct {
+	URL  string
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs bytes.Buffer
+	done chan error // receives the process's exit once
+	exit error
+	gone bool
+}
+
+var servingLine = regexp.MustCompile(`url=(https?://[0-9.:]+)`)
+
+// Serve starts `acsledger serve` on a free loopback port with args and
+// returns once it logged the address it serves at. The process is killed
+// when t ends if it still runs.
+func Serve(t testing.TB, bin string, args ...string) *Server {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--reverify-every", "0"}, args...)...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "ACSLEDGER_ADMIN_TOKEN="+AdminToken)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{cmd: cmd, done: make(chan error, 1)}
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			s.mu.Lock()
+			s.logs.WriteString(line + "\n")
+			s.mu.Unlock()
+			if m := servingLine.FindStringSubmatch(line); m != nil {
+				select {
+				case urlc <- m[1]:
+				default:
+				}
+			}
+		}
+		s.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if !s.exited() {
+			cmd.Process.Kill()
+			s.wait(30 * time.Second)
+		}
+	})
+	select {
+	case s.URL = <-urlc:
+	case err := <-s.done:
+		s.done <- err
+		t.Fatalf("acsledger serve exited before serving: %v\n%s", err, s.Log())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("acsledger serve did not report its address in 60s\n%s", s.Log())
+	}
+	return s
+}
+
+// Log returns what the server wrote to stderr so far.
+func (s *Server) Log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}
+
+func (s *Server) exited() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gone
+}
+
+// wait waits up to d for the process to exit and reports whether it did.
+func (s *Server) wait(d time.Duration) bool {
+	if s.exited() {
+		return true
+	}
+	select {
+	case err := <-s.done:
+		s.mu.Lock()
+		s.gone, s.exit = true, err
+		s.mu.Unlock()
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// Kill sends SIGKILL: no shutdown, no flush, whatever was in flight is
+// cut where it stood.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("couldn't kill acsledger serve: %v", err)
+	}
+	if !s.wait(30 * time.Second) {
+		t.Fatal("acsledger serve still runs 30s after SIGKILL")
+	}
+}
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if !s.wait(30 * time.Second) {
+		t.Fatalf("acsledger serve did not stop within 30s of SIGTERM\n%s", s.Log())
+	}
+	if s.exit != nil {
+		t.Fatalf("acsledger serve exited with %v after SIGTERM\n%s", s.exit, s.Log())
+	}
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// Do sends one request to the server with the admin token and returns the
+// status and body.
+func (s *Server) Do(t testing.TB, method, path string, body io.Reader) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.URL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+AdminToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, b
+}
+
+// Ready reports whether /readyz answers 200.
+func (s *Server) Ready() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/readyz", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// LogSize returns the size of the Merkle log's latest checkpoint (0 before
+// the first).
+func (s *Server) LogSize(t testing.TB) int64 {
+	t.Helper()
+	code, body := s.Do(t, http.MethodGet, "/checkpoint", nil)
+	if code == http.StatusNotFound {
+		return 0
+	}
+	if code != http.StatusOK {
+		t.Fatalf("/checkpoint: %d %s", code, body)
+	}
+	lines := strings.SplitN(string(body), "\n", 3)
+	if len(lines) < 3 {
+		t.Fatalf("/checkpoint is not a checkpoint:\n%s", body)
+	}
+	n, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil {
+		t.Fatalf("/checkpoint size %q: %v", lines[1], err)
+	}
+	return n
+}
+
+// WaitAnchored waits until the Merkle log's checkpoint covers at least
+// min entries and has stopped growing for a second: after a restart the
+// integrator takes in what was appended but not integrated before the
+// kill. Beside the drill's own entries the ledger holds the access log's
+// records of the drill's reads, so the log ends above min; the whole-
+// ledger re-verification that follows shows it covers every stored entry
+// (a stored entry past the checkpoint is not_anchored, a logged one not
+// stored is logged_not_stored). It fails t after a minute.
+func (s *Server) WaitAnchored(t testing.TB, min int64) (size int64, took time.Duration) {
+	t.Helper()
+	start := time.Now()
+	last, since := int64(-1), time.Now()
+	for {
+		n := s.LogSize(t)
+		if n != last {
+			last, since = n, time.Now()
+		}
+		switch {
+		case n >= min && time.Since(since) >= time.Second:
+			return n, time.Since(start) - time.Second
+		case time.Since(start) > time.Minute:
+			t.Fatalf("the log holds %d entries (at least %d wanted) a minute after the restart\n%s", n, min, s.Log())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// WaitReady waits up to d for /readyz to answer 200 and returns how long
+// it took.
+func (s *Server) WaitReady(t testing.TB, d time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !s.Ready() {
+		if time.Since(start) > d {
+			t.Fatalf("/readyz not ready %v after the fault ended\n%s", d, s.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(start)
+}
