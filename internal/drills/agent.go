@@ -131,7 +131,9 @@ func (a *Agent) Hello(ctx context.Context) error {
 }
 
 // Step sends one toolCallRequest the baseline policy allows.
-func (a *Agent) Step(ctx context.Context) Answer { return a.Send(ctx, "steps/toolCallRequest", readFile) }
+func (a *Agent) Step(ctx context.Context) Answer {
+	return a.Send(ctx, "steps/toolCallRequest", readFile)
+}
 
 // errUnsigned marks an answer whose signature does not verify: not an
 // answer the agent could rely on.
