@@ -76,6 +76,9 @@ type Agent struct {
 	signer  sig.Signer
 	http    *http.Client
 	id      int
+	// hello is the request_id of the handshake: a request the Guardian
+	// remembers (ACS §10.3) but records no entry for.
+	hello string
 }
 
 // NewAgent returns an agent for a new session against the server at url.
@@ -90,6 +93,9 @@ func NewAgent(url string, keys *AgentKeys) (*Agent, error) {
 	hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 	return &Agent{url: url, session: session, keys: keys, signer: signer, http: hc}, nil
 }
+
+// HelloID returns the request_id of the agent's handshake, "" before it.
+func (a *Agent) HelloID() string { return a.hello }
 
 // Session returns the agent's session id.
 func (a *Agent) Session() string { return a.session }
@@ -121,7 +127,9 @@ var readFile = map[string]any{"tool": map[string]any{"name": "read_file"}, "argu
 // Hello sends the handshake and sessionStart; the session is then ready
 // for steps.
 func (a *Agent) Hello(ctx context.Context) error {
-	if ans := a.Send(ctx, "handshake/hello", helloPayload); ans.Err != nil || ans.Code != 0 {
+	ans := a.Send(ctx, "handshake/hello", helloPayload)
+	a.hello = ans.RequestID
+	if ans.Err != nil || ans.Code != 0 {
 		return fmt.Errorf("handshake: %v (code %d %s)", ans.Err, ans.Code, ans.Reason)
 	}
 	if ans := a.Send(ctx, "steps/sessionStart", map[string]any{}); ans.Err != nil || ans.Decision != "allow" {
@@ -223,6 +231,7 @@ type Tally struct {
 	mu       sync.Mutex
 	answers  []Answer
 	sessions []string
+	hellos   []string
 	errs     []error
 }
 
@@ -239,6 +248,13 @@ func (t *Tally) Sessions() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]string(nil), t.sessions...)
+}
+
+// Handshakes returns the request_ids of the load's handshakes.
+func (t *Tally) Handshakes() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.hellos...)
 }
 
 // Recorded counts the answers that published a chain head.
@@ -296,7 +312,11 @@ func (l Load) Start(ctx context.Context) (t *Tally, stop func()) {
 			t.mu.Lock()
 			t.sessions = append(t.sessions, a.Session())
 			t.mu.Unlock()
-			if err := a.Hello(ctx); err != nil {
+			err = a.Hello(ctx)
+			t.mu.Lock()
+			t.hellos = append(t.hellos, a.HelloID())
+			t.mu.Unlock()
+			if err != nil {
 				if ctx.Err() == nil && !stopped.Load() {
 					t.mu.Lock()
 					t.errs = append(t.errs, err)
