@@ -44,7 +44,9 @@ func LoadAgentKeys(dir string) (*AgentKeys, error) {
 type Answer struct {
 	Session   string
 	RequestID string
-	Sent      time.Time
+	// Sent is when the request left; Got when its answer arrived (zero
+	// without an answer).
+	Sent, Got time.Time
 	// Err is set when no answer came back (the connection was refused or
 	// cut): the request was in flight, or never left.
 	Err error
@@ -182,6 +184,7 @@ func (a *Agent) Send(ctx context.Context, method string, payload any) Answer {
 		ans.Err = err
 		return ans
 	}
+	ans.Got = time.Now()
 	if _, err := sig.VerifyEnvelope(body, a.keys.set, a.session); err != nil {
 		ans.Err = fmt.Errorf("%w: %v: %s", errUnsigned, err, body)
 		return ans

@@ -1,0 +1,149 @@
+//go:build drills
+
+package drills
+
+import (
+	"context"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acsledger/acsledger/internal/pgtest"
+)
+
+// pgTool runs a PostgreSQL client program from beside the server binaries
+// and fails t if it exits non-zero.
+func pgTool(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	p, err := pgtest.Tool(name)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	out, err := exec.Command(p, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// checkpointBody is a checkpoint's origin, size and root hash: what two
+// servers of one log must agree on (signature lines may be re-signed).
+func checkpointBody(t *testing.T, s *Server) string {
+	t.Helper()
+	code, body := s.Do(t, http.MethodGet, "/checkpoint", nil)
+	if code != http.StatusOK {
+		t.Fatalf("/checkpoint: %d %s", code, body)
+	}
+	head, _, _ := strings.Cut(string(body), "\n\n")
+	return head
+}
+
+// TestRestore backs a PostgreSQL ledger up with pg_dump (custom format)
+// twice, once while the Guardian appends and once after, and restores each
+// to a fresh PostgreSQL server as docs/operations.md tells an operator to:
+// the cluster's roles first (pg_dumpall --roles-only), then pg_restore,
+// then `acsledger serve` on the restored database with the ledger's own
+// key directory. The restore of the quiet backup holds the same entries
+// and serves the same checkpoint; the backup taken under load restores to
+// a consistent ledger holding every step answered before the dump began,
+// whose integrator anchors what the log had not yet taken in. Each
+// re-verifies green across the whole ledger.
+func TestRestore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := pgtest.NewServer(t)
+	db := src.NewDatabase(t)
+	Run(t, bin, "migrate", "--db", db)
+	keys := Keygen(t, bin)
+	ak, err := LoadAgentKeys(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	live, quiet, roles := filepath.Join(dir, "live.dump"), filepath.Join(dir, "quiet.dump"), filepath.Join(dir, "roles.sql")
+
+	s := Serve(t, bin, "--db", db, "--keys", keys)
+	tally, stop := Load{URL: s.URL, Keys: ak, Sessions: 4, Steps: 300}.Start(ctx)
+	waitFor(t, 30*time.Second, "answers before the backup", func() bool { return tally.Recorded() >= 150 })
+	dumpStart := time.Now()
+	pgTool(t, "pg_dump", "--format=custom", "--file", live, "--dbname", db)
+	waitFor(t, time.Minute, "the end of the load", func() bool { return len(tally.Answers()) == 4*300 })
+	stop()
+	for _, err := range tally.Errs() {
+		t.Errorf("%v", err)
+	}
+	if recorded := tally.Recorded(); recorded != 4*300 {
+		t.Fatalf("%d of %d steps recorded", recorded, 4*300)
+	}
+	srcAnchored, _ := s.WaitAnchored(t, int64(tally.Recorded()))
+	srcRV := s.Reverify(t)
+	if !srcRV.Green() || srcRV.Entries != srcAnchored {
+		t.Fatalf("the source ledger: re-verification %s, the log anchors %d", srcRV, srcAnchored)
+	}
+	srcCheckpoint := checkpointBody(t, s)
+	s.Stop(t)
+	pgTool(t, "pg_dump", "--format=custom", "--file", quiet, "--dbname", db)
+	// Roles (and their memberships) are the cluster's, not the
+	// database's: pg_dump leaves them out.
+	pgTool(t, "pg_dumpall", "--roles-only", "--no-role-passwords", "--file", roles, "--dbname", db)
+
+	dst := pgtest.NewServer(t)
+	restore := func(t *testing.T, dump string) *Server {
+		t.Helper()
+		url := dst.NewDatabase(t)
+		// The fresh server has its superuser already: psql reports that
+		// one CREATE ROLE as an error and carries on.
+		pgTool(t, "psql", "--quiet", "--no-psqlrc", "--file", roles, "--dbname", url)
+		pgTool(t, "pg_restore", "--exit-on-error", "--dbname", url, dump)
+		return Serve(t, bin, "--db", url, "--keys", keys)
+	}
+
+	t.Run("quiet", func(t *testing.T) {
+		r := restore(t, quiet)
+		if got := checkpointBody(t, r); got != srcCheckpoint {
+			t.Fatalf("the restored ledger serves checkpoint\n%s\nthe source served\n%s", got, srcCheckpoint)
+		}
+		rv := r.Reverify(t)
+		if !rv.Green() || rv.Entries != srcRV.Entries || rv.Sessions != srcRV.Sessions || r.LogSize(t) != srcAnchored {
+			t.Fatalf("restored: re-verification %s, log %d; the source: %s, log %d", rv, r.LogSize(t), srcRV, srcAnchored)
+		}
+		rep := Check(t, tally.Answers(), r.ReadChains(t, tally.Sessions()))
+		if rep.InLedger != rep.Answered || rep.Duplicates != 0 {
+			t.Errorf("restored: %s", rep)
+		}
+		summary(t, "restore-quiet", "pg_dump after the load, restored to a fresh server: entries %d = %d, sessions %d = %d, log size %d = %d, same checkpoint; %s; re-verification %s",
+			rv.Entries, srcRV.Entries, rv.Sessions, srcRV.Sessions, srcAnchored, srcAnchored, rep, rv)
+		r.Stop(t)
+	})
+
+	t.Run("under-load", func(t *testing.T) {
+		r := restore(t, live)
+		logAtRestore := r.LogSize(t)
+		before, after := 0, 0
+		var answered []Answer
+		for _, a := range tally.Answers() {
+			switch {
+			case a.Recorded() && a.Got.Before(dumpStart):
+				answered = append(answered, a)
+				before++
+			case a.Sent.After(dumpStart):
+				after++
+			}
+		}
+		if after == 0 {
+			t.Errorf("the load ended before the dump began")
+		}
+		rep := Check(t, answered, r.ReadChains(t, tally.Sessions()))
+		anchored, took := r.WaitAnchored(t, rep.Entries)
+		rv := r.Reverify(t)
+		if !rv.Green() || rv.Entries != anchored || rep.InLedger != before || rep.Duplicates != 0 {
+			t.Fatalf("restored from the backup under load: %s; %d answered before the dump; re-verification %s; log %d", rep, before, rv, anchored)
+		}
+		summary(t, "restore-under-load", "pg_dump during the load (%d steps sent after it began), restored to a fresh server: %d steps answered before the dump, %d in the restored ledger; %d of the source's %d entries; log %d at the restore, %d once the integrator caught up (%v); re-verification %s",
+			after, before, rep.InLedger, rep.Entries, srcRV.Entries, logAtRestore, anchored, took.Round(time.Millisecond), rv)
+		r.Stop(t)
+	})
+}
