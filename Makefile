@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help run test check vulncheck unit bench bench-scale screenshots fuzz lint
+.PHONY: help run test check vulncheck unit drills bench bench-scale screenshots fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
@@ -10,13 +10,15 @@ help: ## list the targets
 run: ## run the service on the embedded store at http://127.0.0.1:8080
 	$(GO) run ./cmd/acsledger serve
 
-test: check unit ## the whole suite: formatting, vet, staticcheck, race-enabled tests (starts its own PostgreSQL)
+test: check unit drills ## the whole suite: formatting, vet, staticcheck, race-enabled tests, fault drills (starts its own PostgreSQL)
 
 check: ## gofmt, go vet, staticcheck and govulncheck
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags drills ./internal/drills/...
 	$(GO) tool staticcheck $(PKGS)
+	$(GO) tool staticcheck -tags drills ./internal/drills/...
 	@$(MAKE) --no-print-directory vulncheck
 
 # govulncheck needs the Go vulnerability database (https://vuln.go.dev).
@@ -34,6 +36,11 @@ vulncheck: ## govulncheck ./... (skipped, with a message, only when vuln.go.dev 
 
 unit: ## go test -race over every package
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# The drills build only with the tag; they run the built binary, kill it,
+# stop and cut PostgreSQL, and restore a backup (docs/operations.md, "Drills").
+drills: ## fault drills: kill -9 under load and ingest, PostgreSQL restart and cut connections, backup and restore (minutes)
+	CI=true $(GO) test -tags drills -count=1 -timeout 20m -v ./internal/drills/...
 
 bench: ## every benchmark once (see docs/benchmarks.md for the recorded runs)
 	$(GO) test -run '^$$' -bench . -benchtime 1s $(PKGS)
