@@ -126,18 +126,20 @@ var helloPayload = map[string]any{
 var readFile = map[string]any{"tool": map[string]any{"name": "read_file"}, "arguments": map[string]any{"path": map[string]any{
 	"value": "README.md", "provenance": map[string]any{"provenance_id": "p-1", "origin": "user_input"}}}}
 
-// Hello sends the handshake and sessionStart; the session is then ready
-// for steps.
-func (a *Agent) Hello(ctx context.Context) error {
+// Hello sends the handshake and then sessionStart, whose answer it
+// returns (a step like any other, recorded in the chain); the session is
+// then ready for steps.
+func (a *Agent) Hello(ctx context.Context) (Answer, error) {
 	ans := a.Send(ctx, "handshake/hello", helloPayload)
 	a.hello = ans.RequestID
 	if ans.Err != nil || ans.Code != 0 {
-		return fmt.Errorf("handshake: %v (code %d %s)", ans.Err, ans.Code, ans.Reason)
+		return ans, fmt.Errorf("handshake: %v (code %d %s)", ans.Err, ans.Code, ans.Reason)
 	}
-	if ans := a.Send(ctx, "steps/sessionStart", map[string]any{}); ans.Err != nil || ans.Decision != "allow" {
-		return fmt.Errorf("sessionStart: %v (decision %q, code %d %s)", ans.Err, ans.Decision, ans.Code, ans.Reason)
+	ans = a.Send(ctx, "steps/sessionStart", map[string]any{})
+	if ans.Err != nil || ans.Decision != "allow" {
+		return ans, fmt.Errorf("sessionStart: %v (decision %q, code %d %s)", ans.Err, ans.Decision, ans.Code, ans.Reason)
 	}
-	return nil
+	return ans, nil
 }
 
 // Step sends one toolCallRequest the baseline policy allows.
@@ -315,10 +317,13 @@ func (l Load) Start(ctx context.Context) (t *Tally, stop func()) {
 			t.mu.Lock()
 			t.sessions = append(t.sessions, a.Session())
 			t.mu.Unlock()
-			err = a.Hello(ctx)
+			start, err := a.Hello(ctx)
 			t.mu.Lock()
 			t.hellos = append(t.hellos, a.HelloID())
 			t.mu.Unlock()
+			if start.RequestID != a.HelloID() {
+				t.add(start)
+			}
 			if err != nil {
 				if ctx.Err() == nil && !stopped.Load() {
 					t.mu.Lock()

@@ -110,7 +110,7 @@ func TestConnectionCut(t *testing.T) {
 	rep := Check(t, tally.Answers(), s.ReadChains(t, tally.Sessions()))
 	anchored, _ := s.WaitAnchored(t, rep.Entries)
 	rv := s.Reverify(t)
-	if !rv.Green() || rv.Entries != anchored || rep.InLedger != rep.Answered || rep.Answered == 0 || rep.InFlight != 0 || rep.Duplicates != 0 {
+	if !rv.Green() || rv.Entries != anchored || rep.InLedger != rep.Answered || rep.Answered == 0 || rep.InFlight != 0 || rep.Duplicates != 0 || rep.Unexplained != 0 {
 		t.Errorf("after the cuts: %s; re-verification %s; the log anchors %d entries", rep, rv, anchored)
 	}
 	summary(t, "connection-cut", "%d rounds, %d connections cut (%d with a transaction open); %s; partial: %d heads, %d responses, %d requests; anchored %d; re-verification %s",

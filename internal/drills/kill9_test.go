@@ -48,7 +48,7 @@ func TestKill9Guardian(t *testing.T) {
 
 			s := Serve(t, bin, "--db", db, "--keys", keys)
 			rep := Check(t, answers, s.ReadChains(t, sessions))
-			if rep.Answered == 0 || rep.InFlight == 0 || rep.InLedger != rep.Answered || rep.Duplicates != 0 || rep.Unrecorded != 0 {
+			if rep.Answered == 0 || rep.InFlight == 0 || rep.InLedger != rep.Answered || rep.Duplicates != 0 || rep.Unrecorded != 0 || rep.Unexplained != 0 {
 				t.Errorf("after two kills: %s", rep)
 			}
 			anchored, caughtUp := s.WaitAnchored(t, rep.Entries)

@@ -87,8 +87,11 @@ type Report struct {
 	InFlight, Committed int
 	// Duplicates is the number of steps stored more than once.
 	Duplicates int
-	// Entries in the sessions read, handshake steps included.
-	Entries int64
+	// Entries in the sessions read; Unexplained of them are neither an
+	// answered step nor a step that was committed without its answer
+	// arriving (0 when every request of the sessions is among the answers
+	// checked).
+	Entries, Unexplained int64
 }
 
 // Check compares answers with the chains read back: every answered step
@@ -131,13 +134,14 @@ func Check(t testing.TB, answers []Answer, chains map[string]Chain) Report {
 			t.Errorf("session %s: step %s never reached a server, yet the ledger holds it", a.Session, a.RequestID)
 		}
 	}
+	r.Unexplained = r.Entries - int64(r.InLedger+r.Committed+r.UnrecordedCommitted)
 	return r
 }
 
 // String is the counts as the summary line prints them.
 func (r Report) String() string {
-	return fmt.Sprintf("answered %d, in ledger %d, in flight %d (committed %d), unrecorded answers %d (committed %d), duplicates %d, entries %d",
-		r.Answered, r.InLedger, r.InFlight, r.Committed, r.Unrecorded, r.UnrecordedCommitted, r.Duplicates, r.Entries)
+	return fmt.Sprintf("answered %d, in ledger %d, in flight %d (committed %d), unrecorded answers %d (committed %d), duplicates %d, entries %d (unexplained %d)",
+		r.Answered, r.InLedger, r.InFlight, r.Committed, r.Unrecorded, r.UnrecordedCommitted, r.Duplicates, r.Entries, r.Unexplained)
 }
 
 // Reverification is the result of a whole-ledger re-verification run

@@ -84,6 +84,9 @@ func TestPostgresRestart(t *testing.T) {
 			}
 
 			rep := Check(t, tally.Answers(), s.ReadChains(t, tally.Sessions()))
+			if rep.InLedger != rep.Answered || rep.Duplicates != 0 || rep.Unexplained != 0 {
+				t.Errorf("after the outage: %s", rep)
+			}
 			anchored, _ := s.WaitAnchored(t, rep.Entries)
 			rv := s.Reverify(t)
 			if !rv.Green() || rv.Entries != anchored {
