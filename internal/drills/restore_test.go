@@ -66,17 +66,19 @@ func TestRestore(t *testing.T) {
 	live, quiet, roles := filepath.Join(dir, "live.dump"), filepath.Join(dir, "quiet.dump"), filepath.Join(dir, "roles.sql")
 
 	s := Serve(t, bin, "--db", db, "--keys", keys)
-	tally, stop := Load{URL: s.URL, Keys: ak, Sessions: 4, Steps: 300}.Start(ctx)
+	const sessions, steps = 4, 300
+	want := sessions * (steps + 1) // each session's sessionStart and its steps
+	tally, stop := Load{URL: s.URL, Keys: ak, Sessions: sessions, Steps: steps}.Start(ctx)
 	waitFor(t, 30*time.Second, "answers before the backup", func() bool { return tally.Recorded() >= 150 })
 	dumpStart := time.Now()
 	pgTool(t, "pg_dump", "--format=custom", "--file", live, "--dbname", db)
-	waitFor(t, time.Minute, "the end of the load", func() bool { return len(tally.Answers()) == 4*300 })
+	waitFor(t, time.Minute, "the end of the load", func() bool { return len(tally.Answers()) == want })
 	stop()
 	for _, err := range tally.Errs() {
 		t.Errorf("%v", err)
 	}
-	if recorded := tally.Recorded(); recorded != 4*300 {
-		t.Fatalf("%d of %d steps recorded", recorded, 4*300)
+	if recorded := tally.Recorded(); recorded != want {
+		t.Fatalf("%d of %d steps recorded", recorded, want)
 	}
 	srcAnchored, _ := s.WaitAnchored(t, int64(tally.Recorded()))
 	srcRV := s.Reverify(t)
