@@ -47,6 +47,7 @@ func TestKill9Guardian(t *testing.T) {
 			}
 
 			s := Serve(t, bin, "--db", db, "--keys", keys)
+			logAtRestart := s.LogSize(t)
 			rep := Check(t, answers, s.ReadChains(t, sessions))
 			if rep.Answered == 0 || rep.InFlight == 0 || rep.InLedger != rep.Answered || rep.Duplicates != 0 || rep.Unrecorded != 0 || rep.Unexplained != 0 {
 				t.Errorf("after two kills: %s", rep)
@@ -56,8 +57,8 @@ func TestKill9Guardian(t *testing.T) {
 			if !rv.Green() || rv.Entries != anchored {
 				t.Errorf("re-verification after two kills: %s; the log anchors %d entries", rv, anchored)
 			}
-			summary(t, "kill9-guardian-"+st.name, "2 kills; %s; anchored %d of %d in the ledger (log caught up in %v); re-verification %s",
-				rep, anchored, rv.Entries, caughtUp.Round(time.Millisecond), rv)
+			summary(t, "kill9-guardian-"+st.name, "2 kills; %s; anchored %d of %d in the ledger (log %d at the restart, grew for %v); re-verification %s",
+				rep, anchored, rv.Entries, logAtRestart, caughtUp.Round(time.Millisecond), rv)
 			s.Stop(t)
 		})
 	}

@@ -240,7 +240,8 @@ func (s *Server) LogSize(t testing.TB) int64 {
 // records of the drill's reads, so the log ends above min; the whole-
 // ledger re-verification that follows shows it covers every stored entry
 // (a stored entry past the checkpoint is not_anchored, a logged one not
-// stored is logged_not_stored). It fails t after a minute.
+// stored is logged_not_stored). It returns the log's size and how long
+// after the call it last grew, and fails t after a minute.
 func (s *Server) WaitAnchored(t testing.TB, min int64) (size int64, took time.Duration) {
 	t.Helper()
 	start := time.Now()
