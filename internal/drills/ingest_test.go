@@ -105,105 +105,118 @@ func TestKill9Ingest(t *testing.T) {
 			acked := make([]bool, ingestUploads) // answered 200 in some run
 			var cut []string                     // the uploads the kills cut, and what they had committed
 			lastCut := -1
-			// Each cycle kills while this upload is in flight, the last
-			// runs to the end.
-			for cycle, killAt := range []int{2, 4, -1} {
-				s := Serve(t, bin, "--db", db, "--keys", keys)
-				type start struct {
-					i    int
-					prev time.Duration // how long upload i-1 took
-				}
-				started := make(chan start, ingestUploads)
-				results := make(chan uploadResult, ingestUploads)
-				go func() {
-					defer close(results)
-					var prev time.Duration
-					for i, body := range bodies {
-						started <- start{i, prev}
-						t0 := time.Now()
-						r := upload(s, body)
-						prev = time.Since(t0)
-						results <- r
-						if r.err != nil {
-							return
-						}
-					}
-				}()
-				if killAt >= 0 {
-					for st := range started {
-						if st.i == killAt {
-							// Kill while the server writes the upload: a
-							// third of the way in the first time, two
-							// thirds the second.
-							time.Sleep(st.prev * time.Duration(cycle+1) / 3)
-							break
-						}
-					}
-					s.Kill(t)
-				}
-				i := 0
-				inflight := -1
-				for r := range results {
+			var s *Server
+			// The first two runs are killed while upload killAt is being
+			// written, a third and then two thirds of the way in; the
+			// last runs to the end.
+			for run, killAt := range []int{2, 4, -1} {
+				s = Serve(t, bin, "--db", db, "--keys", keys)
+				for i, r := range ingestRun(t, s, bodies, killAt, float64(run+1)/3) {
 					switch {
 					case r.err != nil && killAt >= 0:
-						inflight = i
+						cut = append(cut, fmt.Sprintf("upload %d", i))
+						lastCut = i
 					case r.err != nil:
-						t.Fatalf("cycle %d, upload %d: %v\n%s", cycle+1, i, r.err, s.Log())
+						t.Fatalf("run %d, upload %d: %v\n%s", run+1, i, r.err, s.Log())
 					case r.accepted+r.duplicate != ingestPerBatch:
-						t.Fatalf("cycle %d, upload %d: %d accepted, %d duplicate of %d", cycle+1, i, r.accepted, r.duplicate, ingestPerBatch)
+						t.Fatalf("run %d, upload %d: %d accepted, %d duplicate of %d", run+1, i, r.accepted, r.duplicate, ingestPerBatch)
 					case acked[i] && r.duplicate != ingestPerBatch:
-						t.Fatalf("cycle %d, upload %d was acknowledged before, yet %d of its records were accepted again", cycle+1, i, r.accepted)
+						t.Fatalf("run %d, upload %d was acknowledged before, yet %d of its records were accepted again", run+1, i, r.accepted)
 					default:
-						if len(cut) > 0 && i == lastCut {
+						if i == lastCut {
+							// Resent after the kill that cut it: its
+							// duplicates are what it had committed.
 							cut[len(cut)-1] += fmt.Sprintf(" (%d committed)", r.duplicate)
 							lastCut = -1
 						}
 						acked[i] = true
 					}
-					i++
 				}
-				if killAt >= 0 {
-					if inflight < 0 {
-						t.Fatalf("cycle %d: the kill cut no upload", cycle+1)
-					}
-					cut = append(cut, fmt.Sprintf("upload %d", inflight))
-					lastCut = inflight
-				}
-				if killAt < 0 {
-					sessions := make([]string, ingestSessions)
-					for i := range sessions {
-						sessions[i] = fmt.Sprintf("ingest-%d", i)
-					}
-					chains := s.ReadChains(t, sessions)
-					var entries, dups int64
-					for _, c := range chains {
-						entries += int64(c.Entries)
-						for step, n := range c.Steps {
-							if n != 1 {
-								dups++
-								t.Errorf("%s: %s stored %d times", c.Session, step, n)
-							}
-						}
-					}
-					missing := 0
-					for n := range ingestUploads * ingestPerBatch {
-						if chains[fmt.Sprintf("ingest-%d", n%ingestSessions)].Steps[fmt.Sprintf("opa:drill-%06d", n)] != 1 {
-							missing++
-						}
-					}
-					if missing != 0 || entries != ingestUploads*ingestPerBatch {
-						t.Errorf("%d entries stored, %d records missing, want %d entries", entries, missing, ingestUploads*ingestPerBatch)
-					}
-					anchored, _ := s.WaitAnchored(t, entries)
-					rv := s.Reverify(t)
-					if !rv.Green() || rv.Entries != anchored {
-						t.Errorf("re-verification after the ingest: %s; the log anchors %d entries", rv, anchored)
-					}
-					summary(t, "kill9-ingest-"+st.name, "2 kills; records %d, stored %d, missing %d, duplicates %d; cut %v; anchored %d of %d in the ledger; re-verification %s",
-						ingestUploads*ingestPerBatch, entries, missing, dups, cut, anchored, rv.Entries, rv)
-					s.Stop(t)
+				if killAt >= 0 && lastCut < 0 {
+					t.Fatalf("run %d: the kill cut no upload", run+1)
 				}
 			}
+
+			entries, missing, dups := checkIngested(t, s)
+			anchored, _ := s.WaitAnchored(t, entries)
+			rv := s.Reverify(t)
+			if !rv.Green() || rv.Entries != anchored {
+				t.Errorf("re-verification after the ingest: %s; the log anchors %d entries", rv, anchored)
+			}
+			summary(t, "kill9-ingest-"+st.name, "2 kills; records %d, stored %d, missing %d, duplicates %d; cut %v; anchored %d of %d in the ledger; re-verification %s",
+				ingestUploads*ingestPerBatch, entries, missing, dups, cut, anchored, rv.Entries, rv)
+			s.Stop(t)
 		})
 	}
+}
+
+// ingestRun sends the uploads to s in order until one gets no answer and
+// returns their results. With killAt >= 0 it kills s once upload killAt
+// has been on its way for frac of the time the upload before it took.
+func ingestRun(t *testing.T, s *Server, bodies [][]byte, killAt int, frac float64) []uploadResult {
+	t.Helper()
+	type start struct {
+		i    int
+		prev time.Duration // how long upload i-1 took
+	}
+	started := make(chan start, len(bodies))
+	results := make(chan uploadResult, len(bodies))
+	go func() {
+		defer close(results)
+		var prev time.Duration
+		for i, body := range bodies {
+			started <- start{i, prev}
+			t0 := time.Now()
+			r := upload(s, body)
+			prev = time.Since(t0)
+			results <- r
+			if r.err != nil {
+				return
+			}
+		}
+	}()
+	if killAt >= 0 {
+		for st := range started {
+			if st.i == killAt {
+				time.Sleep(time.Duration(float64(st.prev) * frac))
+				break
+			}
+		}
+		s.Kill(t)
+	}
+	var out []uploadResult
+	for r := range results {
+		out = append(out, r)
+	}
+	return out
+}
+
+// checkIngested reads the drill's sessions back and counts the entries,
+// the records with no entry and the records stored more than once,
+// failing t on either of the last two.
+func checkIngested(t *testing.T, s *Server) (entries int64, missing, dups int) {
+	t.Helper()
+	sessions := make([]string, ingestSessions)
+	for i := range sessions {
+		sessions[i] = fmt.Sprintf("ingest-%d", i)
+	}
+	chains := s.ReadChains(t, sessions)
+	for _, c := range chains {
+		entries += int64(c.Entries)
+		for step, n := range c.Steps {
+			if n != 1 {
+				dups++
+				t.Errorf("%s: %s stored %d times", c.Session, step, n)
+			}
+		}
+	}
+	for n := range ingestUploads * ingestPerBatch {
+		if chains[fmt.Sprintf("ingest-%d", n%ingestSessions)].Steps[fmt.Sprintf("opa:drill-%06d", n)] != 1 {
+			missing++
+		}
+	}
+	if missing != 0 || entries != ingestUploads*ingestPerBatch {
+		t.Errorf("%d entries stored, %d records missing, want %d entries", entries, missing, ingestUploads*ingestPerBatch)
+	}
+	return entries, missing, dups
 }
