@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help run test check vulncheck unit bench bench-scale screenshots fuzz lint
+.PHONY: help run test check vulncheck unit drills bench bench-scale screenshots fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
@@ -10,7 +10,7 @@ help: ## list the targets
 run: ## run the service on the embedded store at http://127.0.0.1:8080
 	$(GO) run ./cmd/acsledger serve
 
-test: check unit ## the whole suite: formatting, vet, staticcheck, race-enabled tests (starts its own PostgreSQL)
+test: check unit drills ## the whole suite: formatting, vet, staticcheck, race-enabled tests (starts its own PostgreSQL)
 
 check: ## gofmt, go vet, staticcheck and govulncheck
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -34,6 +34,10 @@ vulncheck: ## govulncheck ./... (skipped, with a message, only when vuln.go.dev 
 
 unit: ## go test -race over every package
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+drills: ## the fault drills (build tag drills): failover to a synchronous standby, ... (loopback, bounded; docs/operations.md)
+	$(GO) vet -tags drills ./internal/drills/...
+	CI=true $(GO) test -tags drills -count=1 ./internal/drills/...
 
 bench: ## every benchmark once (see docs/benchmarks.md for the recorded runs)
 	$(GO) test -run '^$$' -bench . -benchtime 1s $(PKGS)
