@@ -35,7 +35,7 @@ vulncheck: ## govulncheck ./... (skipped, with a message, only when vuln.go.dev 
 unit: ## go test -race over every package
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
-drills: ## the fault drills (build tag drills): failover to a synchronous standby, ... (loopback, bounded; docs/operations.md)
+drills: ## the fault drills, build tag drills: loopback only, bounded in time (docs/operations.md)
 	$(GO) vet -tags drills ./internal/drills/...
 	CI=true $(GO) test -tags drills -count=1 ./internal/drills/...
 
