@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"iter"
 	"log/slog"
+	"net"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -101,6 +106,18 @@ func (m *replicaMonitor) measure(ctx context.Context) {
 	}
 }
 
+// unreachable records that a read could not reach the replica, so that
+// reads go to the primary until the next measurement succeeds.
+func (m *replicaMonitor) unreachable(err error) {
+	m.mu.Lock()
+	was := m.last.Problem
+	m.last = web.ReplicaLag{MeasuredAt: time.Now().UTC(), Problem: "unreachable"}
+	m.mu.Unlock()
+	if was != "unreachable" {
+		m.log.Warn("read replica: unreachable, compliance reads go to the primary", "err", err)
+	}
+}
+
 // lag is the latest measurement (web.Options.ReplicaLag).
 func (m *replicaMonitor) lag() web.ReplicaLag {
 	m.mu.Lock()
@@ -126,55 +143,87 @@ type replicaReads struct {
 	mon     *replicaMonitor
 }
 
-func (r replicaReads) reader() storeopen.Store {
-	if r.mon.usable() {
-		return r.replica
+// fromReplica runs read on the replica while it is usable, else on the
+// primary. A replica that cannot be reached (no connection, a connection
+// cut) is marked so at once and the read is made on the primary: a
+// compliance query does not fail because the replica went away.
+func fromReplica[T any](ctx context.Context, r replicaReads, read func(storeopen.Store) (T, error)) (T, error) {
+	if !r.mon.usable() {
+		return read(r.Store)
 	}
-	return r.Store
+	v, err := read(r.replica)
+	if err != nil && ctx.Err() == nil && unreachable(err) {
+		r.mon.unreachable(err)
+		return read(r.Store)
+	}
+	return v, err
+}
+
+// unreachable reports whether err says the database could not be talked
+// to or is going away (a connection exception, SQLSTATE class 08, or a
+// shutdown, 57P01-57P03: what a stopping server sends its connections),
+// rather than answering with an error of its own.
+func unreachable(err error) bool {
+	var connect *pgconn.ConnectError
+	var netErr net.Error
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+	}
+	return errors.As(err, &connect) || errors.As(err, &netErr) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
 
 func (r replicaReads) Session(ctx context.Context, id string) (ledger.Session, error) {
-	return r.reader().Session(ctx, id)
+	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.Session, error) { return s.Session(ctx, id) })
 }
 
 func (r replicaReads) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.SessionPage, error) {
-	return r.reader().Sessions(ctx, f)
+	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SessionPage, error) { return s.Sessions(ctx, f) })
 }
 
 func (r replicaReads) Entries(ctx context.Context, id string, from int64, limit int) ([]ledger.Entry, error) {
-	return r.reader().Entries(ctx, id, from, limit)
+	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.Entry, error) { return s.Entries(ctx, id, from, limit) })
 }
 
 func (r replicaReads) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error) {
-	return r.reader().EntriesByStep(ctx, stepID, sessionID)
+	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.Entry, error) { return s.EntriesByStep(ctx, stepID, sessionID) })
 }
 
 func (r replicaReads) Response(ctx context.Context, id string, position int64) ([]byte, error) {
-	return r.reader().Response(ctx, id, position)
+	return fromReplica(ctx, r, func(s storeopen.Store) ([]byte, error) { return s.Response(ctx, id, position) })
 }
 
 func (r replicaReads) Request(ctx context.Context, id string, position int64) ([]byte, error) {
-	return r.reader().Request(ctx, id, position)
+	return fromReplica(ctx, r, func(s storeopen.Store) ([]byte, error) { return s.Request(ctx, id, position) })
 }
 
 func (r replicaReads) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error) {
-	return r.reader().SearchEntries(ctx, f)
+	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SearchPage, error) { return s.SearchEntries(ctx, f) })
 }
 
 func (r replicaReads) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error) {
-	return r.reader().SearchSessions(ctx, f)
+	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SessionSearchPage, error) { return s.SearchSessions(ctx, f) })
 }
 
 func (r replicaReads) DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error) {
-	return r.reader().DailyStats(ctx, since, exclude)
+	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.DayStats, error) { return s.DailyStats(ctx, since, exclude) })
 }
 
 func (r replicaReads) TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error) {
-	return r.reader().TreeSizes(ctx, n)
+	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.TreeSize, error) { return s.TreeSizes(ctx, n) })
 }
 
 func (r replicaReads) QuarantineCount(ctx context.Context) (int64, bool, error) {
-	return r.reader().QuarantineCount(ctx)
+	type count struct {
+		n  int64
+		ok bool
+	}
+	c, err := fromReplica(ctx, r, func(s storeopen.Store) (count, error) {
+		n, ok, err := s.QuarantineCount(ctx)
+		return count{n, ok}, err
+	})
+	return c.n, c.ok, err
 }
 
 // caughtUpLog is the Merkle log as verification reads it beside a read
