@@ -169,3 +169,32 @@ func waitReplayed(t *testing.T, primary, replica string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestReadReplicaRefused: serve stops at once, naming the replica without
+// its password, when the replica cannot be opened or the store is not
+// PostgreSQL.
+func TestReadReplicaRefused(t *testing.T) {
+	db := pgtest.NewDatabase(t)
+	if out, err := exec.Command(binary, "migrate", "--db", db).CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	unreachable := "host=127.0.0.1 port=1 dbname=ledger user=acs password=" + dbSecret + " connect_timeout=2"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unreachable replica", []string{"--db", db, "--db-read", unreachable}, "couldn't open the read replica host=127.0.0.1 port=1 dbname=ledger user=acs password=xxxxx"},
+		{"embedded store", []string{"--db", t.TempDir(), "--db-read", db}, "not one"},
+		{"directory as replica", []string{"--db", db, "--db-read", "./replica"}, "a read replica is a PostgreSQL URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, tc.args...)...)
+			cmd.Dir = t.TempDir()
+			out, err := cmd.CombinedOutput()
+			if err == nil || strings.Contains(string(out), dbSecret) || !strings.Contains(string(out), tc.want) {
+				t.Errorf("serve %v: %v\n%s\nwant a failure naming %q, without the password", tc.args, err, out, tc.want)
+			}
+		})
+	}
+}
