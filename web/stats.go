@@ -103,7 +103,25 @@ type statsJSON struct {
 	// Checkpoint is the latest checkpoint's size and when it was signed
 	// (null without a log or a checkpoint).
 	Checkpoint *treeSizeJSON `json:"checkpoint"`
-	Now        time.Time     `json:"now"`
+	// ReadReplica is the read replica's lag (null without one).
+	ReadReplica *ReplicaLag `json:"read_replica"`
+	Now         time.Time   `json:"now"`
+}
+
+// ReplicaLag is how far the read replica that serves the compliance reads
+// (acsledger serve --db-read) was behind the primary when last measured.
+type ReplicaLag struct {
+	// Bytes of WAL the replica had not replayed, and how old its newest
+	// commit was while it was behind (0 when caught up).
+	Bytes   uint64  `json:"lag_bytes"`
+	Seconds float64 `json:"lag_seconds"`
+	// Replayed and Primary are the WAL positions compared.
+	Replayed string `json:"replayed_lsn,omitempty"`
+	Primary  string `json:"primary_lsn,omitempty"`
+	// MeasuredAt is when; Problem, when set, says why the lag is unknown
+	// ("unreachable", "not_standby"): then reads go to the primary.
+	MeasuredAt time.Time `json:"measured_at,omitzero"`
+	Problem    string    `json:"problem,omitempty"`
 }
 
 func (a *evidenceAPI) stats(w http.ResponseWriter, r *http.Request) {
@@ -136,6 +154,10 @@ func (a *evidenceAPI) stats(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(sizes) == 1 {
 		out.Checkpoint = &treeSizeJSON{sizes[0].Size, sizes[0].At}
+	}
+	if a.s.lag != nil {
+		lag := a.s.lag()
+		out.ReadReplica = &lag
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -39,6 +39,9 @@ type Options struct {
 	// Charts feeds the log page's and the dashboard's charts
 	// (web/stats.go); nil leaves the charts empty and /stats 501.
 	Charts Charts
+	// ReplicaLag reports the read replica's latest measured lag for
+	// /stats and the dashboard; nil when reads go to the primary.
+	ReplicaLag func() ReplicaLag
 }
 
 // Server serves the HTTP API over one store.
@@ -53,11 +56,12 @@ type Server struct {
 	acsBound *acsBindings
 	search   Searcher
 	charts   Charts
+	lag      func() ReplicaLag
 }
 
 // New returns the HTTP handler for store.
 func New(store ledger.GuardianStore, opts Options) *Server {
-	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings(), ready: opts.Ready, search: opts.Search, charts: opts.Charts}
+	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings(), ready: opts.Ready, search: opts.Search, charts: opts.Charts, lag: opts.ReplicaLag}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

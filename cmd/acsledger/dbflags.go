@@ -41,3 +41,20 @@ func (d *dbFlags) url() (string, error) {
 
 // redact hides the password of a store URL before it is printed.
 func redact(s string) string { return storeopen.Redact(s) }
+
+// readDBFlags are serve's --db-read and --db-read-password-file: a
+// streaming standby of the --db server that the compliance reads go to,
+// named as --db is (the URL from ACSLEDGER_DB_READ_URL instead of the
+// command line, the password from a file).
+type readDBFlags struct {
+	db, passwordFile string
+}
+
+func (d *readDBFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.db, "db-read", "", "read replica: a streaming standby of the --db PostgreSQL server, for searches, session reads, exports and re-verification (docs/operations.md); default $"+storeopen.EnvReadURL+" when set")
+	fs.StringVar(&d.passwordFile, "db-read-password-file", "", "read the read replica's PostgreSQL password from FILE (its first line) instead of the URL")
+}
+
+// url is the read replica's URL with the password file's password in it,
+// or "" when none is named.
+func (d *readDBFlags) url() (string, error) { return storeopen.ResolveRead(d.db, d.passwordFile) }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/web"
@@ -36,6 +37,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	var db dbFlags
 	db.register(fs, "store URL: PostgreSQL, or a directory path for the embedded store (default ./acsledger-data)")
+	var readDB readDBFlags
+	readDB.register(fs)
 	maxEntry := fs.Int("max-entry-bytes", ledger.DefaultMaxEntryBytes, "largest accepted ContextEntry, in bytes")
 	var gf guardianFlags
 	gf.register(fs)
@@ -71,6 +74,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	readURL, err := readDB.url()
+	if err != nil {
+		return err
+	}
 	// serve never migrates: it runs as the writer login, which may not
 	// change the schema (`acsledger migrate`, as the owner, does). The
 	// embedded store, which has no roles, migrates as it opens.
@@ -87,6 +94,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	defer store.Close()
+	var replica *storeopen.ReadReplica
+	if readURL != "" {
+		if replica, err = storeopen.OpenReadReplica(ctx, readURL, store, ledger.Options{MaxEntryBytes: *maxEntry, Params: sealer}); err != nil {
+			return fmt.Errorf("couldn't open the read replica %s: %w", redact(readURL), err)
+		}
+		defer replica.Close()
+	}
 	var tokens web.Tokens = store
 	bootstrap := os.Getenv("ACSLEDGER_ADMIN_TOKEN")
 	if bootstrap == "" {
@@ -121,11 +135,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	ev := lf.evidenceOptions(store, mlog, keySet, log)
-	handler := web.New(store, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Search: store, Charts: store, Auth: web.AuthOptions{
+	// The web layer reads through reads: the primary, or with --db-read
+	// the read replica for the compliance reads.
+	var (
+		reads   storeopen.Store = store
+		evLog   evidence.Log    = mlog
+		lagOf   func() web.ReplicaLag
+		monitor *replicaMonitor
+	)
+	if replica != nil {
+		monitor = newReplicaMonitor(ctx, replica, log)
+		rr := replicaReads{Store: store, replica: replica, mon: monitor}
+		reads, evLog, lagOf = rr, caughtUpLog{Log: mlog, reads: rr}, monitor.lag
+		log.Info("compliance reads go to the read replica", "db_read", redact(readURL), "lag_bytes", monitor.lag().Bytes, "problem", monitor.lag().Problem)
+	}
+	ev := lf.evidenceOptions(reads, evLog, keySet, log)
+	handler := web.New(reads, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Search: reads, Charts: reads, Auth: web.AuthOptions{
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
-	}, Ingest: inf.options(), Ready: readiness(store, mlog)})
+	}, Ingest: inf.options(), Ready: readiness(store, mlog), ReplicaLag: lagOf})
 	mountRoutes(handler.Router(), mlog, metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,
@@ -173,6 +201,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	})
+	if monitor != nil {
+		g.Go(func() error {
+			monitor.run(gctx, lagEvery)
+			return nil
+		})
+	}
 	if *reverifyEvery > 0 && ev.Reverifier != nil {
 		g.Go(func() error {
 			ev.Reverifier.Schedule(gctx, *reverifyEvery)

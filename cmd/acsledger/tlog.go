@@ -153,7 +153,7 @@ func (f *logFlags) openLog(ctx context.Context, store storeopen.Store, keysDir s
 // evidenceOptions configure bundle export, online verification and
 // re-verification: bundles carry the public response keys and the witness
 // policy; the server's own checks also trust its HMAC keys and log keys.
-func (f *logFlags) evidenceOptions(store ledger.GuardianStore, l *tlog.Log, keySet *sig.KeySet, log *slog.Logger) web.EvidenceOptions {
+func (f *logFlags) evidenceOptions(store ledger.GuardianStore, l evidence.Log, keySet *sig.KeySet, log *slog.Logger) web.EvidenceOptions {
 	var opts evidence.Options
 	for _, id := range keySet.KeyIDs() {
 		if k, _ := keySet.Get(id); k.Algorithm() != sig.HMACSHA256 {

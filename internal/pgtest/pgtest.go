@@ -258,14 +258,19 @@ func launch(bin, dir, data string, cred *syscall.Credential) (*server, error) {
 	return launchOn(bin, dir, data, cred, port)
 }
 
-// launchOn is launch on a given port.
-func launchOn(bin, dir, data string, cred *syscall.Credential, port int) (*server, error) {
+// launchOn is launch on a given port, with extra settings conf
+// ("name=value", each passed as -c after the defaults, so they win).
+func launchOn(bin, dir, data string, cred *syscall.Credential, port int, conf ...string) (*server, error) {
 	s := &server{dir: dir, log: new(bytes.Buffer), done: make(chan struct{})}
-	s.proc = exec.Command(filepath.Join(bin, "postgres"), "-D", data,
+	args := []string{"-D", data,
 		"-p", strconv.Itoa(port), "-k", dir,
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "fsync=on", "-c", "synchronous_commit=on", "-c", "full_page_writes=on",
-		"-c", "max_connections=300", "-c", "log_min_messages=warning")
+		"-c", "max_connections=300", "-c", "log_min_messages=warning"}
+	for _, c := range conf {
+		args = append(args, "-c", c)
+	}
+	s.proc = exec.Command(filepath.Join(bin, "postgres"), args...)
 	s.proc.Stdout, s.proc.Stderr = s.log, s.log
 	s.proc.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
 	// Pdeathsig fires when the OS thread that started the child exits, not

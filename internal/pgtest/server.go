@@ -19,13 +19,15 @@ type Server struct {
 	bin, dir, data string
 	cred           *syscall.Credential
 	port           int
-	s              *server // nil while stopped
+	conf           []string // extra settings, passed at every start
+	s              *server  // nil while stopped
 }
 
 // NewServer starts a private server for t and stops and removes it when t
-// ends. It needs the server binaries, as NewDatabase does without
+// ends, with conf's settings ("name=value") beside pgtest's own. It needs
+// the server binaries, as NewDatabase does without
 // ACSLEDGER_TEST_DATABASE_URL.
-func NewServer(t testing.TB) *Server {
+func NewServer(t testing.TB, conf ...string) *Server {
 	t.Helper()
 	bin, err := binDir()
 	if err != nil {
@@ -40,23 +42,34 @@ func NewServer(t testing.TB) *Server {
 		os.RemoveAll(dir)
 		t.Fatalf("pgtest: %v", err)
 	}
-	ps := &Server{bin: bin, dir: dir, data: data, cred: cred}
-	t.Cleanup(func() {
-		if ps.s != nil {
-			ps.s.stopProcess()
-		}
-		os.RemoveAll(dir)
-	})
+	ps := &Server{bin: bin, dir: dir, data: data, cred: cred, conf: conf}
+	t.Cleanup(ps.cleanup)
+	ps.launch(t)
+	return ps
+}
+
+// launch starts the server on a free port.
+func (ps *Server) launch(t testing.TB) {
+	t.Helper()
+	var err error
 	for attempt := 0; ; attempt++ {
 		if ps.port, err = freePort(); err == nil {
-			if ps.s, err = launchOn(bin, dir, data, cred, ps.port); err == nil {
-				return ps
+			if ps.s, err = launchOn(ps.bin, ps.dir, ps.data, ps.cred, ps.port, ps.conf...); err == nil {
+				return
 			}
 		}
 		if attempt == 3 {
 			t.Fatalf("pgtest: %v", err)
 		}
 	}
+}
+
+// cleanup stops the server if it runs and removes its directory.
+func (ps *Server) cleanup() {
+	if ps.s != nil {
+		ps.s.stopProcess()
+	}
+	os.RemoveAll(ps.dir)
 }
 
 // NewDatabase creates an empty database on the server and returns its URL
@@ -95,7 +108,7 @@ func (ps *Server) Start(t testing.TB) {
 	if ps.s != nil {
 		t.Fatal("pgtest: Start on a running server")
 	}
-	s, err := launchOn(ps.bin, ps.dir, ps.data, ps.cred, ps.port)
+	s, err := launchOn(ps.bin, ps.dir, ps.data, ps.cred, ps.port, ps.conf...)
 	if err != nil {
 		t.Fatalf("pgtest: couldn't restart the server on port %s: %v", strconv.Itoa(ps.port), err)
 	}

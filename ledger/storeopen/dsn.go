@@ -14,6 +14,10 @@ import (
 // be on a command line (where ps and shell history show it).
 const EnvURL = "ACSLEDGER_DB_URL"
 
+// EnvReadURL names the environment variable acsledger serve takes its
+// read replica's URL from when --db-read is not given.
+const EnvReadURL = "ACSLEDGER_DB_READ_URL"
+
 // dsnKeyword is how a PostgreSQL key=value connection string starts: a
 // keyword (host, dbname, user, ...) and '='. A directory path that starts
 // so must be written sqlite:DIR or ./DIR.
@@ -100,9 +104,24 @@ func ReadPasswordFile(path string) (string, error) {
 // else the environment's ACSLEDGER_DB_URL, else "" (the embedded store's
 // default directory); with the password of passwordFile when it is set.
 func Resolve(flag, passwordFile string) (string, error) {
+	return resolve(flag, EnvURL, passwordFile)
+}
+
+// ResolveRead is Resolve for the read replica: flag (--db-read) when set,
+// else the environment's ACSLEDGER_DB_READ_URL, else "" (none); with the
+// password of passwordFile when it is set.
+func ResolveRead(flag, passwordFile string) (string, error) {
+	db, err := resolve(flag, EnvReadURL, passwordFile)
+	if err == nil && db != "" && !isPostgresURL(db) && !isDSN(db) {
+		return "", fmt.Errorf("read replica %s: a read replica is a PostgreSQL URL or key=value string", Redact(db))
+	}
+	return db, err
+}
+
+func resolve(flag, env, passwordFile string) (string, error) {
 	db := flag
 	if db == "" {
-		db = os.Getenv(EnvURL)
+		db = os.Getenv(env)
 	}
 	if passwordFile == "" {
 		return db, nil

@@ -147,3 +147,31 @@ func TestOpenKeyValue(t *testing.T) {
 		t.Errorf("open of an unreachable server: %v; want an error without the password", err)
 	}
 }
+
+// TestResolveRead: the read replica's URL comes from --db-read or
+// ACSLEDGER_DB_READ_URL (none is not an error), takes the password file's
+// password, and must be PostgreSQL.
+func TestResolveRead(t *testing.T) {
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(storeopen.EnvReadURL, "")
+	if got, err := storeopen.ResolveRead("", ""); got != "" || err != nil {
+		t.Errorf("without a replica: %q %v", got, err)
+	}
+	t.Setenv(storeopen.EnvReadURL, "postgres://acs@standby:5432/ledger")
+	got, err := storeopen.ResolveRead("", pwFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := pgxpool.ParseConfig(got); err != nil || cfg.ConnConfig.Host != "standby" || cfg.ConnConfig.Password != secret {
+		t.Errorf("from the environment with a password file: %s: %v", storeopen.Redact(got), err)
+	}
+	if got, err := storeopen.ResolveRead("host=other dbname=ledger", ""); got != "host=other dbname=ledger" || err != nil {
+		t.Errorf("the flag wins: %q %v", got, err)
+	}
+	if _, err := storeopen.ResolveRead("./replica-dir", ""); err == nil || !strings.Contains(err.Error(), "PostgreSQL") {
+		t.Errorf("a directory as read replica: %v", err)
+	}
+}

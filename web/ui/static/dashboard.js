@@ -51,6 +51,18 @@ async function dashboardCharts() {
   if (st.quarantined !== null) {
     glance.append(tile("tile-quarantine", "Quarantined ingest records", st.quarantined === 0 ? "none" : st.quarantined.toLocaleString("en"), "", st.quarantined > 0 ? "warn" : ""));
   }
+  // With a read replica (serve --db-read) the compliance reads may trail
+  // the primary: say by how much.
+  const rr = st.read_replica;
+  if (rr) {
+    if (rr.problem) {
+      glance.append(tile("tile-replica", "Read replica lag", "unknown", `${rr.problem}: reads go to the primary`, "warn"));
+    } else {
+      const kib = Math.ceil(rr.lag_bytes / 1024);
+      glance.append(tile("tile-replica", "Read replica lag", rr.lag_bytes === 0 ? "caught up" : `${rr.lag_seconds.toFixed(1)} s`,
+        rr.lag_bytes === 0 ? "" : `${kib.toLocaleString("en")} KiB of WAL behind`, rr.lag_seconds > 10 ? "warn" : ""));
+    }
+  }
   // Every day of the window gets a slot, so a quiet day shows as a gap.
   const byDay = new Map(st.days.map((d) => [d.day, d]));
   const last = new Date(st.now);

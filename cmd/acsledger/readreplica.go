@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/evidence"
+	"github.com/acsledger/acsledger/ledger/pgstore"
+	"github.com/acsledger/acsledger/ledger/storeopen"
+	"github.com/acsledger/acsledger/ledger/tlog"
+	"github.com/acsledger/acsledger/web"
+)
+
+// With --db-read, serve sends the compliance reads to a read replica (a
+// streaming standby of the primary) and everything else to the primary:
+// docs/operations.md, "Failover on a synchronous standby".
+
+// lagEvery is how often serve measures the read replica's lag.
+const lagEvery = time.Second
+
+// catchUpTimeout bounds how long a verification waits for the read
+// replica to replay what the Merkle log it read from the primary covers.
+const catchUpTimeout = 10 * time.Second
+
+// The read replica's lag in /metrics: acsledger_db_read_lag_bytes and
+// acsledger_db_read_lag_seconds.
+var (
+	meter       = otel.Meter("github.com/acsledger/acsledger/cmd/acsledger")
+	lagBytes, _ = meter.Int64Gauge("acsledger.db_read.lag_bytes", metric.WithUnit("By"),
+		metric.WithDescription("WAL bytes the read replica has not replayed"))
+	lagSecs, _ = meter.Float64Gauge("acsledger.db_read.lag_seconds", metric.WithUnit("s"),
+		metric.WithDescription("age of the read replica's newest replayed commit while it is behind the primary"))
+)
+
+// replicaMonitor measures the read replica's lag, for /metrics, /stats and
+// the choice of where reads go: while the replica cannot be measured
+// (unreachable), reads go to the primary.
+type replicaMonitor struct {
+	r   *storeopen.ReadReplica
+	log *slog.Logger
+
+	mu   sync.Mutex
+	last web.ReplicaLag
+}
+
+func newReplicaMonitor(ctx context.Context, r *storeopen.ReadReplica, log *slog.Logger) *replicaMonitor {
+	m := &replicaMonitor{r: r, log: log}
+	m.measure(ctx)
+	return m
+}
+
+// run measures the lag every interval until ctx ends.
+func (m *replicaMonitor) run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.measure(ctx)
+		}
+	}
+}
+
+func (m *replicaMonitor) measure(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	lag, err := m.r.Lag(ctx)
+	now := time.Now().UTC()
+	cur := web.ReplicaLag{MeasuredAt: now}
+	switch {
+	case errors.Is(err, pgstore.ErrNotStandby):
+		cur.Problem = "not_standby"
+	case err != nil:
+		cur.Problem = "unreachable"
+	default:
+		cur.Bytes, cur.Seconds = lag.Bytes, lag.Behind.Seconds()
+		cur.Replayed, cur.Primary = lag.Replayed.String(), lag.Primary.String()
+		lagBytes.Record(ctx, int64(lag.Bytes))
+		lagSecs.Record(ctx, lag.Behind.Seconds())
+	}
+	m.mu.Lock()
+	prev := m.last
+	m.last = cur
+	m.mu.Unlock()
+	if cur.Problem != prev.Problem && ctx.Err() == nil {
+		if cur.Problem != "" {
+			m.log.Warn("read replica: lag unknown, compliance reads go to the primary", "problem", cur.Problem, "err", err)
+		} else if prev.Problem != "" {
+			m.log.Info("read replica: measured again, compliance reads go to it")
+		}
+	}
+}
+
+// unreachable records that a read could not reach the replica, so that
+// reads go to the primary until the next measurement succeeds.
+func (m *replicaMonitor) unreachable(err error) {
+	m.mu.Lock()
+	was := m.last.Problem
+	m.last = web.ReplicaLag{MeasuredAt: time.Now().UTC(), Problem: "unreachable"}
+	m.mu.Unlock()
+	if was != "unreachable" {
+		m.log.Warn("read replica: unreachable, compliance reads go to the primary", "err", err)
+	}
+}
+
+// lag is the latest measurement (web.Options.ReplicaLag).
+func (m *replicaMonitor) lag() web.ReplicaLag {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
+}
+
+// usable reports whether reads should go to the replica: its latest
+// measurement succeeded. A promoted replica (not_standby) is a primary
+// now and holds everything it committed, so it stays usable.
+func (m *replicaMonitor) usable() bool {
+	p := m.lag().Problem
+	return p == "" || p == "not_standby"
+}
+
+// replicaReads is the store of the web layer with a read replica: the
+// primary (embedded) takes every write and the reads that must be current
+// (tokens, policy bundles, ingest's duplicate checks); the compliance
+// reads below go to the replica while it is usable.
+type replicaReads struct {
+	storeopen.Store
+	replica *storeopen.ReadReplica
+	mon     *replicaMonitor
+}
+
+// fromReplica runs read on the replica while it is usable, else on the
+// primary. A replica that cannot be reached (no connection, a connection
+// cut) is marked so at once and the read is made on the primary: a
+// compliance query does not fail because the replica went away.
+func fromReplica[T any](ctx context.Context, r replicaReads, read func(storeopen.Store) (T, error)) (T, error) {
+	if !r.mon.usable() {
+		return read(r.Store)
+	}
+	v, err := read(r.replica)
+	if err != nil && ctx.Err() == nil && unreachable(err) {
+		r.mon.unreachable(err)
+		return read(r.Store)
+	}
+	return v, err
+}
+
+// unreachable reports whether err says the database could not be talked
+// to or is going away (a connection exception, SQLSTATE class 08, or a
+// shutdown, 57P01-57P03: what a stopping server sends its connections),
+// rather than answering with an error of its own.
+func unreachable(err error) bool {
+	var connect *pgconn.ConnectError
+	var netErr net.Error
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+	}
+	return errors.As(err, &connect) || errors.As(err, &netErr) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
+}
+
+func (r replicaReads) Session(ctx context.Context, id string) (ledger.Session, error) {
+	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.Session, error) { return s.Session(ctx, id) })
+}
+
+func (r replicaReads) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.SessionPage, error) {
+	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SessionPage, error) { return s.Sessions(ctx, f) })
+}
+
+func (r replicaReads) Entries(ctx context.Context, id string, from int64, limit int) ([]ledger.Entry, error) {
+	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.Entry, error) { return s.Entries(ctx, id, from, limit) })
+}
+
+func (r replicaReads) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error) {
+	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.Entry, error) { return s.EntriesByStep(ctx, stepID, sessionID) })
+}
+
+func (r replicaReads) Response(ctx context.Context, id string, position int64) ([]byte, error) {
+	return fromReplica(ctx, r, func(s storeopen.Store) ([]byte, error) { return s.Response(ctx, id, position) })
+}
+
+func (r replicaReads) Request(ctx context.Context, id string, position int64) ([]byte, error) {
+	return fromReplica(ctx, r, func(s storeopen.Store) ([]byte, error) { return s.Request(ctx, id, position) })
+}
+
+func (r replicaReads) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error) {
+	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SearchPage, error) { return s.SearchEntries(ctx, f) })
+}
+
+func (r replicaReads) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error) {
+	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SessionSearchPage, error) { return s.SearchSessions(ctx, f) })
+}
+
+func (r replicaReads) DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error) {
+	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.DayStats, error) { return s.DailyStats(ctx, since, exclude) })
+}
+
+func (r replicaReads) TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error) {
+	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.TreeSize, error) { return s.TreeSizes(ctx, n) })
+}
+
+func (r replicaReads) QuarantineCount(ctx context.Context) (int64, bool, error) {
+	type count struct {
+		n  int64
+		ok bool
+	}
+	c, err := fromReplica(ctx, r, func(s storeopen.Store) (count, error) {
+		n, ok, err := s.QuarantineCount(ctx)
+		return count{n, ok}, err
+	})
+	return c.n, c.ok, err
+}
+
+// caughtUpLog is the Merkle log as verification reads it beside a read
+// replica. The log lives on the primary; its leaves name entries committed
+// there, which a lagging replica may not hold yet, and a verification
+// would report them deleted. So after each read of the log's checkpoint
+// or of a session's leaves, it waits until the replica has replayed
+// everything the primary had written by then.
+type caughtUpLog struct {
+	*tlog.Log
+	reads replicaReads
+}
+
+var _ evidence.Log = caughtUpLog{}
+
+func (l caughtUpLog) catchUp(ctx context.Context) error {
+	if !l.reads.mon.usable() {
+		return nil // reads go to the primary
+	}
+	return l.reads.replica.CatchUp(ctx, catchUpTimeout)
+}
+
+func (l caughtUpLog) Checkpoint(ctx context.Context) ([]byte, error) {
+	cp, err := l.Log.Checkpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return cp, l.catchUp(ctx)
+}
+
+func (l caughtUpLog) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) {
+	cp, err := l.Log.CheckpointAt(ctx, size)
+	if err != nil {
+		return nil, err
+	}
+	return cp, l.catchUp(ctx)
+}
+
+func (l caughtUpLog) SessionLeaves(ctx context.Context, sessionID string) iter.Seq2[tlog.LoggedLeaf, error] {
+	return func(yield func(tlog.LoggedLeaf, error) bool) {
+		for ll, err := range l.Log.SessionLeaves(ctx, sessionID) {
+			if !yield(ll, err) || err != nil {
+				return
+			}
+		}
+		// The caller reads the session's length next.
+		if err := l.catchUp(ctx); err != nil {
+			yield(tlog.LoggedLeaf{}, err)
+		}
+	}
+}
