@@ -109,6 +109,13 @@ func (l *ProvenanceLog) Lineage(params any, intent *Intent) []json.RawMessage {
 			ids = stepProvenanceIDs(map[string]any{"parser_provenance": pp}, ids)
 		}
 	}
+	// An object whose provenance_id is empty makes the policy input
+	// invalid (policy.ErrBadInput), so every later step of its session
+	// fails to be decided, fail closed, whether or not its lineage reaches
+	// the object; handed over always, it keeps doing so.
+	if _, ok := l.index[""]; ok {
+		ids = append(ids, "")
+	}
 	var reached []int
 	seen := map[int]bool{}
 	for len(ids) > 0 {
