@@ -135,6 +135,7 @@ func (g *gen) toolCall() {
 	g.steps = append(g.steps, step{"steps/toolCallRequest", map[string]any{"tool": map[string]any{"name": tool}, "arguments": args}})
 }
 
+// toolResult is a result carrying items objects.
 func (g *gen) toolResult(items int) {
 	var out []any
 	for range items {
@@ -159,10 +160,20 @@ func (g *gen) intent() {
 	}}})
 }
 
-func newSession(r *rand.Rand, name, agent string, capable, intent bool, steps, resultItems int) session {
+// newSession makes a session of steps steps: first fill results of
+// exactly fillItems objects each, every fifth a tool call after
+// them, then a mix of tool calls, results of up to resultItems objects and
+// user messages.
+func newSession(r *rand.Rand, name, agent string, capable, intent bool, steps, fill, fillItems, resultItems int) session {
 	g := &gen{r: r, name: name, objs: map[string]map[string]any{}}
 	if intent {
 		g.intent()
+	}
+	for f := 0; f < fill; f++ {
+		g.toolResult(fillItems)
+		if f%5 == 4 {
+			g.toolCall()
+		}
 	}
 	for len(g.steps) < steps {
 		switch k := r.IntN(10); {
@@ -180,11 +191,14 @@ func newSession(r *rand.Rand, name, agent string, capable, intent bool, steps, r
 func main() {
 	r := rand.New(rand.NewPCG(15, 3))
 	sessions := []session{
-		// Past the 4,096-object cap: results of up to 260 objects each.
-		newSession(r, "long", "agent-7", true, true, 110, 260),
-		newSession(r, "headless", "ci-headless", true, false, 80, 6),
-		newSession(r, "incapable", "agent-9", false, true, 80, 6),
-		newSession(r, "short", "agent-7", true, false, 40, 3),
+		// Past the 4,096-object cap in 20 results of 210 objects, then a
+		// few steps at the cap (deciding on the whole log is slow there,
+		// so they are few).
+		newSession(r, "long", "agent-7", true, true, 32, 20, 210, 6),
+		newSession(r, "medium", "agent-7", true, false, 60, 6, 120, 6),
+		newSession(r, "headless", "ci-headless", true, false, 80, 0, 0, 6),
+		newSession(r, "incapable", "agent-9", false, true, 80, 0, 0, 6),
+		newSession(r, "short", "agent-7", true, false, 40, 0, 0, 3),
 	}
 	fmt.Println("[")
 	for i, s := range sessions {
