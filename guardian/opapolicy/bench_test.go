@@ -75,9 +75,10 @@ func benchCall(b *testing.B, flow bool) (guardian.Input, any) {
 // (building the Guardian's provenance for the step, opapolicy.BuildInput,
 // evaluation) in a fresh session and in one holding 4,096 provenance
 // objects, in the same loop so that both see the same machine, and reports
-// each and their ratio. old-4096 is the same step handed the whole log, as
-// before the Guardian handed a step's lineage, with its ratio to fresh
-// (timed after the others, on a twentieth of the iterations).
+// each and their ratio, in wall-clock and in the process's CPU time.
+// old-4096 is the same step handed the whole log, as before the Guardian
+// handed a step's lineage, with its ratio to fresh (timed after the
+// others, on a twentieth of the iterations).
 // The fresh session of the flow call holds only the two objects the call
 // derives from, so that it decides the same (ASK, citing them).
 func BenchmarkDecisionProvenance(b *testing.B) {
@@ -133,36 +134,50 @@ func BenchmarkDecisionProvenance(b *testing.B) {
 			// and each pays for the other's garbage; the old path, which
 			// makes far more, runs after them, on a twentieth of the
 			// iterations.
-			var tFresh, tLong, tOld time.Duration
-			timed := func(log *guardian.ProvenanceLog) time.Duration {
-				t0 := time.Now()
-				stepOn(log)
-				return time.Since(t0)
-			}
+			var fresh1, long1, old1 cost
 			odd := false
 			for b.Loop() {
 				// Each goes first on every other iteration.
 				if odd {
-					tLong += timed(long)
-					tFresh += timed(fresh)
+					long1.add(func() { stepOn(long) })
+					fresh1.add(func() { stepOn(fresh) })
 				} else {
-					tFresh += timed(fresh)
-					tLong += timed(long)
+					fresh1.add(func() { stepOn(fresh) })
+					long1.add(func() { stepOn(long) })
 				}
 				odd = !odd
 			}
-			nOld := max(1, b.N/20)
-			for range nOld {
-				t0 := time.Now()
-				stepOnWhole()
-				tOld += time.Since(t0)
+			for range max(1, b.N/20) {
+				old1.add(func() { stepOnWhole() })
 			}
-			n := float64(b.N)
-			b.ReportMetric(float64(tFresh.Microseconds())/n, "fresh-µs")
-			b.ReportMetric(float64(tLong.Microseconds())/n, "4096-µs")
-			b.ReportMetric(float64(tLong)/float64(tFresh), "ratio")
-			b.ReportMetric(float64(tOld.Microseconds())/float64(nOld), "old-4096-µs")
-			b.ReportMetric(float64(tOld)/float64(nOld)/(float64(tFresh)/n), "old-ratio")
+			b.ReportMetric(fresh1.wallµs(), "fresh-µs")
+			b.ReportMetric(long1.wallµs(), "4096-µs")
+			b.ReportMetric(long1.wallµs()/fresh1.wallµs(), "ratio")
+			b.ReportMetric(old1.wallµs(), "old-4096-µs")
+			b.ReportMetric(old1.wallµs()/fresh1.wallµs(), "old-ratio")
+			if fresh1.cpu > 0 {
+				b.ReportMetric(fresh1.cpuµs(), "fresh-cpu-µs")
+				b.ReportMetric(long1.cpuµs(), "4096-cpu-µs")
+				b.ReportMetric(long1.cpuµs()/fresh1.cpuµs(), "cpu-ratio")
+				b.ReportMetric(old1.cpuµs()/fresh1.cpuµs(), "old-cpu-ratio")
+			}
 		})
 	}
 }
+
+// cost sums the wall-clock and process CPU time of timed calls.
+type cost struct {
+	n         int
+	wall, cpu time.Duration
+}
+
+func (c *cost) add(f func()) {
+	c0, t0 := processCPU(), time.Now()
+	f()
+	c.wall += time.Since(t0)
+	c.cpu += processCPU() - c0
+	c.n++
+}
+
+func (c *cost) wallµs() float64 { return float64(c.wall.Nanoseconds()) / 1e3 / float64(c.n) }
+func (c *cost) cpuµs() float64  { return float64(c.cpu.Nanoseconds()) / 1e3 / float64(c.n) }
