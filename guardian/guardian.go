@@ -181,7 +181,7 @@ type session struct {
 	asks      map[string]acs.Approver // pending ASKs by step_id
 	requested map[string][]string     // their requested capabilities
 	grants    []string                // this_request grants for the next step
-	prov      provenanceLog           // provenance objects seen in committed steps
+	prov      ProvenanceLog           // provenance objects seen in committed steps
 	seen      seenSet                 // request_ids and nonces recorded for the session
 
 	// agentHead is the head last published to the agent in a signed

@@ -221,8 +221,10 @@ func TestIntentExtension(t *testing.T) {
 }
 
 // TestProvenanceForPolicy: the policy sees the provenance objects of the
-// session's earlier steps (ACS §7, §12.1), each once, and not its own
-// step's (those are in its params).
+// session's earlier steps (ACS §7, §12.1) in the step's lineage (from its
+// arguments' derived_from and the Intent's parser_provenance), each once,
+// not the earlier objects nothing of the step derives from, and not its
+// own step's (those are in its params).
 func TestProvenanceForPolicy(t *testing.T) {
 	pol := &recordingPolicy{}
 	e := newErrEnv(t, func(c *guardian.Config) { c.Policy = pol }, true)
@@ -232,7 +234,12 @@ func TestProvenanceForPolicy(t *testing.T) {
 	}
 	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/userMessage", map[string]any{"content": text("pay it", "p-u1", "user_input")}, nil))))
 	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/userMessage", map[string]any{"content": text("again", "p-u1", "user_input")}, nil))))
-	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("pay"), nil))))
+	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/userMessage", map[string]any{"content": text("unrelated", "p-u2", "user_input")}, nil))))
+	pay := toolCall("pay")
+	pay["arguments"] = map[string]any{"amount": map[string]any{"value": "10", "provenance": map[string]any{
+		"provenance_id": "p-amount", "origin": "agent_generated", "derived_from": []string{"p-u1"},
+	}}}
+	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", pay, nil))))
 	var ids []string
 	for _, p := range pol.last().Provenance {
 		var v struct {

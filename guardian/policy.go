@@ -51,8 +51,12 @@ type Input struct {
 	// (§9.1 scope this_request).
 	Grants []string
 	// Provenance holds the provenance objects (ACS §7) of the session's
-	// earlier steps, first seen first, so a policy can follow derived_from
-	// lineage from this step's provenance to its sources.
+	// earlier steps in this step's lineage (ProvenanceLog.Lineage), first
+	// seen first, so a policy can follow derived_from from this step's
+	// provenance to its sources. Objects of the session that no lineage of
+	// this step reaches are left out: they cannot change where it leads,
+	// and handing over the whole log made a step's cost grow with the
+	// session.
 	Provenance []json.RawMessage
 	// Session is the Guardian's view of the session before this step.
 	Session SessionState

@@ -103,7 +103,7 @@ func (g *Guardian) replayEntry(ctx context.Context, s *session, e ledger.Entry) 
 		return fmt.Errorf("couldn't read the params of entry %d of session %s: %w", e.Position, s.id, err)
 	}
 	if payload != nil {
-		s.prov.add(payload)
+		s.prov.Add(payload)
 	}
 	published := e.EntryHash
 	s.commitStep(se.StepID, se.StepType, se.Intent, se.Decision.Disposition, se.Decision.Ask)

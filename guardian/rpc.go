@@ -216,6 +216,21 @@ func (g *Guardian) parse(raw []byte) (*request, *rpcerr.Error) {
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
+// paramsValue is params decoded: paramsDoc, or params decoded now when the
+// request was read without it.
+func (req *request) paramsValue() any {
+	if req.paramsDoc != nil {
+		return req.paramsDoc
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(req.params))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	return v
+}
+
 // readParams reads the AcsParams members the Guardian acts on, naming the
 // field of the first one that is missing or of the wrong type.
 func (req *request) readParams() *rpcerr.Error {

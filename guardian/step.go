@@ -199,11 +199,12 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		in := Input{
 			Method: req.method, SessionID: s.id, AgentID: s.agentID, RequestID: req.requestID,
 			TurnID: req.turnID, Params: req.params, Payload: req.payload, ParamsValue: req.paramsDoc,
-			Intent: s.intent.clone(), Grants: grants, Provenance: s.prov.snapshot(), Session: state,
+			Intent: s.intent.clone(), Grants: grants, Session: state,
 		}
 		if newIntent != nil {
 			in.Intent = newIntent.clone()
 		}
+		in.Provenance = s.prov.Lineage(req.paramsValue(), in.Intent)
 		pd, err := g.decide(ctx, req.method, in)
 		if err != nil {
 			g.cfg.Logger.Error("guardian: policy failed", "session_id", s.id, "method", req.method, "err", err)
@@ -309,7 +310,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	if payload, ok := req.paramsDoc["payload"]; ok {
 		s.prov.walk(payload)
 	} else {
-		s.prov.add(req.payload)
+		s.prov.Add(req.payload)
 	}
 	s.commitStep(req.requestID, req.method, newIntent, d.Disposition, d.Ask)
 	s.commitSkill(req.method, req.payload, d.Disposition)

@@ -87,9 +87,9 @@ func BuildInput(in guardian.Input) (*policy.Input, error) {
 }
 
 // decoded caches decoded provenance objects by their bytes. The Guardian
-// hands over a session's whole provenance log (up to 4,096 objects) on
-// every step, and it only grows, so each object is decoded once rather
-// than on every later step of its session.
+// hands over the objects of earlier steps in a step's lineage, and later
+// steps of a session reach the same objects again, so each is decoded once
+// rather than on every step that reaches it.
 var decoded = provenanceCache{m: map[string]policy.Provenance{}}
 
 // maxCachedProvenance bounds the cache; when full it starts again empty.

@@ -42,9 +42,10 @@ type Input struct {
 	// Grants are capabilities an approver granted for this request only
 	// (ACS §9.1, intent_extension with scope this_request).
 	Grants []string
-	// Provenance holds the provenance objects of earlier steps of the
+	// Provenance holds provenance objects of earlier steps of the
 	// session, so the policy can follow derived_from lineage (ACS §7) from
-	// the step's own provenance to its sources.
+	// the step's own provenance to its sources. The Guardian hands over
+	// the step's lineage among them (guardian.ProvenanceLog.Lineage).
 	Provenance []Provenance
 }
 
@@ -197,13 +198,12 @@ func provenanceObject(ps []Provenance) (ast.Object, error) {
 	return obj, nil
 }
 
-// provenanceTerms caches the OPA form of provenance objects. A session's
-// provenance log (Input.Provenance) grows with its steps and goes to the
-// policy whole on every decision; converting all of it every time made a
-// decision's cost grow with the session (BenchmarkDecideSessionProvenance:
-// 15.8 ms at 4,096 objects against 0.43 ms at none). A term depends only
-// on the object's content, which is its key here, and is never modified
-// once made, so concurrent evaluations share it.
+// provenanceTerms caches the OPA form of provenance objects. The same
+// objects of a session's earlier steps go to the policy on step after step
+// (Input.Provenance), so each is converted once
+// (BenchmarkDecideSessionProvenance). A term depends only on the object's
+// content, which is its key here, and is never modified once made, so
+// concurrent evaluations share it.
 var provenanceTerms = termCache{m: map[string]*ast.Term{}}
 
 // maxCachedProvenance bounds the cache; when full it starts again empty.

@@ -7,10 +7,11 @@ import (
 )
 
 // BenchmarkDecideSessionProvenance measures one benign tool call as the
-// session's provenance log grows (Input.Provenance: every provenance object
-// the session's earlier steps carried, up to the Guardian's 4,096). The
-// input document holds the whole log on every decision, so its cost grows
-// with the session; the 0 case is the baseline in the same run.
+// provenance the input carries grows (Input.Provenance, up to the
+// Guardian's 4,096 objects): the engine's cost of a large input, whose
+// objects the Guardian now hands over only when they are in the step's
+// lineage (see opapolicy's BenchmarkDecisionProvenance); the 0 case is the
+// baseline in the same run.
 func BenchmarkDecideSessionProvenance(b *testing.B) {
 	ctx := context.Background()
 	e, err := New(ctx, Baseline(), newMemRecorder(), nil)

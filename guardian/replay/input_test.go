@@ -194,7 +194,7 @@ func TestReplayInputIsLiveInput(t *testing.T) {
 				f.Call(t, sid, "steps/toolCallRequest", map[string]any{
 					"tool": map[string]any{"name": "write_file"},
 					"arguments": map[string]any{"path": map[string]any{"value": "out.txt", "provenance": map[string]any{
-						"provenance_id": "p-derived-" + sid[:4], "origin": "agent_generated", "derived_from": []string{"p-doc-" + sid[:4]},
+						"provenance_id": "p-derived-" + sid[:4], "origin": "agent_generated", "derived_from": []string{"p-doc-" + sid[:4], "p-doc-" + sid[:4] + "-body"},
 					}}},
 				})
 			}

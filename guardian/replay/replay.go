@@ -15,8 +15,9 @@
 // (ledger.GuardianStore.Request), apart from what the chain commits to so
 // that they can be erased. The params are checked against the entry's
 // request_hash (ACS §8.1) before anything is evaluated. The provenance the
-// policy saw is rebuilt from the stored params of the session's earlier
-// steps, as the Guardian collects it (guardian.SessionProvenance).
+// policy saw, the step's lineage among the objects of the session's
+// earlier steps, is rebuilt from their stored params as the Guardian
+// collects it (guardian.StepProvenance).
 //
 // Replay rebuilds the Guardian's view of the step (guardian.Input) from
 // these and turns it into the engine's input with
@@ -81,8 +82,9 @@ type Request struct {
 	Params json.RawMessage
 	// Provenance optionally supplies the provenance objects (ACS §7) of
 	// the session's earlier steps, as the Guardian hands them to its policy
-	// (guardian.Input.Provenance); nil means rebuilt from their stored
-	// params. Each must be a JSON object with a string provenance_id.
+	// (guardian.Input.Provenance), and they go to the policy as supplied;
+	// nil means rebuilt from their stored params. Each must be a JSON
+	// object with a string provenance_id.
 	Provenance []json.RawMessage
 	// PolicyVersion evaluates under another recorded version of the cited
 	// policy; "" means the recorded one.
@@ -330,7 +332,7 @@ func recordedCache(raw json.RawMessage) ([]byte, error) {
 }
 
 // checkProvenance refuses supplied provenance the Guardian would not have
-// kept (guardian.SessionProvenance keeps objects with a string
+// kept (guardian.ProvenanceLog keeps objects with a string
 // provenance_id).
 func checkProvenance(ps []json.RawMessage) error {
 	for i, raw := range ps {
@@ -349,8 +351,8 @@ func checkProvenance(ps []json.RawMessage) error {
 // (position, the head before the step, and the approver capability and
 // deferral count from the entry's metadata), the Intent as it stood (the
 // last recorded intent, extended by approver grants of scope session) with
-// this request's grants, and the provenance of the earlier steps (from
-// their stored params).
+// this request's grants, and the step's lineage among the provenance of
+// the earlier steps (from their stored params).
 func guardianInput(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, rec *recordedEntry, req Request, params json.RawMessage, res *Result) (guardian.Input, error) {
 	in := guardian.Input{
 		Method: rec.StepType, SessionID: e.SessionID, AgentID: rec.AgentID, RequestID: e.StepID, TurnID: rec.TurnID,
@@ -411,16 +413,16 @@ func guardianInput(ctx context.Context, store ledger.GuardianStore, e ledger.Ent
 			payloads = append(payloads, payload)
 		}
 	}
-	if req.Provenance == nil {
-		in.Provenance = guardian.SessionProvenance(payloads)
-		if !provenanceComplete {
-			res.NotReconstructed = append(res.NotReconstructed, "provenance")
-		}
-	}
 	if rec.Intent != nil {
 		intent = rec.Intent
 	}
 	in.Intent = intent
+	if req.Provenance == nil {
+		in.Provenance = guardian.StepProvenance(payloads, params, in.Intent)
+		if !provenanceComplete {
+			res.NotReconstructed = append(res.NotReconstructed, "provenance")
+		}
+	}
 
 	m := rec.Metadata
 	if m == nil {
