@@ -33,7 +33,9 @@ func TestSearchProjection(t *testing.T) {
 	ctx := context.Background()
 	url := newDB(t)
 	s := openStore(t, url, pgstore.Options{})
-	sign := func(a ledger.Appended) ([]byte, error) { return fmt.Appendf(nil, `{"chain_hash":%q}`, a.EntryHash), nil }
+	sign := func(a ledger.Appended) ([]byte, error) {
+		return fmt.Appendf(nil, `{"chain_hash":%q}`, a.EntryHash), nil
+	}
 	// Guardian steps from several sessions at once share group commits.
 	errs := make(chan error, 8)
 	for w := range 8 {
