@@ -240,17 +240,17 @@ func postDecision(ctx context.Context, client *http.Client, url string, body []b
 	return r.Result.Decision, nil
 }
 
-// postgresPIDs returns a function listing the server processes of store's
-// database, when store is a PostgreSQL store on this machine: every
-// backend and background process pg_stat_activity shows (the WAL writer
-// and checkpointer included). It returns nil for any other store.
+// postgresPIDs returns a function listing the backends of store's
+// database, when store is a PostgreSQL store on this machine (the server's
+// background processes and other databases' sessions are left out). It
+// returns nil for any other store.
 func postgresPIDs(ctx context.Context, store ledger.Store) func() []int {
 	pg, ok := store.(interface{ Pool() *pgxpool.Pool })
 	if !ok {
 		return nil
 	}
 	return func() []int {
-		rows, err := pg.Pool().Query(ctx, "SELECT pid FROM pg_stat_activity")
+		rows, err := pg.Pool().Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
 		if err != nil {
 			return nil
 		}
