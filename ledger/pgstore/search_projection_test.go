@@ -21,7 +21,8 @@ func projectedEntry(n int) []byte {
 	}
 	return fmt.Appendf(nil, `{"entry_id":"pe-%d","step_id":"ps-%d","step_type":"steps/toolCallRequest","timestamp":"2026-12-01T13:00:00Z",`+
 		`"decision":{"decision":"modify","reason_codes":["secret_in_args","r-%d",null],"reasoning":"redacted a token %d",`+
-		`"policy_references":[{"policy_id":"acsledger-baseline","policy_version":"1.1.0"},{"policy_id":"p-%d"},{"policy_version":"x"}]}}`, n, n, n, n, n)
+		`"policy_references":[{"policy_id":"zeta","policy_version":"2"},{"policy_id":"acsledger-baseline","policy_version":"1.1.0"},`+
+		`{"policy_id":"p-%d"},{"policy_id":"zeta","policy_version":"2"},{"policy_version":"x"}]}}`, n, n, n, n, n)
 }
 
 // TestSearchProjection: whichever way entries are written (the Guardian's
@@ -103,7 +104,7 @@ CROSS JOIN LATERAL acsledger_search_project(convert_from(e.content, 'UTF8')::jso
 FROM search_entries WHERE session_id = 'g-1' AND position = 2`).Scan(&disp, &codes, &refs, &reasoning, &tool, &source, &flags); err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprintf("%s %v %v %s %s %s %v", disp, codes, refs, reasoning, tool, source, flags); got != "modify [secret_in_args r-102] [acsledger-baseline acsledger-baseline@1.1.0 p-102 p-102@] redacted a token 102 tool-102 guardian []" {
+	if got := fmt.Sprintf("%s %v %v %s %s %s %v", disp, codes, refs, reasoning, tool, source, flags); got != "modify [secret_in_args r-102] [acsledger-baseline acsledger-baseline@1.1.0 p-102 p-102@ zeta zeta@2] redacted a token 102 tool-102 guardian []" {
 		t.Errorf("search row of g-1 position 2: %s", got)
 	}
 	if err := conn.QueryRow(ctx, `SELECT disposition, source, flags, tool_name FROM search_entries WHERE session_id = 'g-1' AND position = 1`).Scan(&disp, &source, &flags, &tool); err != nil {
