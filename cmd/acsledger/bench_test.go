@@ -222,16 +222,12 @@ var (
 )
 
 // opaBinary builds OPA's command from the OPA module in go.mod (a tool of
-// this module: go tool opa) once per test process and returns its path.
+// this module: go tool opa) once per test process, beside the acsledger
+// binary TestMain builds (and removes), and returns its path.
 func opaBinary(tb testing.TB) string {
 	tb.Helper()
 	opaBuild.Do(func() {
-		dir, err := os.MkdirTemp("", "acsledger-opa-")
-		if err != nil {
-			opaBuildErr = err
-			return
-		}
-		opaBuilt = filepath.Join(dir, "opa")
+		opaBuilt = filepath.Join(filepath.Dir(binary), "opa")
 		if out, err := exec.Command("go", "build", "-o", opaBuilt, "github.com/open-policy-agent/opa").CombinedOutput(); err != nil {
 			opaBuildErr = fmt.Errorf("go build github.com/open-policy-agent/opa: %v\n%s", err, out)
 		}
