@@ -17,6 +17,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,30 +51,36 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	target := fs.String("url", "", "drive the running server at this loopback base URL (e.g. http://127.0.0.1:8080) instead of starting one; its ledger keeps the sessions")
 	db := fs.String("db", "", "store for the in-process Guardian: postgres://... or a directory (default: a throwaway embedded store)")
 	keys := fs.String("keys", "", "with --url: the server's key directory, for its HMAC key (default ./acsledger-data/keys)")
-	sessions := fs.Int("sessions", 64, "concurrent sessions (and bare-OPA goroutines)")
-	duration := fs.Duration("duration", 10*time.Second, "how long each of the two measurements runs")
+	sessionList := fs.String("sessions", "64", "concurrent sessions (and bare-OPA goroutines); a comma-separated `list` (1,4,16,64) measures each in turn")
+	duration := fs.Duration("duration", 10*time.Second, "how long each measurement runs")
 	requests := fs.Int("requests", maxBenchRequests, "stop each measurement after this many decisions")
 	pol := fs.String("policy", "baseline", "policy bundle; only the shipped baseline is supported")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the Guardian measurement to `FILE` (go tool pprof); with --url it covers only the client")
+	peer := fs.String("peer", "", "also measure `PEER` with the same load: opa-server (OPA's own server, opa run --server, with decision logging)")
+	opaBin := fs.String("opa", "opa", "with --peer opa-server: OPA's command (go build -o opa github.com/open-policy-agent/opa)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the Guardian measurement to `FILE` (go tool pprof); with --url it covers only the client; with several --sessions, the last")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
+	sessionCounts, err := parseSessionList(*sessionList)
 	switch {
+	case err != nil:
+		return fmt.Errorf("%w: --sessions %q: %v", errUsage, *sessionList, err)
 	case *pol != "baseline":
 		return fmt.Errorf("%w: --policy %q: only baseline is supported", errUsage, *pol)
-	case *sessions < 1 || *sessions > maxBenchSessions:
-		return fmt.Errorf("%w: --sessions %d: must be 1 to %d", errUsage, *sessions, maxBenchSessions)
 	case *duration <= 0 || *duration > maxBenchDuration:
 		return fmt.Errorf("%w: --duration %v: must be positive and at most %v", errUsage, *duration, maxBenchDuration)
 	case *requests < 1 || *requests > maxBenchRequests:
 		return fmt.Errorf("%w: --requests %d: must be 1 to %d", errUsage, *requests, maxBenchRequests)
 	case *target != "" && *db != "":
 		return fmt.Errorf("%w: --url and --db exclude each other", errUsage)
+	case *peer != "" && *peer != peerOPAServer:
+		return fmt.Errorf("%w: --peer %q: the only peer is %s", errUsage, *peer, peerOPAServer)
 	}
 	log := newLogger(stderr)
 
 	var base string
 	var key *sig.PrivateKey
+	var store ledger.Store
 	if *target != "" {
 		if err := checkLoopback(*target); err != nil {
 			return fmt.Errorf("%w: --url: %v", errUsage, err)
@@ -103,15 +110,88 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		defer srv.close()
-		base, key = srv.url, srv.key
+		base, key, store = srv.url, srv.key, srv.store
+	}
+	var opa *opaServer
+	if *peer == peerOPAServer {
+		if opa, err = startOPAServer(ctx, *opaBin); err != nil {
+			return err
+		}
+		defer opa.close()
+		log.Info("opa server serving", "url", opa.url, "bin", *opaBin)
+	}
+	engine, err := policy.New(ctx, policy.Baseline(), discardRecorder{}, nil)
+	if err != nil {
+		return err
 	}
 
-	fmt.Fprintf(stdout, "guardian: %d sessions against %s/acs for %v, baseline policy\n", *sessions, base, *duration)
-	var started func()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	var rows []benchRow
+	for i, sessions := range sessionCounts {
+		profile := ""
+		if i == len(sessionCounts)-1 {
+			profile = *cpuProfile
+		}
+		row, err := benchOnce(ctx, stdout, stderr, benchSetup{
+			base: base, key: key, store: store, opa: opa, engine: engine,
+			sessions: sessions, duration: *duration, requests: int64(*requests), cpuProfile: profile,
+		})
 		if err != nil {
 			return err
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) > 1 {
+		printBenchSummary(stdout, rows)
+	}
+	return nil
+}
+
+// parseSessionList reads --sessions: one count or a comma-separated list.
+func parseSessionList(s string) ([]int, error) {
+	var ns []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", f)
+		}
+		if n < 1 || n > maxBenchSessions {
+			return nil, fmt.Errorf("%d sessions: must be 1 to %d", n, maxBenchSessions)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
+// benchSetup is what one measurement at one concurrency drives.
+type benchSetup struct {
+	base       string
+	key        *sig.PrivateKey
+	store      ledger.Store // the in-process Guardian's, nil with --url
+	opa        *opaServer   // nil without --peer opa-server
+	engine     *policy.Engine
+	sessions   int
+	duration   time.Duration
+	requests   int64
+	cpuProfile string
+}
+
+// benchRow is one concurrency's results, for the summary.
+type benchRow struct {
+	sessions                  int
+	guardian, opaServer, bare *loadResult
+}
+
+// benchOnce measures the Guardian, OPA's server (if set up) and bare OPA
+// at one concurrency, in that order, and prints each with its CPU per
+// decision and the same-run ratios.
+func benchOnce(ctx context.Context, stdout, stderr io.Writer, s benchSetup) (benchRow, error) {
+	row := benchRow{sessions: s.sessions}
+	fmt.Fprintf(stdout, "guardian: %d sessions against %s/acs for %v, baseline policy\n", s.sessions, s.base, s.duration)
+	var started func()
+	if s.cpuProfile != "" {
+		f, err := os.Create(s.cpuProfile)
+		if err != nil {
+			return row, err
 		}
 		defer f.Close()
 		started = func() {
@@ -120,32 +200,80 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 	}
-	gr, err := driveGuardian(ctx, base, key, *sessions, *duration, int64(*requests), started)
-	if *cpuProfile != "" {
+	cpu := &cpuMeter{other: postgresPIDs(ctx, s.store)}
+	gr, err := driveGuardian(ctx, s.base, s.key, s.sessions, s.duration, s.requests, chain(cpu.start, started))
+	if s.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
 	if err != nil {
-		return err
+		return row, err
 	}
+	row.guardian = gr
 	gr.print(stdout)
+	cpu.print(stdout, gr.decisions, "postgres")
+	if gr.errorCount() > 0 {
+		return row, fmt.Errorf("%d of %d guardian requests failed", gr.errorCount(), gr.decisions+gr.errorCount())
+	}
 
-	engine, err := policy.New(ctx, policy.Baseline(), discardRecorder{}, nil)
-	if err != nil {
-		return err
+	if s.opa != nil {
+		fmt.Fprintf(stdout, "opa-server: %d sessions against %s%s for %v, opa run --server, baseline bundle, console decision log\n", s.sessions, s.opa.url, opaDecisionPath, s.duration)
+		cpu := &cpuMeter{other: s.opa.pids}
+		or, err := driveOPAServer(ctx, s.opa.url, s.key, s.sessions, s.duration, s.requests, cpu.start)
+		if err != nil {
+			return row, err
+		}
+		row.opaServer = or
+		or.print(stdout)
+		cpu.print(stdout, or.decisions, "opa")
+		if or.errorCount() > 0 {
+			return row, fmt.Errorf("%d of %d opa-server requests failed", or.errorCount(), or.decisions+or.errorCount())
+		}
 	}
-	fmt.Fprintf(stdout, "bare OPA: policy.Engine.Decide on %d goroutines for %v, same policy and inputs\n", *sessions, *duration)
-	br, err := driveBare(ctx, engine, key, *sessions, *duration, int64(*requests), nil)
+
+	fmt.Fprintf(stdout, "bare OPA: policy.Engine.Decide on %d goroutines for %v, same policy and inputs\n", s.sessions, s.duration)
+	cpu = &cpuMeter{}
+	br, err := driveBare(ctx, s.engine, s.key, s.sessions, s.duration, s.requests, cpu.start)
 	if err != nil {
-		return err
+		return row, err
 	}
+	row.bare = br
 	br.print(stdout)
+	cpu.print(stdout, br.decisions, "")
 	if br.rate() > 0 {
 		fmt.Fprintf(stdout, "ratio guardian/bare-OPA: %.2f (decisions/s)\n", gr.rate()/br.rate())
 	}
-	if gr.errorCount() > 0 {
-		return fmt.Errorf("%d of %d guardian requests failed", gr.errorCount(), gr.decisions+gr.errorCount())
+	if row.opaServer != nil && row.opaServer.rate() > 0 {
+		fmt.Fprintf(stdout, "ratio guardian/opa-server: %.2f (decisions/s)\n", gr.rate()/row.opaServer.rate())
 	}
-	return nil
+	return row, nil
+}
+
+// chain returns a function calling each non-nil f in turn.
+func chain(fs ...func()) func() {
+	return func() {
+		for _, f := range fs {
+			if f != nil {
+				f()
+			}
+		}
+	}
+}
+
+// printBenchSummary prints one line per concurrency: each measurement's
+// decisions/s, p50 and p99, and the same-run ratios.
+func printBenchSummary(w io.Writer, rows []benchRow) {
+	fmt.Fprintln(w, "summary: decisions/s p50 p99 per measurement")
+	for _, r := range rows {
+		line := fmt.Sprintf("  sessions %4d  guardian %6.0f/s %8s %8s", r.sessions, r.guardian.rate(), ms(r.guardian.percentile(0.5)), ms(r.guardian.percentile(0.99)))
+		if r.opaServer != nil {
+			line += fmt.Sprintf("  opa-server %6.0f/s %8s %8s", r.opaServer.rate(), ms(r.opaServer.percentile(0.5)), ms(r.opaServer.percentile(0.99)))
+		}
+		line += fmt.Sprintf("  bare-opa %6.0f/s %8s %8s", r.bare.rate(), ms(r.bare.percentile(0.5)), ms(r.bare.percentile(0.99)))
+		if r.opaServer != nil && r.opaServer.rate() > 0 {
+			line += fmt.Sprintf("  guardian/opa-server %.2f", r.guardian.rate()/r.opaServer.rate())
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 // checkLoopback refuses a URL whose host is not a loopback address: the

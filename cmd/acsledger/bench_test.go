@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -42,8 +43,9 @@ func init() {
 // decisions from 64 concurrent sessions against an in-process Guardian over
 // loopback HTTP, with the ledger in PostgreSQL (synchronous_commit=on, from
 // internal/pgtest), beside bare in-process OPA evaluation (Engine.Decide) of
-// the same baseline policy on the same inputs and as many goroutines, and
-// the Guardian with evaluation memoized (guardian-memo). Each reports
+// the same baseline policy on the same inputs and as many goroutines, OPA's
+// own server (opa-server) on those inputs over loopback HTTP, and the
+// Guardian with evaluation memoized (guardian-memo). Each reports
 // decisions/s and p50/p99 latency; b.N is the number of decisions.
 //
 //	go test ./cmd/acsledger -run '^$' -bench BenchmarkGuardianToolCall -benchtime 3000x -count 1
@@ -106,6 +108,24 @@ func BenchmarkGuardianToolCall(b *testing.B) {
 		guardianRun(b, func(p guardian.Policy) guardian.Policy { return &memoPolicy{next: p} })
 	})
 
+	// opa-server is what a team runs instead of a Guardian: OPA's own
+	// server (opa run --server, built from the OPA module in go.mod) with
+	// the baseline bundle and console decision logging, driven over
+	// loopback HTTP with the same inputs and concurrency.
+	b.Run("opa-server", func(b *testing.B) {
+		opa, err := startOPAServer(ctx, opaBinary(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer opa.close()
+		r, err := driveOPAServer(ctx, opa.url, key, benchSessions, time.Hour, int64(b.N), b.ResetTimer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		report(b, r)
+	})
+
 	b.Run("bare-opa", func(b *testing.B) {
 		e, err := policy.New(ctx, policy.Baseline(), discardRecorder{}, nil)
 		if err != nil {
@@ -139,6 +159,85 @@ func TestBenchCommand(t *testing.T) {
 	})
 }
 
+// TestBenchCommandPeer runs `acsledger bench guardian --peer opa-server`
+// at two concurrencies against Postgres and checks that OPA's server, a
+// real `opa run --server` child, answered the whole mix with decisions
+// logged, beside the Guardian and bare OPA, and that the summary and
+// ratio lines are there.
+func TestBenchCommandPeer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds OPA's command")
+	}
+	bin := opaBinary(t)
+	db := pgtest.NewDatabase(t)
+	var out, errs bytes.Buffer
+	code := run(t.Context(), []string{"bench", "guardian", "--db", db, "--peer", "opa-server", "--opa", bin,
+		"--sessions", "1,3", "--duration", "10s", "--requests", "60"}, &out, &errs)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errs.String())
+	}
+	o := out.String()
+	if got := len(benchDecisions.FindAllString(o, -1)); got != 6 {
+		t.Errorf("want 6 error-free decision mixes (guardian, opa-server, bare OPA at 1 and 3 sessions), got %d:\n%s", got, o)
+	}
+	checkMixes(t, o)
+	for _, want := range []string{
+		"opa-server: 1 sessions against http://127.0.0.1:", "opa-server: 3 sessions against",
+		"/v1/data/acs/decision", "  60 decisions in", "cpu per decision: this process", ", postgres ", ", opa ",
+		"summary: decisions/s p50 p99", "  sessions    1  guardian", "  sessions    3  guardian",
+	} {
+		if !strings.Contains(o, want) {
+			t.Errorf("the report lacks %q:\n%s", want, o)
+		}
+	}
+	if m := regexp.MustCompile(`ratio guardian/opa-server: (\d+\.\d\d)`).FindAllStringSubmatch(o, -1); len(m) != 2 {
+		t.Errorf("want a guardian/opa-server ratio per concurrency:\n%s", o)
+	} else if v, _ := strconv.ParseFloat(m[0][1], 64); v <= 0 {
+		t.Errorf("ratio %s", m[0][1])
+	}
+}
+
+// TestBenchPeerRefused: a --peer other than opa-server, or an opa command
+// that does not exist, stops the run before any measurement.
+func TestBenchPeerRefused(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run(t.Context(), []string{"bench", "guardian", "--peer", "envoy"}, &out, &errs); code != 2 || out.Len() != 0 {
+		t.Errorf("--peer envoy: exit %d, output %q", code, out.String())
+	}
+	out.Reset()
+	errs.Reset()
+	missing := filepath.Join(t.TempDir(), "no-opa")
+	if code := run(t.Context(), []string{"bench", "guardian", "--peer", "opa-server", "--opa", missing, "--requests", "10"}, &out, &errs); code == 0 || strings.Contains(out.String(), "decisions in") {
+		t.Errorf("--opa %s: exit %d, output %q", missing, code, out.String())
+	}
+	if !strings.Contains(errs.String(), "go build -o opa github.com/open-policy-agent/opa") {
+		t.Errorf("the error does not say how to build opa:\n%s", errs.String())
+	}
+}
+
+var (
+	opaBuild    sync.Once
+	opaBuilt    string
+	opaBuildErr error
+)
+
+// opaBinary builds OPA's command from the OPA module in go.mod (a tool of
+// this module: go tool opa) once per test process, beside the acsledger
+// binary TestMain builds (and removes), and returns its path.
+func opaBinary(tb testing.TB) string {
+	tb.Helper()
+	opaBuild.Do(func() {
+		opaBuilt = filepath.Join(filepath.Dir(binary), "opa")
+		if out, err := exec.Command("go", "build", "-o", opaBuilt, "github.com/open-policy-agent/opa").CombinedOutput(); err != nil {
+			opaBuildErr = fmt.Errorf("go build github.com/open-policy-agent/opa: %v\n%s", err, out)
+		}
+	})
+	if opaBuildErr != nil {
+		tb.Fatal(opaBuildErr)
+	}
+	return opaBuilt
+}
+
 // TestBenchCommandURL drives a real `acsledger serve` through --url, with
 // the HMAC key read from the server's key directory.
 func TestBenchCommandURL(t *testing.T) {
@@ -162,11 +261,24 @@ var (
 
 func checkBenchOutput(t *testing.T, out string) {
 	t.Helper()
-	m := benchDecisions.FindAllStringSubmatch(out, -1)
-	if len(m) != 2 {
+	if m := benchDecisions.FindAllStringSubmatch(out, -1); len(m) != 2 {
 		t.Fatalf("want decision counts with no errors for the Guardian and bare OPA:\n%s", out)
 	}
-	for _, c := range m {
+	checkMixes(t, out)
+	r := benchRatio.FindStringSubmatch(out)
+	if r == nil {
+		t.Fatalf("no ratio line:\n%s", out)
+	}
+	if v, _ := strconv.ParseFloat(r[1], 64); v <= 0 {
+		t.Errorf("ratio %s", r[1])
+	}
+}
+
+// checkMixes checks every reported decision count against the benchCalls
+// mix.
+func checkMixes(t *testing.T, out string) {
+	t.Helper()
+	for _, c := range benchDecisions.FindAllStringSubmatch(out, -1) {
 		allow, _ := strconv.Atoi(c[1])
 		deny, _ := strconv.Atoi(c[2])
 		modify, _ := strconv.Atoi(c[3])
@@ -175,13 +287,6 @@ func checkBenchOutput(t *testing.T, out string) {
 		if n == 0 || math.Abs(float64(allow)/float64(n)-0.6) > 0.1 || deny == 0 || modify == 0 {
 			t.Errorf("decision mix allow %d, deny %d, modify %d is not the benchCalls mix:\n%s", allow, deny, modify, out)
 		}
-	}
-	r := benchRatio.FindStringSubmatch(out)
-	if r == nil {
-		t.Fatalf("no ratio line:\n%s", out)
-	}
-	if v, _ := strconv.ParseFloat(r[1], 64); v <= 0 {
-		t.Errorf("ratio %s", r[1])
 	}
 }
 
@@ -193,6 +298,8 @@ func TestBenchRefusesRemote(t *testing.T) {
 		{"--url", "http://example.com"},
 		{"--sessions", "0"},
 		{"--sessions", "5000"},
+		{"--sessions", "1,x"},
+		{"--sessions", "4,0"},
 		{"--duration", "1h"},
 		{"--policy", "mine"},
 		{"--url", "http://127.0.0.1:1", "--db", "x"},

@@ -16,7 +16,7 @@
 //	acsledger erase    --db URL --session ID --position N --reason TEXT [--by NAME]
 //	                                                        erase a step's request params
 //	acsledger ingest   --format F [--db URL] [--json] FILE... take in other guards' records
-//	acsledger bench    guardian [--url URL] [--sessions N]  measure the Guardian beside bare OPA
+//	acsledger bench    guardian [--url URL] [--sessions N,...] [--peer opa-server]  measure the Guardian beside OPA's server and bare OPA
 //	acsledger demo     [--url URL] [--keys DIR]             drive a running server and verify its evidence
 //
 // With no --db the service keeps its evidence in an embedded SQLite store

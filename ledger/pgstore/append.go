@@ -64,20 +64,24 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 			// Replay keys are claimed once per transaction, with the
 			// first read; records they refuse stay refused on a re-plan.
 			var refused map[int]error
+			// locked: a planning round trip took the sessions' locks.
+			var locked bool
 			// The first attempt assumes no record is a retry and skips the
 			// step lookup; if one is, the (session_id, step_id) key refuses
 			// the insert and the next attempt looks steps up.
 			// Records with a signer always look steps up: a retry must not
 			// be signed as a new entry.
-			if p, err = s.plan(ctx, tx, ps, attempt > 1 || anySigner(ps), true, &refused); err != nil {
+			if p, locked, err = s.plan(ctx, tx, ps, attempt > 1 || anySigner(ps), true, &refused); err != nil {
 				return err
 			}
 			// A failing record may be a retry judged without its stored
 			// original: judge again with the lookup.
 			if attempt == 1 && p.Failed() != nil {
-				if p, err = s.plan(ctx, tx, ps, true, false, &refused); err != nil {
+				var again bool
+				if p, again, err = s.plan(ctx, tx, ps, true, false, &refused); err != nil {
 					return err
 				}
+				locked = locked || again
 			}
 			if allOrNothing {
 				if err := p.Failed(); err != nil {
@@ -89,7 +93,7 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 					return err
 				}
 			}
-			return s.write(ctx, tx, p)
+			return s.write(ctx, tx, p, locked)
 		})
 		if err != nil {
 			s.heads.forget(plan.SessionIDs(ps))
@@ -157,8 +161,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // entries with the same (session, step_id), in one round trip, and plans ps
 // against them. With claim, that round trip also inserts the records'
 // replay keys and sets *refused to the records whose key was a replay;
-// either way the records in *refused are left out of the plan.
-func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup, claim bool, refused *map[int]error) (*plan.Plan, error) {
+// either way the records in *refused are left out of the plan. locked
+// reports whether that round trip took place, and with it the sessions'
+// locks; it is skipped when the lock would be all it held.
+func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup, claim bool, refused *map[int]error) (p *plan.Plan, locked bool, err error) {
 	keySessions, keySteps := make([]string, len(ps)), make([]string, len(ps))
 	for i, p := range ps {
 		keySessions[i], keySteps[i] = p.SessionID, p.Entry.StepID
@@ -208,135 +214,138 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup,
 	}
 	if b.Len() > 1 {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return nil, fmt.Errorf("couldn't read session state: %w", err)
+			return nil, false, fmt.Errorf("couldn't read session state: %w", err)
 		}
+		locked = true
 	}
-	return plan.MakeExcept(ps, states, stored, *refused), nil
+	return plan.MakeExcept(ps, states, stored, *refused), locked, nil
 }
 
-// write inserts a plan's new sessions and entries and moves its heads: one
-// statement per table, sent in one round trip.
-func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
+// write inserts a plan's new sessions and entries, moves its heads and
+// stores the responses and params beside the entries, in one statement
+// (WriteGroup) whatever the group's size, or, for a group of copyMin
+// entries or more, COPY for the entries and that statement for the rest.
+// locked says the plan's round trip took the sessions' locks already.
+func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan, locked bool) error {
 	if len(p.Rows) == 0 {
 		return nil
 	}
 	now := s.opts.Clock()()
-	var newIDs, newAgents, newWriters []string
-	var newLens []int64
-	var newHeads [][]byte
-	var mvIDs []string
-	var mvFromLen, mvToLen []int64
-	var mvFrom, mvTo [][]byte
+	var g groupRows
 	for _, m := range p.Moves {
 		if m.Created {
-			newIDs = append(newIDs, m.SessionID)
-			newAgents = append(newAgents, m.AgentID)
-			newWriters = append(newWriters, m.Writer)
-			newLens = append(newLens, m.ToLength)
-			newHeads = append(newHeads, m.ToHead[:])
+			g.newIDs = append(g.newIDs, m.SessionID)
+			g.newAgents = append(g.newAgents, m.AgentID)
+			g.newWriters = append(g.newWriters, m.Writer)
+			g.newLens = append(g.newLens, m.ToLength)
+			g.newHeads = append(g.newHeads, m.ToHead[:])
 			continue
 		}
-		mvIDs = append(mvIDs, m.SessionID)
-		mvFromLen = append(mvFromLen, m.FromLength)
-		mvFrom = append(mvFrom, m.FromHead[:])
-		mvToLen = append(mvToLen, m.ToLength)
-		mvTo = append(mvTo, m.ToHead[:])
+		g.mvIDs = append(g.mvIDs, m.SessionID)
+		g.mvFromLen = append(g.mvFromLen, m.FromLength)
+		g.mvFrom = append(g.mvFrom, m.FromHead[:])
+		g.mvToLen = append(g.mvToLen, m.ToLength)
+		g.mvTo = append(g.mvTo, m.ToHead[:])
 	}
+	g.newHeadIDs = g.newIDs
 	n := len(p.Rows)
-	sessionIDs, entryIDs, stepIDs, stepTypes, stamps := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	positions := make([]int64, n)
-	hashes, prevs, contents := make([][]byte, n), make([][]byte, n), make([][]byte, n)
+	g.sessionIDs, g.entryIDs, g.stepIDs, g.stepTypes, g.stamps = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	g.positions = make([]int64, n)
+	g.hashes, g.prevs, g.contents = make([][]byte, n), make([][]byte, n), make([][]byte, n)
 	for i, r := range p.Rows {
-		sessionIDs[i], positions[i], hashes[i] = r.SessionID, r.Position, r.EntryHash[:]
+		g.sessionIDs[i], g.positions[i], g.hashes[i] = r.SessionID, r.Position, r.EntryHash[:]
 		if r.PreviousHash != nil {
-			prevs[i] = r.PreviousHash[:]
+			g.prevs[i] = r.PreviousHash[:]
 		}
 		e := r.Entry
-		entryIDs[i], stepIDs[i], stepTypes[i], stamps[i], contents[i] = e.EntryID, e.StepID, e.StepType, e.Timestamp, e.Content
+		g.entryIDs[i], g.stepIDs[i], g.stepTypes[i], g.stamps[i], g.contents[i] = e.EntryID, e.StepID, e.StepType, e.Timestamp, e.Content
 	}
-
-	// expect checks a statement's row count; a shortfall means a concurrent
-	// writer created the session or moved the head first.
-	expect := func(what string, want int) func(pgconn.CommandTag) error {
-		return func(tag pgconn.CommandTag) error {
-			if tag.RowsAffected() != int64(want) {
-				return fmt.Errorf("%s: %w", what, errHeadMoved)
-			}
-			return nil
-		}
-	}
-	b := &pgx.Batch{}
-	// plan took these locks already unless it had nothing to read.
-	moved := make([]string, len(p.Moves))
-	for i, m := range p.Moves {
-		moved[i] = m.SessionID
-	}
-	b.Queue(q.LockSessions, lockKeys(moved))
-	if len(newIDs) > 0 {
-		b.Queue(q.InsertSessions, newIDs, newAgents, newWriters, now).Exec(expect("creating sessions", len(newIDs)))
-	}
-	if n >= copyMin {
-		// Large groups: COPY is cheaper than a multi-row INSERT, but cannot
-		// join a pipeline, so this costs two more round trips.
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			if errors.Is(err, errHeadMoved) {
-				return err
-			}
-			return fmt.Errorf("couldn't create sessions: %w", err)
-		}
-		b = &pgx.Batch{}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"entries"}, entryColumns, pgx.CopyFromSlice(n, func(i int) ([]any, error) {
-			return []any{sessionIDs[i], positions[i], hashes[i], prevs[i], entryIDs[i], stepIDs[i], stepTypes[i], stamps[i], now, contents[i]}, nil
-		}))
-		if err != nil {
-			return fmt.Errorf("couldn't insert entries: %w", err)
-		}
-	} else {
-		b.Queue(q.InsertEntries, sessionIDs, positions, hashes, prevs, entryIDs, stepIDs, stepTypes, stamps, contents, now).
-			Exec(expect("inserting entries", n))
-	}
-	if len(newIDs) > 0 {
-		b.Queue(q.InsertHeads, newIDs, newLens, newHeads, now).Exec(expect("creating heads", len(newIDs)))
-	}
-	if len(mvIDs) > 0 {
-		b.Queue(q.MoveHeads, mvIDs, mvFromLen, mvFrom, mvToLen, mvTo, now).Exec(expect("moving heads", len(mvIDs)))
-	}
-	var rsIDs []string
-	var rsPos []int64
-	var rsBytes [][]byte
 	for i, signed := range p.Signed {
 		if signed != nil && !p.Results[i].Replayed && p.Errs[i] == nil {
-			rsIDs = append(rsIDs, p.Results[i].SessionID)
-			rsPos = append(rsPos, p.Results[i].Position)
-			rsBytes = append(rsBytes, signed)
+			g.rsIDs = append(g.rsIDs, p.Results[i].SessionID)
+			g.rsPos = append(g.rsPos, p.Results[i].Position)
+			g.rsBytes = append(g.rsBytes, signed)
 		}
 	}
-	if len(rsIDs) > 0 {
-		b.Queue(q.InsertResponses, rsIDs, rsPos, rsBytes, now).Exec(expect("storing responses", len(rsIDs)))
-	}
-	var rqIDs []string
-	var rqPos []int64
-	var rqBytes [][]byte
-	var rqTools []*string
 	for i, params := range p.Params {
 		if params != nil && !p.Results[i].Replayed && p.Errs[i] == nil {
 			sealed, err := s.opts.SealParams(p.Results[i].SessionID, p.Results[i].Position, params)
 			if err != nil {
 				return err
 			}
-			rqIDs = append(rqIDs, p.Results[i].SessionID)
-			rqPos = append(rqPos, p.Results[i].Position)
-			rqBytes = append(rqBytes, sealed)
+			g.rqIDs = append(g.rqIDs, p.Results[i].SessionID)
+			g.rqPos = append(g.rqPos, p.Results[i].Position)
+			g.rqBytes = append(g.rqBytes, sealed)
 			var tool *string
 			if t := ledger.ToolName(params); t != "" {
 				tool = &t
 			}
-			rqTools = append(rqTools, tool)
+			g.rqTools = append(g.rqTools, tool)
 		}
 	}
-	if len(rqIDs) > 0 {
-		b.Queue(q.InsertRequestParams, rqIDs, rqPos, rqBytes, now, rqTools).Exec(expect("storing request params", len(rqIDs)))
+
+	b := &pgx.Batch{}
+	if !locked {
+		moved := make([]string, len(p.Moves))
+		for i, m := range p.Moves {
+			moved[i] = m.SessionID
+		}
+		b.Queue(q.LockSessions, lockKeys(moved))
 	}
+	if n >= copyMin {
+		// Large groups: COPY is cheaper than a multi-row INSERT, but cannot
+		// join a pipeline, so this costs two more round trips. The sessions
+		// must exist before their entries are copied.
+		if len(g.newIDs) > 0 {
+			b.Queue(q.InsertSessions, g.newIDs, g.newAgents, g.newWriters, now).Exec(expectRows("creating sessions", len(g.newIDs)))
+		}
+		if b.Len() > 0 {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				if errors.Is(err, errHeadMoved) {
+					return err
+				}
+				return fmt.Errorf("couldn't create sessions: %w", err)
+			}
+			b = &pgx.Batch{}
+		}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"entries"}, entryColumns, pgx.CopyFromSlice(n, func(i int) ([]any, error) {
+			return []any{g.sessionIDs[i], g.positions[i], g.hashes[i], g.prevs[i], g.entryIDs[i], g.stepIDs[i], g.stepTypes[i], g.stamps[i], now, g.contents[i]}, nil
+		}))
+		if err != nil {
+			return fmt.Errorf("couldn't insert entries: %w", err)
+		}
+		g.newIDs, g.newAgents, g.newWriters = nil, nil, nil
+		g.sessionIDs, g.positions, g.hashes, g.prevs, g.entryIDs, g.stepIDs, g.stepTypes, g.stamps, g.contents = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	}
+	var wrote [6]int64
+	b.Queue(q.WriteGroup,
+		g.newIDs, g.newAgents, g.newWriters,
+		g.newHeadIDs, g.newLens, g.newHeads,
+		g.mvIDs, g.mvFromLen, g.mvFrom, g.mvToLen, g.mvTo,
+		g.sessionIDs, g.positions, g.hashes, g.prevs, g.entryIDs, g.stepIDs, g.stepTypes, g.stamps, g.contents,
+		g.rsIDs, g.rsPos, g.rsBytes,
+		g.rqIDs, g.rqPos, g.rqBytes, g.rqTools,
+		now,
+	).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(&wrote[0], &wrote[1], &wrote[2], &wrote[3], &wrote[4], &wrote[5]); err != nil {
+			return err
+		}
+		// A shortfall means a concurrent writer created the session or
+		// moved the head first.
+		for i, want := range []struct {
+			what string
+			n    int
+		}{
+			{"creating sessions", len(g.newIDs)}, {"creating heads", len(g.newHeadIDs)},
+			{"moving heads", len(g.mvIDs)}, {"inserting entries", len(g.sessionIDs)},
+			{"storing responses", len(g.rsIDs)}, {"storing request params", len(g.rqIDs)},
+		} {
+			if wrote[i] != int64(want.n) {
+				return fmt.Errorf("%s: %d of %d rows: %w", want.what, wrote[i], want.n, errHeadMoved)
+			}
+		}
+		return nil
+	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		if errors.Is(err, errHeadMoved) {
 			return err
@@ -344,6 +353,40 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan) error {
 		return fmt.Errorf("couldn't write entries: %w", err)
 	}
 	return nil
+}
+
+// groupRows are the columns of one group commit's rows, as WriteGroup
+// takes them: one array per column.
+type groupRows struct {
+	newIDs, newAgents, newWriters []string // sessions to create
+	newHeadIDs                    []string // their heads
+	newLens                       []int64
+	newHeads                      [][]byte
+	mvIDs                         []string // heads to move
+	mvFromLen, mvToLen            []int64
+	mvFrom, mvTo                  [][]byte
+	sessionIDs, entryIDs          []string // entries
+	stepIDs, stepTypes, stamps    []string
+	positions                     []int64
+	hashes, prevs, contents       [][]byte
+	rsIDs                         []string // signed responses
+	rsPos                         []int64
+	rsBytes                       [][]byte
+	rqIDs                         []string // sealed request params
+	rqPos                         []int64
+	rqBytes                       [][]byte
+	rqTools                       []*string
+}
+
+// expectRows checks a statement's row count; a shortfall means a
+// concurrent writer created the session or moved the head first.
+func expectRows(what string, want int) func(pgconn.CommandTag) error {
+	return func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != int64(want) {
+			return fmt.Errorf("%s: %w", what, errHeadMoved)
+		}
+		return nil
+	}
 }
 
 // headCache remembers the heads this process committed last, so that an

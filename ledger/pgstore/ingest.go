@@ -59,7 +59,7 @@ func (s *Store) Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.
 			}
 			if len(in.Prepared) > 0 {
 				var refused map[int]error
-				if p, err = s.plan(ctx, tx, in.Prepared, lookup, false, &refused); err != nil {
+				if p, _, err = s.plan(ctx, tx, in.Prepared, lookup, false, &refused); err != nil {
 					return err
 				}
 				// A record failing without the lookups (a published head
@@ -71,12 +71,14 @@ func (s *Store) Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.
 					}
 					p = &plan.Plan{}
 					if len(in.Prepared) > 0 {
-						if p, err = s.plan(ctx, tx, in.Prepared, true, false, &refused); err != nil {
+						if p, _, err = s.plan(ctx, tx, in.Prepared, true, false, &refused); err != nil {
 							return err
 						}
 					}
 				}
-				if err := s.write(ctx, tx, p); err != nil {
+				// The batch may have been classified again since the
+				// first plan: write takes the locks of what it writes.
+				if err := s.write(ctx, tx, p, false); err != nil {
 					return err
 				}
 				in.Finish(p)

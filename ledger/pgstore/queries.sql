@@ -32,29 +32,62 @@ SELECT u.session_id, u.agent_id, u.writer, $4
 FROM unnest($1::text[], $2::text[], $3::text[]) AS u (session_id, agent_id, writer)
 ON CONFLICT (session_id) DO NOTHING;
 
--- name: InsertHeads
-INSERT INTO heads (session_id, length, head, updated_at)
-SELECT u.session_id, u.length, u.head, $4
-FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (session_id, length, head);
-
--- name: MoveHeads
--- Compare-and-swap of every touched head: a row moves only if it still
--- holds the planned (length, head). The caller checks the row count.
-UPDATE heads h
-SET length = u.to_length, head = u.to_head, updated_at = $6
-FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bigint[], $5::bytea[])
-    AS u (session_id, from_length, from_head, to_length, to_head)
-WHERE h.session_id = u.session_id AND h.length = u.from_length AND h.head = u.from_head;
-
--- name: InsertEntries
-INSERT INTO entries (session_id, position, entry_hash, previous_hash, entry_id,
-    step_id, step_type, entry_timestamp, recorded_at, content)
-SELECT u.session_id, u.position, u.entry_hash, u.previous_hash, u.entry_id,
-    u.step_id, u.step_type, u.entry_timestamp, $10, u.content
-FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bytea[], $5::text[],
-    $6::text[], $7::text[], $8::text[], $9::bytea[])
-    AS u (session_id, position, entry_hash, previous_hash, entry_id,
-        step_id, step_type, entry_timestamp, content);
+-- name: WriteGroup
+-- Everything one group commit writes after planning, in one statement:
+-- the new sessions ($1-$3) and their heads ($4-$6), the compare-and-swap
+-- of every moved head ($7-$11), the entries ($12-$20), the signed
+-- responses ($21-$23) and the sealed params with their tool names
+-- ($24-$27), all recorded at $28. It returns how many rows each part
+-- wrote; the caller compares them with what it planned, since a shortfall
+-- in sessions or moved heads means a concurrent writer got there first
+-- (ON CONFLICT skips a session created meanwhile; a head no longer at the
+-- planned (length, head) does not move). Foreign keys and the triggers
+-- are checked at the end of the statement, as for separate statements at
+-- the end of each, so a response or params row still needs its entry,
+-- and the search projection of an entry reads its params' tool name
+-- written here (migration 0012).
+WITH new_sessions AS (
+    INSERT INTO sessions (session_id, agent_id, writer, created_at)
+    SELECT u.session_id, u.agent_id, u.writer, $28
+    FROM unnest($1::text[], $2::text[], $3::text[]) AS u (session_id, agent_id, writer)
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING 1
+), new_heads AS (
+    INSERT INTO heads (session_id, length, head, updated_at)
+    SELECT u.session_id, u.length, u.head, $28
+    FROM unnest($4::text[], $5::bigint[], $6::bytea[]) AS u (session_id, length, head)
+    RETURNING 1
+), moved_heads AS (
+    UPDATE heads h
+    SET length = u.to_length, head = u.to_head, updated_at = $28
+    FROM unnest($7::text[], $8::bigint[], $9::bytea[], $10::bigint[], $11::bytea[])
+        AS u (session_id, from_length, from_head, to_length, to_head)
+    WHERE h.session_id = u.session_id AND h.length = u.from_length AND h.head = u.from_head
+    RETURNING 1
+), new_entries AS (
+    INSERT INTO entries (session_id, position, entry_hash, previous_hash, entry_id,
+        step_id, step_type, entry_timestamp, recorded_at, content)
+    SELECT u.session_id, u.position, u.entry_hash, u.previous_hash, u.entry_id,
+        u.step_id, u.step_type, u.entry_timestamp, $28, u.content
+    FROM unnest($12::text[], $13::bigint[], $14::bytea[], $15::bytea[], $16::text[],
+        $17::text[], $18::text[], $19::text[], $20::bytea[])
+        AS u (session_id, position, entry_hash, previous_hash, entry_id,
+            step_id, step_type, entry_timestamp, content)
+    RETURNING 1
+), new_responses AS (
+    INSERT INTO responses (session_id, position, response, recorded_at)
+    SELECT u.session_id, u.position, u.response, $28
+    FROM unnest($21::text[], $22::bigint[], $23::bytea[]) AS u (session_id, position, response)
+    RETURNING 1
+), new_params AS (
+    INSERT INTO request_params (session_id, position, params, recorded_at, tool_name)
+    SELECT u.session_id, u.position, u.params, $28, u.tool_name
+    FROM unnest($24::text[], $25::bigint[], $26::bytea[], $27::text[]) AS u (session_id, position, params, tool_name)
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM new_sessions), (SELECT count(*) FROM new_heads),
+    (SELECT count(*) FROM moved_heads), (SELECT count(*) FROM new_entries),
+    (SELECT count(*) FROM new_responses), (SELECT count(*) FROM new_params);
 
 -- name: Session
 SELECT s.session_id, s.agent_id, s.writer, h.length, h.head, s.created_at, h.updated_at
@@ -100,18 +133,8 @@ SELECT session_id, position, entry_id, step_id, step_type, entry_timestamp, reco
 FROM entries
 WHERE session_id = $1 AND step_id = $2;
 
--- name: InsertResponses
-INSERT INTO responses (session_id, position, response, recorded_at)
-SELECT u.session_id, u.position, u.response, $4
-FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (session_id, position, response);
-
 -- name: Response
 SELECT response FROM responses WHERE session_id = $1 AND position = $2;
-
--- name: InsertRequestParams
-INSERT INTO request_params (session_id, position, params, recorded_at, tool_name)
-SELECT u.session_id, u.position, u.params, $4, u.tool_name
-FROM unnest($1::text[], $2::bigint[], $3::bytea[], $5::text[]) AS u (session_id, position, params, tool_name);
 
 -- name: RequestParams
 SELECT params FROM request_params WHERE session_id = $1 AND position = $2;

@@ -42,9 +42,9 @@ var queriesSQL string
 // (sqlq.Load): a misspelt query name stops the package at initialisation,
 // before any test or server runs.
 type queries struct {
-	LockSessions, SessionStates, StoredBySteps, InsertSessions, InsertHeads,
-	MoveHeads, InsertEntries, Session, Sessions, Entries, EntriesByStep,
-	EntryByStep, InsertResponses, Response, InsertRequestParams,
+	LockSessions, SessionStates, StoredBySteps, InsertSessions, WriteGroup,
+	Session, Sessions, Entries, EntriesByStep,
+	EntryByStep, Response,
 	RequestParams, RecordRequest, InsertBundle, BundleDigest, PolicyBundle,
 	PolicyBundles, InsertErasure, DeleteRequestParams, Erasure, LogPending,
 	LogSize, LogDequeue, LogInsertTiles, LogLeaves, LogFullTile, LogTileRoots,
