@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -352,5 +353,28 @@ func TestDecodeOPAEvent(t *testing.T) {
 	}
 	if ev, err := decodeOPAEvent([]byte(`{}`)); err != nil || ev.DecisionID != nil {
 		t.Fatalf("empty object: %+v, %v", ev, err)
+	}
+}
+
+// TestOPAMapsDecodeAsEncodingJSON: labels and bundles, decoded without
+// reflection, come out as encoding/json decodes them, and fail where it
+// fails.
+func TestOPAMapsDecodeAsEncodingJSON(t *testing.T) {
+	for _, v := range []string{`null`, `{}`, `{"id":"o","v":"1.2"}`, `{"id":null}`, `{"a\u0041":"x\ny"}`, `{"id":1}`, `["x"]`, `"x"`, `{"id":{}}`} {
+		var want map[string]string
+		wantErr := json.Unmarshal([]byte(v), &want)
+		got, err := stringMap([]byte(v))
+		if (err != nil) != (wantErr != nil) || wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("labels %s: %#v, %v; encoding/json %#v, %v", v, got, err, want, wantErr)
+		}
+	}
+	for _, v := range []string{`null`, `{}`, `{"authz":{"revision":"r1"},"b":{}}`, `{"a":null,"b":{"revision":null,"roots":["x"]}}`,
+		`{"a":{"Revision":"r2"}}`, `{"a":{"revision":"r1","REVISION":"r3"}}`, `{"a":{"revision":1}}`, `{"a":"x"}`, `{"a":[]}`, `[]`} {
+		var want map[string]opaBundle
+		wantErr := json.Unmarshal([]byte(v), &want)
+		got, err := opaBundles([]byte(v))
+		if (err != nil) != (wantErr != nil) || wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("bundles %s: %#v, %v; encoding/json %#v, %v", v, got, err, want, wantErr)
+		}
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,9 +117,10 @@ func newBenchLog(b *testing.B, st tlog.Storage) *tlog.Log {
 
 // BenchmarkBulkPostgres measures bulk ingest of OPA decisions into
 // Postgres (strict parsing, mapping, entry_hash, chaining, the natural-key
-// bookkeeping and anchoring in the Merkle log) beside a raw COPY of the
-// same entries rows into a copy of the entries table, in the same run and
-// database, with durability on.
+// bookkeeping, the search projection and anchoring in the Merkle log)
+// beside raw COPYs of the same rows in the same run and database, with
+// durability on: of the entries rows alone, and of the rows of every
+// table the ingest wrote (copyBaseline).
 func BenchmarkBulkPostgres(b *testing.B) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(b)
@@ -136,12 +139,13 @@ func BenchmarkBulkPostgres(b *testing.B) {
 	defer owner.Close()
 	l := newBenchLog(b, s.LogStorage())
 	const n = 50_000
-	var ingestSecs, copySecs float64
-	var ingestCPU, copyCPU, goCPU time.Duration
-	var rows int64
+	var ingestSecs, entriesSecs, allSecs float64
+	var ingestCPU, entriesCPU, allCPU, goCPU time.Duration
+	var rows, allRows int64
 	for i := 0; i < b.N; i++ {
 		run := fmt.Sprintf("r%d", i)
 		raws := benchRaws(run, n)
+		tilesBefore := countRows(b, owner, "tlog_tiles")
 		start, cpu, self := time.Now(), cpuTime(), selfCPU()
 		stop := anchoring(b, l)
 		r := ingest.Runner{Store: s, Batch: 2000}
@@ -154,39 +158,109 @@ func BenchmarkBulkPostgres(b *testing.B) {
 		ingestCPU += cpuTime() - cpu
 		goCPU += selfCPU() - self
 
-		// The same rows, read back, COPYed raw into a like table.
-		if _, err := owner.Exec(ctx, "DROP TABLE IF EXISTS entries_copy; CREATE TABLE entries_copy (LIKE entries INCLUDING ALL)"); err != nil {
+		for _, t := range copyBaseline(b, owner, run, tilesBefore) {
+			if t.table == "entries" {
+				entriesSecs += t.secs
+				entriesCPU += t.cpu
+			}
+			allSecs += t.secs
+			allCPU += t.cpu
+			allRows += int64(t.rows)
+			b.Logf("run %s: COPY %d %s rows: %.0f ms, %.1f us CPU per row", run, t.rows, t.table, 1000*t.secs, float64(t.cpu.Microseconds())/float64(t.rows))
+		}
+		rows += n
+	}
+	b.ReportMetric(float64(rows)/ingestSecs, "ingest-entries/s")
+	// The entries rows alone, COPYed: what the issue's "raw COPY of the
+	// same rows" reads as at its narrowest.
+	b.ReportMetric(float64(rows)/entriesSecs, "copy-entries-rows/s")
+	b.ReportMetric(100*entriesSecs/ingestSecs, "%-of-copy-entries")
+	// Every row the ingest wrote (entries, search projection, natural
+	// keys, log queue, leaves, tiles, sessions, heads), COPYed: the same
+	// rows in full. Per entry ingested, not per row.
+	b.ReportMetric(float64(rows)/allSecs, "copy-all-entries/s")
+	b.ReportMetric(100*allSecs/ingestSecs, "%-of-copy-all")
+	// CPU per entry, this process and PostgreSQL together: what the work
+	// costs whatever else the machine runs.
+	b.ReportMetric(float64(ingestCPU.Microseconds())/float64(rows), "ingest-cpu-us/entry")
+	b.ReportMetric(float64(goCPU.Microseconds())/float64(rows), "ingest-go-cpu-us/entry")
+	b.ReportMetric(float64(entriesCPU.Microseconds())/float64(rows), "copy-entries-cpu-us/row")
+	b.ReportMetric(float64(allCPU.Microseconds())/float64(rows), "copy-all-cpu-us/entry")
+	b.ReportMetric(float64(allRows)/float64(rows), "copy-all-rows/entry")
+}
+
+// copied is one table's rows COPYed by copyBaseline.
+type copied struct {
+	table string
+	rows  int
+	secs  float64
+	cpu   time.Duration
+}
+
+// copyBaseline reads back the rows an ingest run wrote to each table and
+// COPYs them raw, in batches of 2,000 as the ingest writes, into a copy of
+// the table (LIKE ... INCLUDING ALL: the same columns, keys and indexes,
+// no triggers and no foreign keys). Columns the database generates (id,
+// seq) are left to it, as the ingest leaves them. tilesBefore is how many
+// tiles the log held before the run.
+func copyBaseline(b *testing.B, owner *pgxpool.Pool, run string, tilesBefore int) []copied {
+	ctx := context.Background()
+	stepIDs := "opa:" + run + "-%"
+	tables := []struct {
+		table, cols, query string
+		args               []any
+	}{
+		{"entries", "session_id, position, entry_hash, previous_hash, entry_id, step_id, step_type, entry_timestamp, recorded_at, content",
+			"FROM entries WHERE step_id LIKE $1 ORDER BY id", []any{stepIDs}},
+		{"search_entries", "session_id, position, agent_id, recorded_at, step_id, step_type, disposition, reason_codes, policy_refs, tool_name, source, flags, reasoning",
+			"FROM search_entries WHERE step_id LIKE $1 ORDER BY id", []any{stepIDs}},
+		{"ingest_records", "source, natural_key, replay_key, digest, session_id, position, entry_hash, flags, file, record, recorded_at",
+			"FROM ingest_records WHERE natural_key LIKE $1 ORDER BY seq", []any{run + "-%"}},
+		// The log's queue: one row per entry, written and deleted again.
+		{"tlog_pending", "entry_id",
+			"FROM (SELECT id AS entry_id FROM entries WHERE step_id LIKE $1 ORDER BY id) e", []any{stepIDs}},
+		{"tlog_leaves", "idx, entry_id, entry_hash, data",
+			"FROM tlog_leaves WHERE entry_id IN (SELECT id FROM entries WHERE step_id LIKE $1) ORDER BY idx", []any{stepIDs}},
+		{"tlog_tiles", "level, idx, data, root",
+			"FROM tlog_tiles ORDER BY level, idx OFFSET $1", []any{tilesBefore}},
+		{"sessions", "session_id, agent_id, created_at, writer",
+			"FROM sessions WHERE session_id LIKE $1 ORDER BY seq", []any{run + "-s%"}},
+		{"heads", "session_id, length, head, updated_at",
+			"FROM heads WHERE session_id LIKE $1", []any{run + "-s%"}},
+	}
+	var out []copied
+	for _, t := range tables {
+		copyTable := t.table + "_copy"
+		if _, err := owner.Exec(ctx, fmt.Sprintf("DROP TABLE IF EXISTS %s; CREATE TABLE %s (LIKE %s INCLUDING ALL)", copyTable, copyTable, t.table)); err != nil {
 			b.Fatal(err)
 		}
-		dbRows, err := owner.Query(ctx, `SELECT session_id, position, entry_hash, previous_hash, entry_id, step_id, step_type, entry_timestamp, recorded_at, content
-			FROM entries WHERE step_id LIKE $1`, "opa:"+run+"-%")
+		dbRows, err := owner.Query(ctx, "SELECT "+t.cols+" "+t.query, t.args...)
 		if err != nil {
 			b.Fatal(err)
 		}
 		all, err := pgx.CollectRows(dbRows, func(row pgx.CollectableRow) ([]any, error) { return row.Values() })
-		if err != nil || len(all) != n {
-			b.Fatalf("%d rows, %v", len(all), err)
+		if err != nil || len(all) == 0 {
+			b.Fatalf("%s: %d rows, %v", t.table, len(all), err)
 		}
-		start, cpu = time.Now(), cpuTime()
-		cols := []string{"session_id", "position", "entry_hash", "previous_hash", "entry_id", "step_id", "step_type", "entry_timestamp", "recorded_at", "content"}
-		for off := 0; off < n; off += 2000 {
-			end := min(off+2000, n)
-			if _, err := owner.CopyFrom(ctx, pgx.Identifier{"entries_copy"}, cols, pgx.CopyFromRows(all[off:end])); err != nil {
-				b.Fatal(err)
+		cols := strings.Split(t.cols, ", ")
+		start, cpu := time.Now(), cpuTime()
+		for off := 0; off < len(all); off += 2000 {
+			end := min(off+2000, len(all))
+			if _, err := owner.CopyFrom(ctx, pgx.Identifier{copyTable}, cols, pgx.CopyFromRows(all[off:end])); err != nil {
+				b.Fatal(t.table, err)
 			}
 		}
-		copySecs += time.Since(start).Seconds()
-		copyCPU += cpuTime() - cpu
-		rows += n
+		out = append(out, copied{table: t.table, rows: len(all), secs: time.Since(start).Seconds(), cpu: cpuTime() - cpu})
 	}
-	b.ReportMetric(float64(rows)/ingestSecs, "ingest-entries/s")
-	b.ReportMetric(float64(rows)/copySecs, "copy-rows/s")
-	b.ReportMetric(100*copySecs/ingestSecs, "%-of-copy")
-	// CPU per row, this process and PostgreSQL together: what the work
-	// costs whatever else the machine runs.
-	b.ReportMetric(float64(ingestCPU.Microseconds())/float64(rows), "ingest-cpu-us/entry")
-	b.ReportMetric(float64(copyCPU.Microseconds())/float64(rows), "copy-cpu-us/row")
-	b.ReportMetric(float64(goCPU.Microseconds())/float64(rows), "ingest-go-cpu-us/entry")
+	return out
+}
+
+func countRows(b *testing.B, owner *pgxpool.Pool, table string) int {
+	var n int
+	if err := owner.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 // BenchmarkBulkSQLite is BenchmarkBulkPostgres's ingest on the embedded
@@ -232,7 +306,9 @@ func BenchmarkOPAUploads(b *testing.B) {
 	}
 	defer s.Close()
 	l := newBenchLog(b, s.LogStorage())
-	srv := httptest.NewServer(web.New(s, web.Options{}))
+	// OPA's plugin authenticates as a service does (services[].credentials
+	// .bearer); the server's default rate limits apply.
+	srv := httptest.NewServer(web.New(s, web.Options{Auth: web.AuthOptions{Bootstrap: benchToken}}))
 	defer srv.Close()
 	const n, perUpload = 50_000, 1000
 	clients := 2
@@ -267,29 +343,11 @@ func BenchmarkOPAUploads(b *testing.B) {
 		errs := make(chan error, clients)
 		for range clients {
 			go func() {
-				for body := range work {
-					for {
-						req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/ingest/opa/logs", bytes.NewReader(body))
-						req.Header.Set("Content-Encoding", "gzip")
-						req.Header.Set("Content-Type", "application/json")
-						resp, err := http.DefaultClient.Do(req)
-						if err != nil {
-							errs <- err
-							return
-						}
-						resp.Body.Close()
-						if resp.StatusCode == http.StatusTooManyRequests {
-							time.Sleep(10 * time.Millisecond)
-							continue
-						}
-						if resp.StatusCode != http.StatusOK {
-							errs <- fmt.Errorf("status %d", resp.StatusCode)
-							return
-						}
-						break
-					}
+				errs <- upload(srv.URL, work)
+				// After a failure, take the rest of the work so that the
+				// sender does not wait for a client that is gone.
+				for range work {
 				}
-				errs <- nil
 			}()
 		}
 		for _, body := range bodies {
@@ -310,4 +368,34 @@ func BenchmarkOPAUploads(b *testing.B) {
 	b.ReportMetric(float64(events)/secs, "events/s")
 	b.ReportMetric(float64(cpuUsed.Microseconds())/float64(events), "cpu-us/event")
 	b.ReportMetric(float64(goUsed.Microseconds())/float64(events), "go-cpu-us/event")
+}
+
+const benchToken = "acsl_bench-bootstrap-token"
+
+// upload POSTs each body of work as the decision-log plugin does, retrying
+// on 429, and returns the first failure.
+func upload(base string, work <-chan []byte) error {
+	for body := range work {
+		for {
+			req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/ingest/opa/logs", bytes.NewReader(body))
+			req.Header.Set("Content-Encoding", "gzip")
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+benchToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusTooManyRequests {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("status %d: %s", resp.StatusCode, msg)
+			}
+			break
+		}
+	}
+	return nil
 }

@@ -1,6 +1,9 @@
 package pgstore
 
 import (
+	"strings"
+
+	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
 )
 
@@ -26,3 +29,10 @@ var QueryEntriesByStep, QueryEntryByStep = q.EntriesByStep, q.EntryByStep
 // QuerySessionLeaves and QueryLastSessionLeaf are the Merkle log's reads of
 // one session's leaves, for plan tests.
 var QuerySessionLeaves, QueryLastSessionLeaf = q.LogSessionLeaves, q.LogLastSessionLeaf
+
+// SearchQuery is the text and arguments of SearchEntries' first page, for
+// plan tests.
+func SearchQuery(f ledger.SearchFilter) (string, []any) {
+	w := searchWhere(f, 101)
+	return strings.Replace(sq.SearchEntries, "FILTERS", w.sql.String(), 1), w.args
+}

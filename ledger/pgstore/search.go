@@ -127,7 +127,9 @@ func searchWhere(f ledger.SearchFilter, limit int) *where {
 	}
 	has := func(col, v string) {
 		if v != "" {
-			w.add(col+" @> ARRAY[$%d::text]", v)
+			// "<> '{}'" matches the partial GIN indexes (migration 0013):
+			// an array holding v is not empty.
+			w.add(col+" @> ARRAY[$%d::text] AND "+col+" <> '{}'", v)
 		}
 	}
 	eq("agent_id", f.AgentID)
@@ -150,8 +152,10 @@ func searchWhere(f ledger.SearchFilter, limit int) *where {
 	eq("source", f.Source)
 	has("flags", f.Flag)
 	if f.Text != "" {
-		// ILIKE, so that the trigram index (migration 0010) serves it.
-		w.add("reasoning ILIKE $%d", "%"+likeEscaper.Replace(f.Text)+"%")
+		// ILIKE, so that the trigram index (migration 0010) serves it;
+		// "<> ''" matches the partial index (migration 0013): a text
+		// holding f.Text is not empty.
+		w.add("reasoning ILIKE $%d AND reasoning <> ''", "%"+likeEscaper.Replace(f.Text)+"%")
 	}
 	return w
 }
