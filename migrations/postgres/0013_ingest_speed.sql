@@ -1,24 +1,18 @@
--- 0013: the search projection's trigger at the cost of one JSON parse per
--- entry (issue 12's ingest speed). Run as the owner role.
+-- 0013: the search projection's cost per entry, second part (issue 12's
+-- ingest speed). Run as the owner role.
 --
 -- Measured on 50,000 OPA decisions (docs/benchmarks.md, "Ingest speed"):
 -- the projection of 0010 cost ~90 us of PostgreSQL CPU per entry, most of
--- an ingest's. Two things made it dear, neither needed:
+-- an ingest's. 0012 rewrote the trigger to parse the content once and to
+-- call no SQL function per row. What is left here:
 --
---   - acsledger_search_project is a SQL function over a table, which the
---     planner inlines into the trigger's INSERT, putting the argument's
---     expression, convert_from(content)::jsonb, in place of each of its
---     six uses of c: the entry's content was parsed six times. The trigger
---     now parses it once, in a LATERAL subquery that the planner keeps
---     (OFFSET 0), and hands the projection the parsed value;
---   - acsledger_json_strings and acsledger_policy_refs hold an aggregate,
---     so they are not inlined: each call runs a SQL function of its own,
---     three per entry, even for a member that is absent or an empty array
---     (most entries: no reason codes, no flags, no policy references).
---     The projection calls them only for a non-empty array; what they
---     give is unchanged ('{}' otherwise, as before).
---
--- The projected rows are the same as 0010's, member for member.
+--   - acsledger_search_project, still the definition of a row's projection
+--     (0010's backfill and ledger/pgstore's TestSearchProjection use it),
+--     calls its list helpers only for a non-empty array: each call runs a
+--     SQL function of its own, and most entries have no reason codes, no
+--     flags and no policy references. What it gives is unchanged ('{}'
+--     otherwise, as before);
+--   - the GIN indexes hold non-empty values only (below).
 
 CREATE OR REPLACE FUNCTION acsledger_search_project(c jsonb)
 RETURNS TABLE (disposition text, reason_codes text[], policy_refs text[], source text, flags text[], reasoning text)
@@ -37,21 +31,6 @@ AS $$
                 THEN acsledger_json_strings(c -> 'flags') ELSE '{}' END,
            coalesce(CASE WHEN jsonb_typeof(d -> 'reasoning') = 'string' THEN d ->> 'reasoning' END, '')
     FROM (SELECT c -> 'decision' AS d) x
-$$;
-
-CREATE OR REPLACE FUNCTION acsledger_search_entries() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO search_entries (session_id, position, agent_id, recorded_at, step_id, step_type,
-        disposition, reason_codes, policy_refs, source, flags, reasoning)
-    SELECT e.session_id, e.position, s.agent_id, e.recorded_at, e.step_id, e.step_type, p.*
-    FROM new_entries e
-    JOIN sessions s ON s.session_id = e.session_id
-    CROSS JOIN LATERAL (SELECT convert_from(e.content, 'UTF8')::jsonb AS c OFFSET 0) j
-    CROSS JOIN LATERAL acsledger_search_project(j.c) p
-    ORDER BY e.id;
-    RETURN NULL;
-END
 $$;
 
 -- The GIN indexes of the list members and of the reasoning text hold only
