@@ -426,7 +426,11 @@ func param(rctx *chi.Context, name string) string {
 // leak. An append to an unknown session passes: it creates the session,
 // within the token's scope (appendEntry checks the agent id).
 func (s *Server) checkSession(ctx context.Context, p *Principal, sessionID string, write bool) error {
-	sess, err := s.store.Session(ctx, sessionID)
+	read := s.store
+	if write {
+		read = s.writes
+	}
+	sess, err := read.Session(ctx, sessionID)
 	if errors.Is(err, ledger.ErrNotFound) {
 		if write {
 			return nil

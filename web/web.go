@@ -42,11 +42,17 @@ type Options struct {
 	// ReplicaLag reports the read replica's latest measured lag for
 	// /stats and the dashboard; nil when reads go to the primary.
 	ReplicaLag func() ReplicaLag
+	// Writes is the store the store's writes go to, when its reads may
+	// lag them (serve --db-read reads from a replica): the scope check in
+	// front of a write reads it, so that a session the replica has not
+	// replayed yet is not taken for a new one. Nil: the store itself.
+	Writes ledger.GuardianStore
 }
 
 // Server serves the HTTP API over one store.
 type Server struct {
 	store   ledger.GuardianStore
+	writes  ledger.GuardianStore // Options.Writes
 	log     *slog.Logger
 	maxBody int64
 	ready   Ready
@@ -61,7 +67,10 @@ type Server struct {
 
 // New returns the HTTP handler for store.
 func New(store ledger.GuardianStore, opts Options) *Server {
-	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings(), ready: opts.Ready, search: opts.Search, charts: opts.Charts, lag: opts.ReplicaLag}
+	s := &Server{store: store, log: opts.Logger, maxBody: opts.MaxEntryBytes, auth: newAuth(opts.Auth), acsBound: newACSBindings(), ready: opts.Ready, search: opts.Search, charts: opts.Charts, lag: opts.ReplicaLag, writes: opts.Writes}
+	if s.writes == nil {
+		s.writes = store
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

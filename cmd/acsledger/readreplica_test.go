@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,6 +89,29 @@ func TestReadReplica(t *testing.T) {
 	}
 	if code := status("/api/v1/sessions/r2"); code != 404 {
 		t.Fatalf("r2 read with the replica's replay paused: %d, want 404 (reads go to the replica)", code)
+	}
+	// A write's scope check reads the primary: a token scoped to team-a/
+	// appending to team-b's session, which the paused replica does not
+	// hold yet, gets the 404 of an out-of-scope session, not the 409 of
+	// a session that exists (which would tell it the session exists).
+	if code, out := post(t, s.url+"/api/v1/sessions/r-team-b/entries?agent_id=team-b/x", entryJSON(2)); code != 201 {
+		t.Fatalf("append r-team-b with replay paused: %d %v", code, out)
+	}
+	scopedWriter := newToken(t, db, "--role", "writer", "--name", "team-a-writer", "--scope", "team-a/")
+	req, err := http.NewRequest(http.MethodPost, s.url+"/api/v1/sessions/r-team-b/entries?agent_id=team-a/x", strings.NewReader(entryJSON(3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+scopedWriter)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Fatalf("scoped writer appending to another team's session the replica has not replayed: %d %s, want 404", resp.StatusCode, body)
 	}
 	eventually("lag in /stats", func() bool { st := stats(); return st.LagBytes > 0 && st.LagSeconds > 0 })
 	lagMetric := regexp.MustCompile(`(?m)^acsledger_db_read_lag_bytes(\{[^}]*\})? ([1-9][0-9]*)$`)

@@ -153,7 +153,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	handler := web.New(reads, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Search: reads, Charts: reads, Auth: web.AuthOptions{
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
-	}, Ingest: inf.options(), Ready: readiness(store, mlog), ReplicaLag: lagOf})
+	}, Ingest: inf.options(), Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store})
 	mountRoutes(handler.Router(), mlog, metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,
