@@ -43,6 +43,9 @@ const (
 // in-process OPA evaluation of the same policy and inputs on as many
 // goroutines, and the ratio of the two rates.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "soak" {
+		return runBenchSoak(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "guardian" {
 		return fmt.Errorf("%w: the only benchmark is 'acsledger bench guardian'", errUsage)
 	}
