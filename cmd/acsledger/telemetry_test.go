@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/hex"
 	"io"
@@ -277,6 +278,36 @@ func TestTracingOTLP(t *testing.T) {
 		t.Errorf("no span from service.name acsledger-otel-test (OTEL_SERVICE_NAME); saw %v", recv.service)
 	}
 	recv.mu.Unlock()
+
+	// An agent's W3C traceparent makes the request a child of its span.
+	const agentTrace, agentSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	env, err := a.envelope("steps/toolCallRequest", a.params(toolCallBody(benchCalls[0].tool, benchCalls[0].args)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, a.acsURL, bytes.NewReader(env))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+agentTrace+"-"+agentSpan+"-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	deadline = time.Now().Add(30 * time.Second)
+	for found := false; !found; {
+		for _, sp := range byName(recv.snapshot(), "acs.request") {
+			if hex.EncodeToString(sp.TraceId) == agentTrace {
+				found = true
+				if hex.EncodeToString(sp.ParentSpanId) != agentSpan {
+					t.Errorf("acs.request in the agent's trace has parent %x, want the agent's span %s", sp.ParentSpanId, agentSpan)
+				}
+			}
+		}
+		if !found && time.Now().After(deadline) {
+			t.Fatalf("no acs.request span in the agent's trace %s after 30s", agentTrace)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	// Metrics go out over OTLP too, and /metrics still serves them.
 	deadline = time.Now().Add(15 * time.Second)
