@@ -459,4 +459,3 @@ func TestReadOTelEnv(t *testing.T) {
 		})
 	}
 }
-
