@@ -207,6 +207,7 @@ func TestSoakFlatRule(t *testing.T) {
 		}, ""},
 		{"errors", func(s *soakSummary) { s.errors = 1 }, "1 errors"},
 		{"shed", func(s *soakSummary) { s.shed = 3 }, "3 decisions shed"},
+		{"behind the rate", func(s *soakSummary) { s.decisions = 890 }, "89 decisions/s achieved"},
 		{"heap", func(s *soakSummary) { s.last.heap = 34 * mib }, "live heap grew"},
 		{"rss", func(s *soakSummary) { s.last.rss = 142 * mib }, "RSS grew"},
 		{"goroutines", func(s *soakSummary) { s.last.goroutines = 61 }, "goroutines grew"},
@@ -218,7 +219,7 @@ func TestSoakFlatRule(t *testing.T) {
 		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := soakSummary{first: base, last: base}
+			s := soakSummary{first: base, last: base, target: 100, decisions: 1000, elapsed: 10 * time.Second}
 			tc.change(&s)
 			got := flatReasons(s)
 			switch {
