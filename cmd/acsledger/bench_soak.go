@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +62,7 @@ func runBenchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	interval := fs.Duration("interval", 10*time.Second, "sampling interval")
 	probe := fs.Duration("probe", 15*time.Second, "how long the maximum rate is measured, without --rate")
 	out := fs.String("out", ".", "directory for soak.csv and soak.svg")
+	memProfile := fs.Bool("memprofile", false, "also write a heap profile at the end to soak.heap in --out (go tool pprof), to see what grew")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -144,6 +146,14 @@ func runBenchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", csvPath, svgPath)
+	if *memProfile {
+		heapPath := filepath.Join(*out, "soak.heap")
+		runtime.GC()
+		if err := writeFileAtomic(heapPath, func(w io.Writer) error { return pprof.Lookup("heap").WriteTo(w, 0) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", heapPath)
+	}
 	switch {
 	case sum.errors > 0:
 		return fmt.Errorf("%d decisions failed during the soak", sum.errors)
@@ -384,6 +394,7 @@ func soak(ctx context.Context, sg *soakGuardian, plan soakPlan) ([]soakSample, e
 		cur = &soakSample{latency: newLatencyHistogram()}
 		mu.Unlock()
 		s.at = time.Since(start)
+		s.latency.compact()
 		n := shed.Load()
 		s.shed, lastShed = int(n-lastShed), n
 		sampleProcess(ctx, s, sg)
@@ -452,8 +463,13 @@ func procRSS() int64 {
 
 // latencyHistogram counts latencies in logarithmic buckets, 2% wide, from
 // 10µs to about 2 minutes: percentiles within 2% in bounded memory, and
-// histograms of intervals add up to the histogram of a window.
-type latencyHistogram struct{ counts []int64 }
+// histograms of intervals add up to the histogram of a window. counts[i]
+// is bucket offset+i; a sample's histogram is compacted to the buckets it
+// uses, so a long soak's samples stay small beside what it measures.
+type latencyHistogram struct {
+	offset int
+	counts []int64
+}
 
 const (
 	histMin    = 10 * time.Microsecond
@@ -465,6 +481,7 @@ func newLatencyHistogram() *latencyHistogram {
 	return &latencyHistogram{counts: make([]int64, histBucket+1)}
 }
 
+// add counts d; h must not be compacted.
 func (h *latencyHistogram) add(d time.Duration) {
 	i := 0
 	if d > histMin {
@@ -473,9 +490,25 @@ func (h *latencyHistogram) add(d time.Duration) {
 	h.counts[i]++
 }
 
+// compact drops the empty buckets below the first and above the last.
+func (h *latencyHistogram) compact() {
+	lo := slices.IndexFunc(h.counts, func(c int64) bool { return c != 0 })
+	if lo < 0 {
+		h.offset, h.counts = 0, nil
+		return
+	}
+	hi := len(h.counts)
+	for h.counts[hi-1] == 0 {
+		hi--
+	}
+	h.offset += lo
+	h.counts = slices.Clone(h.counts[lo:hi])
+}
+
+// merge adds o's counts to h, which must not be compacted.
 func (h *latencyHistogram) merge(o *latencyHistogram) {
 	for i, c := range o.counts {
-		h.counts[i] += c
+		h.counts[o.offset+i] += c
 	}
 }
 
@@ -498,7 +531,7 @@ func (h *latencyHistogram) percentile(p float64) time.Duration {
 	for i, c := range h.counts {
 		seen += c
 		if seen >= max(rank, 1) {
-			return time.Duration(float64(histMin) * math.Pow(histGrowth, float64(i)))
+			return time.Duration(float64(histMin) * math.Pow(histGrowth, float64(h.offset+i)))
 		}
 	}
 	return time.Duration(float64(histMin) * math.Pow(histGrowth, histBucket))

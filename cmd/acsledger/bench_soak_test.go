@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -248,6 +249,13 @@ func TestLatencyHistogram(t *testing.T) {
 		} else {
 			b.add(d)
 		}
+	}
+	b.compact()
+	if len(b.counts) >= len(all.counts)*6/10 {
+		t.Errorf("compacting kept buckets %d..%d of %d", b.offset, b.offset+len(b.counts), len(all.counts))
+	}
+	if got, want := b.percentile(0.99), all.percentile(0.99); math.Abs(float64(got-want)) > 0.05*float64(want) {
+		t.Errorf("half's p99 %v after compacting, the whole's %v", got, want)
 	}
 	a.merge(b)
 	if !slices.Equal(a.counts, all.counts) {
