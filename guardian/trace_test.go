@@ -43,7 +43,7 @@ func (s *failingStore) AppendRequest(ctx context.Context, r ledger.Record, param
 func attrOf(attrs []attribute.KeyValue, k string) (string, bool) {
 	for _, a := range attrs {
 		if string(a.Key) == k {
-			return a.Value.Emit(), true
+			return a.Value.String(), true
 		}
 	}
 	return "", false
