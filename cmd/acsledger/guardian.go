@@ -286,6 +286,17 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	// Spans and metrics leave over OTLP as from serve; stdout is the
+	// protocol's, so nothing else is served.
+	tel, err := newTelemetry(ctx, os.Getenv, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tel.stop(ctx); err != nil {
+			log.Warn("telemetry shutdown incomplete", "err", err)
+		}
+	}()
 	g, err := gf.newGuardian(ctx, store, keys, keySet, log)
 	if err != nil {
 		return err
