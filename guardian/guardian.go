@@ -128,6 +128,11 @@ type Config struct {
 	// EvaluatorVersion is metadata.evaluator_version when the policy
 	// names none.
 	EvaluatorVersion string
+	// TraceSteps emits ACS-Trace (docs/spec/trace/events.md): a span per
+	// step named after the step's OpenTelemetry mapping, with the decision
+	// as an acs.decision span event. Spans go to the global tracer
+	// provider; without one installed they cost nothing.
+	TraceSteps bool
 	// SessionIdle is how long a session's in-memory state (binding,
 	// Intent, pending ASKs) outlives its last request (default 1 hour).
 	// The chain itself is in the ledger; an evicted session continues

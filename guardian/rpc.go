@@ -140,6 +140,9 @@ func (g *Guardian) serveOne(ctx context.Context, raw, canon []byte, transport st
 	}
 	if req != nil {
 		method = req.method
+		if req.requestID != "" {
+			span.SetAttributes(attrRequestID.String(req.requestID))
+		}
 	}
 	if rerr != nil {
 		id := nullID

@@ -170,6 +170,8 @@ func (g *Guardian) negotiated(req *request, s *session) *rpcerr.Error {
 // with s.mu held.
 func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session, newIntent *Intent, intentEvent string) []byte {
 	start := time.Now()
+	ctx, stepSpan := g.startStep(ctx, req, s)
+	defer stepSpan.End()
 	state := SessionState{
 		Length:          s.length,
 		Deferrals:       s.deferrals,
@@ -283,7 +285,8 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	// The replay key is recorded in the same transaction, so a replay is
 	// refused before any answer leaves (ACS §10.3).
 	seen := ledger.Seen{RequestID: req.requestID, Nonce: req.nonce, At: g.cfg.Clock()}
-	app, out, err := g.cfg.Store.AppendRequest(ctx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: entryJSON, Writer: ledger.WriterGuardian, Expect: s.expected()}, req.params, seen,
+	actx, appendSpan := startAppend(ctx)
+	app, out, err := g.cfg.Store.AppendRequest(actx, ledger.Record{SessionID: s.id, AgentID: s.agentID, Entry: entryJSON, Writer: ledger.WriterGuardian, Expect: s.expected()}, req.params, seen,
 		func(a ledger.Appended) ([]byte, error) {
 			res.ChainHash = a.EntryHash.String()
 			res.PreviousChainHash = s.headAfterGrants(a.PreviousHash)
@@ -293,6 +296,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 			}
 			return sig.SignEnvelope(b, sig.Result, s.signer)
 		})
+	endAppend(appendSpan, app.Position, err)
 	if errors.Is(err, ledger.ErrReplay) {
 		// Not remembered: a refused request leaves no history of its
 		// own (its request_id with a fresh nonce, say, is not a replay).
@@ -302,8 +306,12 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		return out
 	}
 	if err != nil {
+		if g.cfg.OnDecisionFailure == PostureDeny {
+			decisionEvent(stepSpan, Decision{Disposition: Deny, ReasonCodes: []string{ReasonLedgerUnavailable}}, "")
+		}
 		return g.ledgerFailure(ctx, req, s, d, err)
 	}
+	decisionEvent(stepSpan, d, app.EntryHash.String())
 	s.seen.add(req.requestID, req.nonce)
 	head := app.EntryHash
 	s.head, s.length = &head, app.Position+1
@@ -350,11 +358,11 @@ func (g *Guardian) ledgerFailure(ctx context.Context, req *request, s *session, 
 
 // decide asks the policy within the method's timeout. A panicking policy is
 // a failed decision, not a dead Guardian.
-func (g *Guardian) decide(ctx context.Context, method string, in Input) (Decision, error) {
+func (g *Guardian) decide(ctx context.Context, method string, in Input) (d Decision, err error) {
+	ctx, span := startPolicy(ctx, method)
+	defer func() { endPolicy(span, d, err) }()
 	ctx, cancel := context.WithTimeout(ctx, g.timeout(method))
 	defer cancel()
-	var d Decision
-	var err error
 	done := make(chan struct{})
 	eval := func() {
 		defer close(done)

@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/acsledger/acsledger/acs/rpcerr"
 )
 
@@ -40,7 +43,10 @@ func (g *Guardian) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		transport = "https"
 	}
-	_, _ = w.Write(g.serve(r.Context(), body, transport))
+	// An agent that traces passes its span context (W3C traceparent); the
+	// request's span continues that trace when a propagator is installed.
+	ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	_, _ = w.Write(g.serve(ctx, body, transport))
 }
 
 func (g *Guardian) tooLarge(ctx context.Context) []byte {

@@ -39,13 +39,17 @@ const (
 	maxBenchRequests = 10_000_000
 )
 
-// runBench is `acsledger bench guardian`: HMAC-signed toolCallRequests from
-// concurrent sessions against a Guardian over loopback HTTP, then bare
-// in-process OPA evaluation of the same policy and inputs on as many
-// goroutines, and the ratio of the two rates.
+// runBench is `acsledger bench guardian|soak`. guardian: HMAC-signed
+// toolCallRequests from concurrent sessions against a Guardian over
+// loopback HTTP, then (with --peer opa-server) OPA's own server and bare
+// in-process OPA evaluation of the same policy and inputs, and the ratios
+// of the rates. soak: bench_soak.go.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "soak" {
+		return runBenchSoak(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "guardian" {
-		return fmt.Errorf("%w: the only benchmark is 'acsledger bench guardian'", errUsage)
+		return fmt.Errorf("%w: the benchmarks are 'acsledger bench guardian' and 'acsledger bench soak'", errUsage)
 	}
 	fs := newFlagSet("bench guardian", stderr)
 	target := fs.String("url", "", "drive the running server at this loopback base URL (e.g. http://127.0.0.1:8080) instead of starting one; its ledger keeps the sessions")

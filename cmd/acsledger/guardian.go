@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -35,7 +36,13 @@ type guardianFlags struct {
 	// onFailure is the failure posture (guardian.Config.OnDecisionFailure).
 	onFailure     string
 	masterKeyFile string
+	// acsTrace emits ACS-Trace step spans and acs.decision events
+	// (guardian.Config.TraceSteps).
+	acsTrace bool
 }
+
+// envACSTrace turns --acs-trace on by default when set to a true value.
+const envACSTrace = "ACSLEDGER_ACS_TRACE"
 
 func (f *guardianFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.keysDir, "keys", "", "key directory (acsledger keygen); default: keys/ beside the embedded store, or ./acsledger-keys, created with fresh keys if missing")
@@ -56,6 +63,8 @@ func (f *guardianFlags) register(fs *flag.FlagSet) {
 		f.onFailure = v
 		return nil
 	})
+	acsTrace, _ := strconv.ParseBool(os.Getenv(envACSTrace))
+	fs.BoolVar(&f.acsTrace, "acs-trace", acsTrace, "emit ACS-Trace spans: one per step, named by the ACS OpenTelemetry mapping, with an acs.decision event (exported when OTEL_EXPORTER_OTLP_ENDPOINT is set); default $"+envACSTrace)
 	fs.StringVar(&f.masterKeyFile, "master-key-file", "", "FILE holding the master key (64 hex digits) that encrypts request params at rest; default $"+envMasterKey+", else "+masterKeyFile+" in the key directory, created if missing")
 }
 
@@ -188,7 +197,7 @@ func (f *guardianFlags) newGuardian(ctx context.Context, store ledger.GuardianSt
 	if err != nil {
 		return nil, fmt.Errorf("couldn't load policy %s %s: %w", b.ID, b.Version, err)
 	}
-	cfg := guardian.Config{Store: store, Policy: opapolicy.New(engine), Keys: keySet, Logger: log, OnDecisionFailure: f.onFailure}
+	cfg := guardian.Config{Store: store, Policy: opapolicy.New(engine), Keys: keySet, Logger: log, OnDecisionFailure: f.onFailure, TraceSteps: f.acsTrace}
 	if f.approverKeys != "" {
 		ak, err := sig.LoadKeyDir(f.approverKeys)
 		if err != nil {
@@ -277,6 +286,17 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	// Spans and metrics leave over OTLP as from serve; stdout is the
+	// protocol's, so nothing else is served.
+	tel, err := newTelemetry(ctx, os.Getenv, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tel.stop(ctx); err != nil {
+			log.Warn("telemetry shutdown incomplete", "err", err)
+		}
+	}()
 	g, err := gf.newGuardian(ctx, store, keys, keySet, log)
 	if err != nil {
 		return err

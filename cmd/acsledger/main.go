@@ -17,6 +17,8 @@
 //	                                                        erase a step's request params
 //	acsledger ingest   --format F [--db URL] [--json] FILE... take in other guards' records
 //	acsledger bench    guardian [--url URL] [--sessions N,...] [--peer opa-server]  measure the Guardian beside OPA's server and bare OPA
+//	acsledger bench    soak [--duration D] [--rate R] [--sessions N] [--out DIR]
+//	                                                        hold half the maximum rate and watch for growth
 //	acsledger demo     [--url URL] [--keys DIR]             drive a running server and verify its evidence
 //
 // With no --db the service keeps its evidence in an embedded SQLite store

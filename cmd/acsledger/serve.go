@@ -109,11 +109,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	metrics, stopMetrics, err := newMetrics()
+	tel, err := newTelemetry(ctx, os.Getenv, log)
 	if err != nil {
 		return err
 	}
-	defer stopMetrics(context.WithoutCancel(ctx))
+	defer func() {
+		if err := tel.stop(ctx); err != nil {
+			log.Warn("telemetry shutdown incomplete", "err", err)
+		}
+	}()
 
 	keys, keySet, err := gf.loadKeys(url, log)
 	if err != nil {
@@ -154,7 +158,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
 	}, Ingest: inf.options(), Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store})
-	mountRoutes(handler.Router(), mlog, metrics, gd, gd.ApprovalHandler(), log)
+	mountRoutes(handler.Router(), mlog, tel.metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,

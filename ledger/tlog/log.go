@@ -16,6 +16,8 @@ import (
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/acsledger/acsledger/verify"
@@ -308,7 +310,9 @@ func (l *Log) Run(ctx context.Context) error {
 			n, err = l.integrate(ctx, limit)
 			more = n == limit
 		} else {
-			more, err = l.catchUp(ctx, limit)
+			cctx, span := startCatchUp(ctx, limit)
+			more, err = l.catchUp(cctx, limit)
+			endSpan(span, err)
 		}
 		if err != nil && ctx.Err() == nil {
 			l.runErr.Store(&err)
@@ -343,8 +347,9 @@ func (l *Log) Integrate(ctx context.Context) (int, error) {
 }
 
 // integrate is Integrate with up to limit leaves.
-func (l *Log) integrate(ctx context.Context, limit int) (int, error) {
-	n, err := l.integrateBatch(ctx, limit)
+func (l *Log) integrate(ctx context.Context, limit int) (n int, err error) {
+	n, ictx, span, err := l.integrateBatch(ctx, limit)
+	defer func() { endSpan(span, err) }()
 	if err != nil {
 		return 0, err
 	}
@@ -352,7 +357,7 @@ func (l *Log) integrate(ctx context.Context, limit int) (int, error) {
 		return 0, nil
 	}
 	// Also when nothing was added: a previous signing may have failed.
-	return n, l.signIfBehind(ctx)
+	return n, l.signIfBehind(ictx)
 }
 
 // unsigned reports whether the integrated tree is larger than the last
@@ -363,27 +368,32 @@ func (l *Log) unsigned() bool {
 	return l.rng == nil || l.rng.End() != l.signedSize
 }
 
-func (l *Log) integrateBatch(ctx context.Context, limit int) (int, error) {
+// integrateBatch stores up to limit pending leaves. When it found some it
+// opens the integration's span, which the caller ends, and returns ctx
+// under it; otherwise the span records nothing.
+func (l *Log) integrateBatch(ctx context.Context, limit int) (int, context.Context, trace.Span, error) {
+	var span trace.Span = noop.Span{}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.rng == nil {
 		if l.dirty(ctx); l.rng == nil {
-			return 0, errors.New("tlog: integrator state could not be rebuilt")
+			return 0, ctx, span, errors.New("tlog: integrator state could not be rebuilt")
 		}
 	}
 	b, err := l.prepare(ctx, 0, limit)
 	if err != nil {
 		l.dirty(ctx)
-		return 0, err
+		return 0, ctx, span, err
 	}
 	if len(b.leaves) == 0 {
-		return 0, nil
+		return 0, ctx, span, nil
 	}
+	ctx, span = startIntegrate(ctx, b.start, len(b.leaves))
 	if err := l.store(ctx, b); err != nil {
 		l.dirty(ctx)
-		return 0, err
+		return 0, ctx, span, err
 	}
-	return len(b.leaves), nil
+	return len(b.leaves), ctx, span, nil
 }
 
 // batch is a run of leaves hashed into the integrator state, to be stored.
@@ -612,7 +622,10 @@ func (l *Log) signIfBehind(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return l.signLocked(ctx, l.rng.End(), mem)
+	ctx, span := startSign(ctx, l.rng.End())
+	err = l.signLocked(ctx, l.rng.End(), mem)
+	endSpan(span, err)
+	return err
 }
 
 // signLocked is signIfBehind for the stored tree of size, whose root the
