@@ -174,8 +174,12 @@ func TestVerifyUploadBusy(t *testing.T) {
 		resp.Body.Close()
 		first <- resp.StatusCode
 	}()
-	// The server reads the first bytes only once it holds the slot.
-	if _, err := io.WriteString(pw, `{"format":"acsledger-evidence-bundle",`+strings.Repeat(" ", 128<<10)); err != nil {
+	// The server reads the first bytes only once it holds the slot. The
+	// write returns once they are read; it is larger than what loopback
+	// socket buffers hold (a few MB), so that it cannot return before the
+	// server started reading: 128 KiB once did, under load, and the second
+	// upload took the slot first.
+	if _, err := io.WriteString(pw, `{"format":"acsledger-evidence-bundle",`+strings.Repeat(" ", 16<<20)); err != nil {
 		t.Fatal(err)
 	}
 	code, h, b := do(t, "POST", base+"/verify/bundle", []byte(`{}`))
