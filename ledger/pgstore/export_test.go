@@ -26,3 +26,6 @@ var QueryEntriesByStep, QueryEntryByStep = q.EntriesByStep, q.EntryByStep
 // QuerySessionLeaves and QueryLastSessionLeaf are the Merkle log's reads of
 // one session's leaves, for plan tests.
 var QuerySessionLeaves, QueryLastSessionLeaf = q.LogSessionLeaves, q.LogLastSessionLeaf
+
+// QueryEntries is a session's page of entries, for its plan test.
+var QueryEntries = q.Entries
