@@ -156,7 +156,7 @@ type scaleLoad struct {
 	// copyTime and logTime are where the load's time went.
 	copyTime map[string]time.Duration
 	logTime  time.Duration
-	added int // entries appended by the measures
+	added    int // entries appended by the measures
 }
 
 type scaleMeasure struct {
