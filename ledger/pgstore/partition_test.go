@@ -234,3 +234,64 @@ func TestSessionReadPlan(t *testing.T) {
 		t.Fatalf("session s-7: %d entries, %v; want 4", len(es), err)
 	}
 }
+
+// TestPartitionKeys checks the shape that both partitioning by session and
+// a distributed engine sharding by session (docs/storage.md) need: every
+// partitioned table is partitioned by session_id, and each of its primary
+// keys, unique keys and foreign keys includes session_id, so a session's
+// rows of every table are checked within one partition.
+func TestPartitionKeys(t *testing.T) {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, newDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, `
+		SELECT p.partrelid::regclass::text, pg_get_partkeydef(p.partrelid), coalesce(k.conname, ''), coalesce(k.contype::text, ''),
+		       coalesce(k.has_session, true)
+		FROM pg_partitioned_table p
+		JOIN pg_class r ON r.oid = p.partrelid AND r.relnamespace = 'public'::regnamespace AND NOT r.relispartition
+		LEFT JOIN LATERAL (
+			SELECT con.conname, con.contype,
+			       'session_id' = ANY (SELECT a.attname::text FROM pg_attribute a
+			                           WHERE a.attrelid = con.conrelid AND a.attnum = ANY (con.conkey)) AS has_session
+			FROM pg_constraint con
+			-- conparentid: PostgreSQL's own per-partition copies of a
+			-- foreign key to a partitioned table.
+			WHERE con.conrelid = p.partrelid AND con.contype IN ('p', 'u', 'f') AND con.conparentid = 0) k ON true
+		ORDER BY 1, 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := make(map[string]int)
+	for rows.Next() {
+		var table, key, name, kind string
+		var hasSession bool
+		if err := rows.Scan(&table, &key, &name, &kind, &hasSession); err != nil {
+			t.Fatal(err)
+		}
+		if key != "HASH (session_id)" {
+			t.Errorf("%s is partitioned by %s", table, key)
+		}
+		if !hasSession {
+			t.Errorf("%s: key %s (%s) does not include session_id", table, name, kind)
+		}
+		if kind != "" {
+			tables[table]++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Each table with its keys: the check saw them all.
+	want := map[string]int{"entries": 4, "responses": 2, "request_params": 2, "erasures": 2, "requests": 1, "search_entries": 2}
+	for table, n := range want {
+		if tables[table] != n {
+			t.Errorf("%s: %d keys checked, want %d", table, tables[table], n)
+		}
+	}
+	if len(tables) != len(want) {
+		t.Errorf("partitioned tables: %v, want those of %v", tables, want)
+	}
+}
