@@ -5,7 +5,7 @@ PKGS ?= ./...
 .PHONY: help run test check vulncheck unit bench bench-scale bench-10m screenshots fuzz lint
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
 
 run: ## run the service on the embedded store at http://127.0.0.1:8080
 	$(GO) run ./cmd/acsledger serve
