@@ -2,10 +2,10 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help run test check vulncheck unit drills bench bench-scale screenshots fuzz lint
+.PHONY: help run test check vulncheck unit drills bench bench-scale bench-10m screenshots fuzz lint
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
 
 run: ## run the service on the embedded store at http://127.0.0.1:8080
 	$(GO) run ./cmd/acsledger serve
@@ -47,6 +47,9 @@ bench: ## every benchmark once (see docs/benchmarks.md for the recorded runs)
 
 bench-scale: ## the UI's search and timeline over 1,000,000 entries in a throwaway PostgreSQL (minutes; docs/benchmarks.md)
 	ACSLEDGER_BENCH_SCALE=1 CI=true $(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 30m ./web/
+
+bench-10m: ## append, session read, search and proof latency at 1M..10M entries in a throwaway PostgreSQL (an hour or more; docs/benchmarks.md)
+	ACSLEDGER_BENCH_10M=1 CI=true $(GO) test -run '^$$' -bench TenMillion -benchtime 1x -timeout 6h ./ledger/pgstore/
 
 screenshots: ## the UI journeys in Chromium, saving their screenshots in docs/screenshots
 	mkdir -p docs/screenshots

@@ -90,6 +90,16 @@ func TestAppendOnly(t *testing.T) {
 		// forward; other columns are not granted.
 		{"UPDATE heads SET length = length - 1", forward, forward},
 		{"UPDATE heads SET session_id = 'other'", denied, forward},
+		// Migration 0011: a partition named directly is refused as its
+		// parent is (the writer holds no privilege on it).
+		{"DELETE FROM entries_p00", denied, appendOnly},
+		{"UPDATE entries_p07 SET step_type = 'rewritten'", denied, appendOnly},
+		{"TRUNCATE entries_p15 CASCADE", denied, appendOnly},
+		{"UPDATE responses_p03 SET response = 'forged'", denied, appendOnly},
+		{"UPDATE request_params_p01 SET params = 'forged'", denied, appendOnly},
+		{"TRUNCATE requests_p09", denied, appendOnly},
+		{"DELETE FROM erasures_p11", denied, appendOnly},
+		{"INSERT INTO entries_p02 (session_id, position, entry_hash, entry_id, step_id, step_type, entry_timestamp, recorded_at, content) VALUES ('s', 0, sha256(''), 'x', 'x', 'x', 'x', now(), '{}')", denied, ""},
 		{"DROP TABLE entries", "must be owner", ""},
 		{"ALTER TABLE entries DISABLE TRIGGER entries_append_only", "must be owner", ""},
 		{"INSERT INTO schema_migrations (version, name) VALUES (999, 'x')", denied, ""},

@@ -36,3 +36,6 @@ func SearchQuery(f ledger.SearchFilter) (string, []any) {
 	w := searchWhere(f, 101)
 	return strings.Replace(sq.SearchEntries, "FILTERS", w.sql.String(), 1), w.args
 }
+
+// QueryEntries is a session's page of entries, for its plan test.
+var QueryEntries = q.Entries

@@ -181,8 +181,10 @@ SELECT erased_at, reason, erased_by FROM erasures WHERE session_id = $1 AND posi
 -- tlog_leaves (idx, entry_id, entry_hash, data), which has no SQL text.
 
 -- name: LogPending
+-- The queue names each entry's session (migration 0011), so each lookup
+-- reads one partition of entries.
 SELECT p.entry_id, e.session_id, e.position, e.entry_hash
-FROM tlog_pending p JOIN entries e ON e.id = p.entry_id
+FROM tlog_pending p JOIN entries e ON e.session_id = p.session_id AND e.id = p.entry_id
 WHERE p.entry_id > $1 ORDER BY p.entry_id LIMIT $2;
 
 -- name: LogSize

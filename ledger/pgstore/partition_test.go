@@ -1,0 +1,297 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/pgstore"
+	"github.com/acsledger/acsledger/ledger/storetest"
+	"github.com/acsledger/acsledger/migrations"
+)
+
+// newDBAt returns the URL of a fresh database migrated up to version, with
+// Migrate's bookkeeping, so that a later Migrate applies the rest as it
+// would on a ledger that stopped there.
+func newDBAt(t testing.TB, version int) string {
+	t.Helper()
+	ctx := context.Background()
+	url := newDBRaw(t)
+	ms, err := migrations.Postgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `CREATE TABLE schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Version > version {
+			break
+		}
+		if _, err := c.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if _, err := c.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return url
+}
+
+// v10Ledger is a version-10 ledger written by hand, as the owner: 40
+// sessions of 3 entries each, every side table holding rows, one params
+// row erased, the Merkle log's queue filled by its trigger, and an
+// identity value allocated and rolled back.
+const v10Ledger = `
+INSERT INTO sessions (session_id, agent_id, writer, created_at)
+SELECT 's-' || i, 'agent-' || i % 3, 'guardian', now() FROM generate_series(1, 40) i;
+INSERT INTO entries (session_id, position, entry_hash, previous_hash, entry_id, step_id, step_type,
+    entry_timestamp, recorded_at, content)
+SELECT 's-' || i, p, sha256(convert_to('e' || i || '-' || p, 'UTF8')),
+    CASE WHEN p > 0 THEN sha256(convert_to('e' || i || '-' || (p - 1), 'UTF8')) END,
+    'e-' || i || '-' || p, 'step-' || i || '-' || p, 'steps/toolCallRequest',
+    '2026-03-14T14:02:00.000Z', now() - (i || ' minutes')::interval,
+    convert_to(format('{"decision":{"disposition":"%s","reason_codes":["r%s"]},"step_id":"step-%s-%s"}',
+        CASE WHEN p % 2 = 0 THEN 'allow' ELSE 'deny' END, p, i, p), 'UTF8')
+FROM generate_series(1, 40) i, generate_series(0, 2) p ORDER BY i, p;
+INSERT INTO heads (session_id, length, head, updated_at)
+SELECT 's-' || i, 3, sha256(convert_to('e' || i || '-2', 'UTF8')), now() FROM generate_series(1, 40) i;
+INSERT INTO responses (session_id, position, response, recorded_at)
+SELECT session_id, position, convert_to('signed ' || entry_id, 'UTF8'), recorded_at FROM entries;
+INSERT INTO request_params (session_id, position, params, recorded_at, tool_name)
+SELECT session_id, position, convert_to('{"payload":{"tool":{"name":"bash"}}}', 'UTF8'), recorded_at, 'bash' FROM entries;
+INSERT INTO requests (session_id, request_id, nonce, seen_at)
+SELECT 's-' || i, 'r-' || i, CASE WHEN i % 2 = 0 THEN 'n-' || i ELSE '' END, now() FROM generate_series(1, 40) i;
+INSERT INTO erasures (session_id, position, erased_at, reason, erased_by) VALUES ('s-1', 0, now(), 'test', 'owner');
+DELETE FROM request_params WHERE session_id = 's-1' AND position = 0;
+`
+
+// TestPartitionMigration converts a version-10 ledger and checks that
+// migration 0011 moved every row unchanged into partitioned tables, kept
+// the Merkle log's queue, and left a schema the store appends to: ids
+// continue past the old ones, the new entry is queued for the log and
+// projected for search, and a replayed request is still refused.
+func TestPartitionMigration(t *testing.T) {
+	ctx := context.Background()
+	url := newDBAt(t, 10)
+	owner, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	if _, err := owner.Exec(ctx, v10Ledger); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := owner.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO entries (session_id, position, entry_hash, entry_id, step_id, step_type, entry_timestamp, recorded_at, content) VALUES ('s-1', 99, sha256(''), 'x', 'x', 'x', 'x', now(), '{}')"); err == nil {
+		t.Fatal("an entry at position 99 with no previous_hash was accepted")
+	}
+	tx.Rollback(ctx)
+
+	// Every table's rows as text, in a fixed order.
+	tables := map[string]string{
+		"entries":        "SELECT t::text FROM entries t",
+		"responses":      "SELECT t::text FROM responses t",
+		"request_params": "SELECT t::text FROM request_params t",
+		"requests":       "SELECT t::text FROM requests t",
+		"erasures":       "SELECT t::text FROM erasures t",
+		"search_entries": "SELECT t::text FROM search_entries t",
+		"tlog_pending":   "SELECT entry_id::text FROM tlog_pending",
+	}
+	snapshot := func() map[string]string {
+		t.Helper()
+		m := make(map[string]string)
+		for name, q := range tables {
+			var s string
+			if err := owner.QueryRow(ctx, "SELECT coalesce(string_agg(r, E'\\n' ORDER BY r), '') FROM ("+q+") x (r)").Scan(&s); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			m[name] = s
+		}
+		return m
+	}
+	before := snapshot()
+	var lastID int64
+	if err := owner.QueryRow(ctx, "SELECT last_value FROM entries_id_seq").Scan(&lastID); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(before["entries"], "\n") + 1; n != 120 || strings.Count(before["request_params"], "\n")+1 != 119 ||
+		strings.Count(before["tlog_pending"], "\n")+1 != 120 || strings.Count(before["search_entries"], "bash") != 120 {
+		// (Erasing params leaves the tool name in the projection.)
+		t.Fatalf("the version-10 ledger is not as written: %d entries, %d params, %d queued, %d projected with their tool", n,
+			strings.Count(before["request_params"], "\n")+1, strings.Count(before["tlog_pending"], "\n")+1, strings.Count(before["search_entries"], "bash"))
+	}
+
+	if err := pgstore.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	after := snapshot()
+	for name := range tables {
+		if after[name] != before[name] {
+			t.Errorf("%s changed in migration 0011:\nbefore:\n%s\nafter:\n%s", name, before[name], after[name])
+		}
+	}
+	// Partitioned, the rows spread over the partitions, the queue naming
+	// each entry's session.
+	for name := range tables {
+		if name == "tlog_pending" {
+			continue
+		}
+		var kind string
+		var parts int
+		err := owner.QueryRow(ctx, fmt.Sprintf(`SELECT (SELECT relkind::text FROM pg_class WHERE oid = '%[1]s'::regclass),
+			(SELECT count(*) FROM pg_inherits WHERE inhparent = '%[1]s'::regclass)`, name)).Scan(&kind, &parts)
+		if err != nil || kind != "p" || parts != 16 {
+			t.Errorf("%s: relkind %q with %d partitions, %v; want a partitioned table of 16", name, kind, parts, err)
+		}
+	}
+	var spread, mismatched int
+	if err := owner.QueryRow(ctx, `SELECT (SELECT count(DISTINCT tableoid) FROM entries),
+		(SELECT count(*) FROM tlog_pending p JOIN entries e ON e.id = p.entry_id WHERE e.session_id <> p.session_id)`).Scan(&spread, &mismatched); err != nil {
+		t.Fatal(err)
+	}
+	if spread < 8 || mismatched != 0 {
+		t.Errorf("40 sessions in %d partitions of entries, %d queue rows naming another session", spread, mismatched)
+	}
+
+	s := openStore(t, url, pgstore.Options{})
+	if err := s.RecordRequest(ctx, "s-2", "r-2", "", time.Now()); err == nil {
+		t.Error("request r-2 of session s-2 was not refused as a replay after the migration")
+	}
+	_, _, err = s.AppendRequest(ctx, ledger.Record{SessionID: "s-new", AgentID: "a", Entry: storetest.Synthetic(1, "")},
+		[]byte(`{"payload":{"tool":{"name":"grep"}}}`), ledger.Seen{RequestID: "r-new", At: time.Now()},
+		func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id, queued int64
+	var tool string
+	err = owner.QueryRow(ctx, `SELECT e.id, (SELECT count(*) FROM tlog_pending p WHERE p.entry_id = e.id AND p.session_id = 's-new'),
+		(SELECT tool_name FROM search_entries WHERE session_id = 's-new')
+		FROM entries e WHERE e.session_id = 's-new'`).Scan(&id, &queued, &tool)
+	if err != nil || id <= lastID || queued != 1 || tool != "grep" {
+		t.Fatalf("new entry: id %d (last before %d), queued %d times, tool %q, %v", id, lastID, queued, tool, err)
+	}
+}
+
+// TestSessionReadPlan checks that a session's page of entries reads one
+// partition, by index.
+func TestSessionReadPlan(t *testing.T) {
+	ctx := context.Background()
+	url := newDB(t)
+	s := openStore(t, url, pgstore.Options{})
+	var rs []ledger.Record
+	for i := range 2000 {
+		rs = append(rs, ledger.Record{SessionID: fmt.Sprintf("s-%d", i%500), Entry: storetest.Synthetic(i, "")})
+	}
+	if _, err := s.AppendBatch(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	owner, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	// A partition of 2,000 / 16 entries is a few pages, which the planner
+	// rightly reads whole; what partitioning decides is which partition
+	// is read, and that an index finds the session within it.
+	if _, err := owner.Exec(ctx, "ANALYZE entries; SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := owner.Query(ctx, "EXPLAIN "+pgstore.QueryEntries, "s-7", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	read := make(map[string]bool)
+	for _, m := range regexp.MustCompile(`on (entries_p\d\d) `).FindAllStringSubmatch(plan, -1) {
+		read[m[1]] = true
+	}
+	if len(read) != 1 || strings.Contains(plan, "Append") || !strings.Contains(plan, "Index") {
+		t.Errorf("a session's entries are not read from one partition by index:\n%s", plan)
+	}
+	es, err := s.Entries(ctx, "s-7", 0, 100)
+	if err != nil || len(es) != 4 || es[3].Position != 3 {
+		t.Fatalf("session s-7: %d entries, %v; want 4", len(es), err)
+	}
+}
+
+// TestPartitionKeys checks the shape that both partitioning by session and
+// a distributed engine sharding by session (docs/storage.md) need: every
+// partitioned table is partitioned by session_id, and each of its primary
+// keys, unique keys and foreign keys includes session_id, so a session's
+// rows of every table are checked within one partition.
+func TestPartitionKeys(t *testing.T) {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, newDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, `
+		SELECT p.partrelid::regclass::text, pg_get_partkeydef(p.partrelid), coalesce(k.conname, ''), coalesce(k.contype::text, ''),
+		       coalesce(k.has_session, true)
+		FROM pg_partitioned_table p
+		JOIN pg_class r ON r.oid = p.partrelid AND r.relnamespace = 'public'::regnamespace AND NOT r.relispartition
+		LEFT JOIN LATERAL (
+			SELECT con.conname, con.contype,
+			       'session_id' = ANY (SELECT a.attname::text FROM pg_attribute a
+			                           WHERE a.attrelid = con.conrelid AND a.attnum = ANY (con.conkey)) AS has_session
+			FROM pg_constraint con
+			-- conparentid: PostgreSQL's own per-partition copies of a
+			-- foreign key to a partitioned table.
+			WHERE con.conrelid = p.partrelid AND con.contype IN ('p', 'u', 'f') AND con.conparentid = 0) k ON true
+		ORDER BY 1, 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := make(map[string]int)
+	for rows.Next() {
+		var table, key, name, kind string
+		var hasSession bool
+		if err := rows.Scan(&table, &key, &name, &kind, &hasSession); err != nil {
+			t.Fatal(err)
+		}
+		if key != "HASH (session_id)" {
+			t.Errorf("%s is partitioned by %s", table, key)
+		}
+		if !hasSession {
+			t.Errorf("%s: key %s (%s) does not include session_id", table, name, kind)
+		}
+		if kind != "" {
+			tables[table]++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Each table with its keys: the check saw them all.
+	want := map[string]int{"entries": 4, "responses": 2, "request_params": 2, "erasures": 2, "requests": 1, "search_entries": 2}
+	for table, n := range want {
+		if tables[table] != n {
+			t.Errorf("%s: %d keys checked, want %d", table, tables[table], n)
+		}
+	}
+	if len(tables) != len(want) {
+		t.Errorf("partitioned tables: %v, want those of %v", tables, want)
+	}
+}
