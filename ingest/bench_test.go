@@ -217,8 +217,8 @@ func copyBaseline(b *testing.B, owner *pgxpool.Pool, run string, tilesBefore int
 		{"ingest_records", "source, natural_key, replay_key, digest, session_id, position, entry_hash, flags, file, record, recorded_at",
 			"FROM ingest_records WHERE natural_key LIKE $1 ORDER BY seq", []any{run + "-%"}},
 		// The log's queue: one row per entry, written and deleted again.
-		{"tlog_pending", "entry_id",
-			"FROM (SELECT id AS entry_id FROM entries WHERE step_id LIKE $1 ORDER BY id) e", []any{stepIDs}},
+		{"tlog_pending", "entry_id, session_id",
+			"FROM (SELECT id AS entry_id, session_id FROM entries WHERE step_id LIKE $1 ORDER BY id) e", []any{stepIDs}},
 		{"tlog_leaves", "idx, entry_id, entry_hash, data",
 			"FROM tlog_leaves WHERE entry_id IN (SELECT id FROM entries WHERE step_id LIKE $1) ORDER BY idx", []any{stepIDs}},
 		{"tlog_tiles", "level, idx, data, root",
