@@ -211,6 +211,26 @@ func TestLogin(t *testing.T) {
 	t.Run("logout", func(t *testing.T) {
 		run(t, b, "open the sessions", chromedp.Navigate(base+"/ui/"))
 		settle(t, b, whoExpr, "vera (viewer)")
+		// The server ends the UI session before the browser leaves the
+		// page: a fetch that then gets 401 must not send the browser to the
+		// plain login page instead of the logout's "You are logged out.".
+		// Submit with the navigation held back, then fail a fetch.
+		if got := eval[string](t, b, `(() => {
+			const f = document.getElementById("logout");
+			f.addEventListener("submit", e => e.preventDefault());
+			f.requestSubmit();
+			toLogin();
+			return location.pathname;
+		})()`); got != "/ui/" {
+			t.Fatalf("the page is at %s before the check", got)
+		}
+		// location.assign navigates later: give it the time to.
+		time.Sleep(1500 * time.Millisecond)
+		if got := eval[string](t, b, `location.pathname + location.search`); got != "/ui/" {
+			t.Errorf("after a logout was submitted, a 401 took the browser to %s", got)
+		}
+		run(t, b, "reopen the sessions", chromedp.Navigate(base+"/ui/"))
+		settle(t, b, whoExpr, "vera (viewer)")
 		run(t, b, "log out", chromedp.Click("#logout-button"))
 		settle(t, b, `(document.getElementById("login-error") || {textContent: ""}).textContent`, "You are logged out.")
 		run(t, b, "open the sessions again", chromedp.Navigate(base+"/ui/"))

@@ -19,7 +19,16 @@ function csrfHeaders(extra) {
   return Object.assign({ Accept: "application/json", "X-CSRF-Token": (me && me.csrf_token) || "" }, extra || {});
 }
 
+// loggingOut is set when the logout form is submitted: the server ends the
+// UI session before the browser leaves the page, so a fetch still in flight
+// gets 401, and its toLogin must not replace the logout's own redirect (the
+// login page that says "You are logged out.").
+let loggingOut = false;
+
 function toLogin() {
+  if (loggingOut) {
+    return;
+  }
   location.assign("/ui/login?" + new URLSearchParams({ next: location.pathname + location.search }));
 }
 
@@ -46,6 +55,9 @@ async function whoami() {
   const form = document.getElementById("logout");
   if (form) {
     form.elements.csrf.value = me.csrf_token || "";
+    form.addEventListener("submit", () => {
+      loggingOut = true;
+    });
   }
   return true;
 }
