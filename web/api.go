@@ -81,11 +81,29 @@ func (s *Server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errReserved)
 		return
 	}
-	if p := principalFrom(r.Context()); p != nil && agentID != "" && !p.sees(agentID) {
+	p := principalFrom(r.Context())
+	if p != nil && agentID != "" && !p.sees(agentID) {
 		// A scoped token writes its own agents' sessions (the guard hid
 		// the others).
 		s.fail(w, r, errOutOfScope)
 		return
+	}
+	if p != nil && p.Scope != "" && agentID == "" {
+		// A scoped token's append that names no agent takes the agent of
+		// the session, read on the primary, so that the store's agent
+		// check keeps it there: a session another writer creates after
+		// the scope check would otherwise take the entry. A new session
+		// without an agent would be outside the scope.
+		sess, err := s.writes.Session(r.Context(), sessionID)
+		if errors.Is(err, ledger.ErrNotFound) {
+			s.fail(w, r, errAgentRequired)
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		agentID = sess.AgentID
 	}
 	res, err := s.store.Append(r.Context(), ledger.Record{
 		SessionID: sessionID,

@@ -27,6 +27,13 @@ type racedStore struct {
 	before func()
 }
 
+// arm makes before run first on the next Append; nil disarms.
+func (s *racedStore) arm(before func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.before = before
+}
+
 func (s *racedStore) Append(ctx context.Context, r ledger.Record) (ledger.Appended, error) {
 	s.mu.Lock()
 	before := s.before
@@ -65,7 +72,8 @@ func raceEntry(i int) []byte {
 // writer with the scope check's 404, as a session outside its scope
 // does, not with the store's 409 naming the other team's agent; the
 // server's log keeps the store's words. Within the token's scope, the
-// store's 409 stands.
+// store's 409 stands. An append naming no agent is held to its session's
+// agent, so such a session does not take it either.
 func TestAppendRacedOutOfScope(t *testing.T) {
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) { testAppendRacedOutOfScope(t, kind) })
@@ -119,7 +127,7 @@ func testAppendRacedOutOfScope(t *testing.T, kind string) {
 		t.Fatalf("scoped writer on another team's existing session: %d %s, want 404", knownCode, known)
 	}
 
-	store.before = createdBy("raced-b", "team-b/secret-bot")
+	store.arm(createdBy("raced-b", "team-b/secret-bot"))
 	code, body := appendAs("raced-b", "team-a/bot", 2)
 	if code != knownCode || strings.ReplaceAll(body, "raced-b", "known-b") != known {
 		t.Errorf("scoped writer on another team's session created after the scope check: %d %s, want the 404 of an out-of-scope session: %s", code, body, known)
@@ -138,8 +146,31 @@ func testAppendRacedOutOfScope(t *testing.T, kind string) {
 		t.Errorf("the log shows the token:\n%s", log)
 	}
 
+	// An append naming no agent takes the session's, read after the
+	// scope check: one to a session the scope check did not find is
+	// refused before the store is asked, so another team's session
+	// created in between cannot take the entry.
+	store.arm(createdBy("raced-b2", "team-b/secret-bot"))
+	code, body = appendAs("raced-b2", "", 4)
+	store.arm(nil) // unused when the handler refused first
+	if code != http.StatusForbidden || strings.Contains(body, "team-b") {
+		t.Errorf("scoped writer naming no agent, a session created after the scope check: %d %s, want 403", code, body)
+	}
+	if s, err := f.Store.Session(context.Background(), "raced-b2"); err == nil && s.Length != 1 {
+		t.Errorf("raced-b2 after the refused append: %+v, want team-b's one entry", s)
+	}
+	if code, body := appendAs("no-agent", "", 5); code != http.StatusForbidden || !strings.Contains(body, "names the agent_id") {
+		t.Errorf("scoped writer creating a session with no agent: %d %s, want 403", code, body)
+	}
+	if code, body := appendAs("own-a", "team-a/bot", 6); code != http.StatusCreated {
+		t.Fatalf("scoped writer, own new session: %d %s", code, body)
+	}
+	if code, body := appendAs("own-a", "", 7); code != http.StatusCreated || !strings.Contains(body, `"position":1`) {
+		t.Errorf("scoped writer naming no agent on its own session: %d %s, want 201 at position 1", code, body)
+	}
+
 	// Within the scope the session's agent is the token's to see.
-	store.before = createdBy("raced-a", "team-a/other-bot")
+	store.arm(createdBy("raced-a", "team-a/other-bot"))
 	code, body = appendAs("raced-a", "team-a/bot", 3)
 	if code != http.StatusConflict || !strings.Contains(body, "team-a/other-bot") {
 		t.Errorf("scoped writer on its own team's session of another agent: %d %s, want the store's 409 naming it", code, body)
