@@ -117,10 +117,10 @@ type walSeen struct {
 	pos pgstore.LSN
 }
 
-// maxSeen bounds staleness's memory: a replica that stops replaying for
-// longer than maxSeen measurements keeps every other position from then
-// on (the oldest one always), so the figure stays exact until it has
-// replayed that oldest position and coarsens after.
+// maxSeen bounds staleness's memory: past maxSeen positions (a replica
+// that stopped replaying for over an hour) every other one is dropped,
+// the oldest always kept, so the figure stays exact until the replica has
+// replayed that oldest position and may fall short by the gaps after.
 const maxSeen = 4096
 
 // measure records a measurement at now: the primary's WAL position, and
