@@ -103,6 +103,11 @@ func (s *Server) appendEntry(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
+		if !p.sees(sess.AgentID) {
+			// Created out of scope after the scope check: the same 404.
+			s.fail(w, r, fmt.Errorf("session %q: %w", sessionID, ledger.ErrNotFound))
+			return
+		}
 		agentID = sess.AgentID
 	}
 	res, err := s.store.Append(r.Context(), ledger.Record{
