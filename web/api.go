@@ -81,11 +81,34 @@ func (s *Server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errReserved)
 		return
 	}
-	if p := principalFrom(r.Context()); p != nil && agentID != "" && !p.sees(agentID) {
+	p := principalFrom(r.Context())
+	if p != nil && agentID != "" && !p.sees(agentID) {
 		// A scoped token writes its own agents' sessions (the guard hid
 		// the others).
 		s.fail(w, r, errOutOfScope)
 		return
+	}
+	if p != nil && p.Scope != "" && agentID == "" {
+		// A scoped token's append that names no agent takes the agent of
+		// the session, read on the primary, so that the store's agent
+		// check keeps it there: a session another writer creates after
+		// the scope check would otherwise take the entry. A new session
+		// without an agent would be outside the scope.
+		sess, err := s.writes.Session(r.Context(), sessionID)
+		if errors.Is(err, ledger.ErrNotFound) {
+			s.fail(w, r, errAgentRequired)
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if !p.sees(sess.AgentID) {
+			// Created out of scope after the scope check: the same 404.
+			s.fail(w, r, fmt.Errorf("session %q: %w", sessionID, ledger.ErrNotFound))
+			return
+		}
+		agentID = sess.AgentID
 	}
 	res, err := s.store.Append(r.Context(), ledger.Record{
 		SessionID: sessionID,
@@ -93,6 +116,10 @@ func (s *Server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		Entry:     body,
 	})
 	if err != nil {
+		if hidden := s.outOfScope(r, sessionID, err); hidden != nil {
+			s.fail(w, r, hidden)
+			return
+		}
 		s.failAppend(w, r, err)
 		return
 	}
@@ -101,6 +128,27 @@ func (s *Server) appendEntry(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusOK
 	}
 	writeJSON(w, code, appendedJSON{res.SessionID, res.Position, res.EntryHash.String(), hashPtr(res.PreviousHash), res.Replayed})
+}
+
+// outOfScope returns the scope check's 404 for an append the store
+// refused because the session belongs to another agent or writer, when
+// the session is outside the token's scope: nil otherwise. The scope check
+// (checkSession) passed, so the session was created between it and the
+// append, by a writer the token may not see; the store's 409 would tell
+// the token that the session exists, and an agent mismatch's text names
+// the session's agent. The store's own words go to the log, which names
+// sessions and agents but holds no secret.
+func (s *Server) outOfScope(r *http.Request, sessionID string, err error) error {
+	p := principalFrom(r.Context())
+	if p == nil || !errors.Is(err, ledger.ErrAgentMismatch) && !errors.Is(err, ledger.ErrWriterMismatch) {
+		return nil
+	}
+	hidden := s.checkSession(r.Context(), p, sessionID, true)
+	if errors.Is(hidden, ledger.ErrNotFound) {
+		s.log.Info("append refused as an unknown session: the session was created out of the token's scope after the scope check",
+			"who", p.Name, "session_id", sessionID, "err", err)
+	}
+	return hidden
 }
 
 // failAppend reports an append error with the values a writer needs to act

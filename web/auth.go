@@ -451,6 +451,9 @@ var (
 	// errOutOfScope refuses a write that would create a session outside
 	// the token's scope.
 	errOutOfScope = errors.New("the agent_id is outside this token's scope")
+	// errAgentRequired refuses a scoped token's append that would create
+	// a session naming no agent, which no scope covers.
+	errAgentRequired = errors.New("a token with a scope names the agent_id of a session it creates")
 	// errReserved refuses an append to the access log's sessions.
 	errReserved = errors.New("session ids starting with " + AccessAgentID + "- and the agent id " + AccessAgentID + " are the access log's")
 )

@@ -119,9 +119,21 @@ type ReplicaLag struct {
 	Replayed string `json:"replayed_lsn,omitempty"`
 	Primary  string `json:"primary_lsn,omitempty"`
 	// MeasuredAt is when; Problem, when set, says why the lag is unknown
-	// ("unreachable", "not_standby"): then reads go to the primary.
+	// ("unreachable": reads go to the primary; "not_standby": the
+	// replica was promoted and reads stay on it).
 	MeasuredAt time.Time `json:"measured_at,omitzero"`
 	Problem    string    `json:"problem,omitempty"`
+	// StaleSeconds is how long the replica has been missing WAL the
+	// primary had written (serve's clock against the primary's WAL
+	// positions, 0 once it has replayed them), the figure compared with
+	// MaxLagSeconds (--db-read-max-lag; 0 sets no limit).
+	StaleSeconds  float64 `json:"stale_seconds"`
+	MaxLagSeconds float64 `json:"max_lag_seconds"`
+	// ReadsFrom is the store the compliance reads go to, "replica" or
+	// "primary", and ReadsReason why: "within_max_lag" or "promoted" for
+	// the replica, "over_max_lag" or "unreachable" for the primary.
+	ReadsFrom   string `json:"reads_from"`
+	ReadsReason string `json:"reads_reason"`
 }
 
 func (a *evidenceAPI) stats(w http.ResponseWriter, r *http.Request) {

@@ -127,7 +127,7 @@ func statusFor(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errBusy):
 		return http.StatusServiceUnavailable
-	case errors.Is(err, errOutOfScope), errors.Is(err, errReserved):
+	case errors.Is(err, errOutOfScope), errors.Is(err, errAgentRequired), errors.Is(err, errReserved):
 		return http.StatusForbidden
 	case errors.Is(err, errBadToken):
 		return http.StatusBadRequest

@@ -2,7 +2,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
@@ -48,11 +50,49 @@ func redact(s string) string { return storeopen.Redact(s) }
 // command line, the password from a file).
 type readDBFlags struct {
 	db, passwordFile string
+	maxLag           time.Duration
+	fs               *flag.FlagSet
 }
 
+// envReadMaxLag is where --db-read-max-lag comes from when not given.
+const envReadMaxLag = "ACSLEDGER_DB_READ_MAX_LAG"
+
+// defaultReadMaxLag is --db-read-max-lag's default: a replica staler
+// than this is not what a compliance officer expects to read, and the
+// primary, which serves every write anyway, can take the reads for the
+// while. It is 30 lag measurements, so a replica that falls behind for a
+// moment (a checkpoint, a burst of writes) keeps its reads.
+const defaultReadMaxLag = 30 * time.Second
+
 func (d *readDBFlags) register(fs *flag.FlagSet) {
+	d.fs = fs
 	fs.StringVar(&d.db, "db-read", "", "read replica: a streaming standby of the --db PostgreSQL server, for searches, session reads, exports and re-verification (docs/operations.md); default $"+storeopen.EnvReadURL+" when set")
 	fs.StringVar(&d.passwordFile, "db-read-password-file", "", "read the read replica's PostgreSQL password from FILE (its first line) instead of the URL")
+	fs.DurationVar(&d.maxLag, "db-read-max-lag", defaultReadMaxLag, "while the read replica has been missing the primary's WAL for longer than this, compliance reads go to the primary (0: no limit); default $"+envReadMaxLag+" when set")
+}
+
+// limit is --db-read-max-lag, or $ACSLEDGER_DB_READ_MAX_LAG when the flag
+// is not given. A negative or malformed value, and the flag given without
+// a read replica (readURL ""), are usage errors.
+func (d *readDBFlags) limit(readURL string, getenv func(string) string) (time.Duration, error) {
+	given := false
+	d.fs.Visit(func(f *flag.Flag) { given = given || f.Name == "db-read-max-lag" })
+	name := "--db-read-max-lag"
+	switch v := getenv(envReadMaxLag); {
+	case given && readURL == "":
+		return 0, fmt.Errorf("%w: --db-read-max-lag without a read replica (--db-read or $%s)", errUsage, storeopen.EnvReadURL)
+	case !given && v != "":
+		name = "$" + envReadMaxLag
+		lag, err := time.ParseDuration(v)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %s %q: not a duration (30s, 2m, 0 for no limit)", errUsage, name, v)
+		}
+		d.maxLag = lag
+	}
+	if d.maxLag < 0 {
+		return 0, fmt.Errorf("%w: %s %v: must be 0 (no limit) or positive", errUsage, name, d.maxLag)
+	}
+	return d.maxLag, nil
 }
 
 // url is the read replica's URL with the password file's password in it,

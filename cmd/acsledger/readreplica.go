@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/acsledger/acsledger/ledger"
@@ -43,21 +44,131 @@ var (
 		metric.WithDescription("WAL bytes the read replica has not replayed"))
 	lagSecs, _ = meter.Float64Gauge("acsledger.db_read.lag_seconds", metric.WithUnit("s"),
 		metric.WithDescription("age of the read replica's newest replayed commit while it is behind the primary"))
+	staleSecs, _ = meter.Float64Gauge("acsledger.db_read.stale_seconds", metric.WithUnit("s"),
+		metric.WithDescription("how long the read replica has been missing WAL the primary had written: what --db-read-max-lag limits"))
+	serving, _ = meter.Int64Gauge("acsledger.db_read.serving",
+		metric.WithDescription("1 for the store (replica or primary) the compliance reads go to and why, 0 for the other reasons"))
 )
+
+// Where the compliance reads go, and why: reads_from and reads_reason in
+// /stats, the store and reason attributes of acsledger_db_read_serving.
+const (
+	readsReplica = "replica"
+	readsPrimary = "primary"
+
+	// withinMaxLag: the replica was measured and is no staler than
+	// --db-read-max-lag.
+	withinMaxLag = "within_max_lag"
+	// promoted: the replica is no longer a standby; it holds what it
+	// committed as the primary it now is.
+	promoted = "promoted"
+	// overMaxLag: the replica has been missing WAL the primary had for
+	// longer than --db-read-max-lag.
+	overMaxLag = "over_max_lag"
+	// replicaUnreachable: the replica could not be measured or read.
+	replicaUnreachable = "unreachable"
+)
+
+// readsReasons are every store and reason the serving gauge reports,
+// so that each series is always there, at 0 when it is not the case.
+var readsReasons = []struct{ store, reason string }{
+	{readsReplica, withinMaxLag}, {readsReplica, promoted},
+	{readsPrimary, overMaxLag}, {readsPrimary, replicaUnreachable},
+}
+
+func recordServing(ctx context.Context, store, reason string) {
+	for _, r := range readsReasons {
+		v := int64(0)
+		if r.store == store && r.reason == reason {
+			v = 1
+		}
+		serving.Record(ctx, v, metric.WithAttributes(attribute.String("store", r.store), attribute.String("reason", r.reason)))
+	}
+}
+
+// staleness measures how long a read replica has been missing WAL the
+// primary had written, the figure --db-read-max-lag limits. It keeps the
+// primary's WAL positions as serve saw them at each measurement, and the
+// replica is stale by the age of the oldest position it has not replayed.
+//
+// Why not the replica's own figures: pg_last_xact_replay_timestamp() is
+// the primary's commit time of the last transaction replayed, and "now
+// minus that" (lag_seconds) counts the primary's idleness as lag: after an
+// idle hour, the first WAL record (a checkpoint, a vacuum) makes a replica
+// a few bytes behind look an hour stale, and the two servers' clocks may
+// disagree. pg_stat_replication's replay_lag on the primary needs a
+// monitoring role, names no standby we can match for sure, and stops
+// moving while replay is paused. The WAL positions are exact, are read
+// from both servers already, and only serve's clock measures the time
+// between them: on an idle primary the position stays put and a caught-up
+// replica is not stale at all; a replica that stopped replaying is stale
+// from the first measurement that saw the primary write past it.
+//
+// The figure is a lower bound, by at most one measurement interval: the
+// WAL was written at most that long before a measurement saw it.
+type staleness struct {
+	// seen are the primary's WAL positions the replica had not replayed
+	// when last measured, each with when it was first seen, oldest first.
+	seen []walSeen
+}
+
+type walSeen struct {
+	at  time.Time
+	pos pgstore.LSN
+}
+
+// maxSeen bounds staleness's memory: past maxSeen positions (a replica
+// that stopped replaying for over an hour) every other one is dropped,
+// the oldest always kept, so the figure stays exact until the replica has
+// replayed that oldest position and may fall short by the gaps after.
+const maxSeen = 4096
+
+// measure records a measurement at now: the primary's WAL position, and
+// how far the replica had replayed. It returns how long the replica has
+// been missing WAL the primary had: 0 when it has replayed everything a
+// measurement has seen the primary write.
+func (st *staleness) measure(now time.Time, primary, replayed pgstore.LSN) time.Duration {
+	if n := len(st.seen); primary > replayed && (n == 0 || primary > st.seen[n-1].pos) {
+		st.seen = append(st.seen, walSeen{now, primary})
+	}
+	i := 0
+	for i < len(st.seen) && st.seen[i].pos <= replayed {
+		i++
+	}
+	st.seen = append(st.seen[:0], st.seen[i:]...)
+	if len(st.seen) > maxSeen {
+		kept := st.seen[:1]
+		for j := 2; j < len(st.seen); j += 2 {
+			kept = append(kept, st.seen[j])
+		}
+		st.seen = kept
+	}
+	if len(st.seen) == 0 {
+		return 0
+	}
+	return max(now.Sub(st.seen[0].at), 0)
+}
+
+// reset forgets what was seen, for a replica that is no longer a standby.
+func (st *staleness) reset() { st.seen = st.seen[:0] }
 
 // replicaMonitor measures the read replica's lag, for /metrics, /stats and
 // the choice of where reads go: while the replica cannot be measured
-// (unreachable), reads go to the primary.
+// (unreachable) or has been missing the primary's WAL for longer than
+// maxLag, reads go to the primary.
 type replicaMonitor struct {
 	r   *storeopen.ReadReplica
 	log *slog.Logger
+	// maxLag is --db-read-max-lag; 0 sets no limit.
+	maxLag time.Duration
 
-	mu   sync.Mutex
-	last web.ReplicaLag
+	mu    sync.Mutex
+	last  web.ReplicaLag
+	stale staleness // measure's only
 }
 
-func newReplicaMonitor(ctx context.Context, r *storeopen.ReadReplica, log *slog.Logger) *replicaMonitor {
-	m := &replicaMonitor{r: r, log: log}
+func newReplicaMonitor(ctx context.Context, r *storeopen.ReadReplica, maxLag time.Duration, log *slog.Logger) *replicaMonitor {
+	m := &replicaMonitor{r: r, log: log, maxLag: maxLag}
 	m.measure(ctx)
 	return m
 }
@@ -81,28 +192,40 @@ func (m *replicaMonitor) measure(ctx context.Context) {
 	defer cancel()
 	lag, err := m.r.Lag(ctx)
 	now := time.Now().UTC()
-	cur := web.ReplicaLag{MeasuredAt: now}
+	cur := web.ReplicaLag{MeasuredAt: now, MaxLagSeconds: m.maxLag.Seconds(), ReadsFrom: readsReplica, ReadsReason: withinMaxLag}
 	switch {
 	case errors.Is(err, pgstore.ErrNotStandby):
-		cur.Problem = "not_standby"
+		cur.Problem, cur.ReadsReason = "not_standby", promoted
+		m.stale.reset()
 	case err != nil:
-		cur.Problem = "unreachable"
+		cur.Problem, cur.ReadsFrom, cur.ReadsReason = "unreachable", readsPrimary, replicaUnreachable
 	default:
-		cur.Bytes, cur.Seconds = lag.Bytes, lag.Behind.Seconds()
+		stale := m.stale.measure(now, lag.Primary, lag.Replayed)
+		cur.Bytes, cur.Seconds, cur.StaleSeconds = lag.Bytes, lag.Behind.Seconds(), stale.Seconds()
 		cur.Replayed, cur.Primary = lag.Replayed.String(), lag.Primary.String()
+		if m.maxLag > 0 && stale > m.maxLag {
+			cur.ReadsFrom, cur.ReadsReason = readsPrimary, overMaxLag
+		}
 		lagBytes.Record(ctx, int64(lag.Bytes))
 		lagSecs.Record(ctx, lag.Behind.Seconds())
+		staleSecs.Record(ctx, stale.Seconds())
 	}
+	recordServing(ctx, cur.ReadsFrom, cur.ReadsReason)
 	m.mu.Lock()
 	prev := m.last
 	m.last = cur
 	m.mu.Unlock()
-	if cur.Problem != prev.Problem && ctx.Err() == nil {
-		if cur.Problem != "" {
-			m.log.Warn("read replica: lag unknown, compliance reads go to the primary", "problem", cur.Problem, "err", err)
-		} else if prev.Problem != "" {
-			m.log.Info("read replica: measured again, compliance reads go to it")
-		}
+	if ctx.Err() != nil {
+		return
+	}
+	switch {
+	case cur.Problem != prev.Problem && cur.Problem != "":
+		m.log.Warn("read replica: lag unknown", "problem", cur.Problem, "reads_from", cur.ReadsFrom, "err", err)
+	case cur.ReadsReason == overMaxLag && prev.ReadsReason != overMaxLag:
+		m.log.Warn("read replica: staler than --db-read-max-lag, compliance reads go to the primary",
+			"stale_seconds", cur.StaleSeconds, "max_lag", m.maxLag, "lag_bytes", cur.Bytes)
+	case cur.ReadsFrom == readsReplica && prev.ReadsFrom == readsPrimary:
+		m.log.Info("read replica: measured again within --db-read-max-lag, compliance reads go to it", "stale_seconds", cur.StaleSeconds)
 	}
 }
 
@@ -111,8 +234,10 @@ func (m *replicaMonitor) measure(ctx context.Context) {
 func (m *replicaMonitor) unreachable(err error) {
 	m.mu.Lock()
 	was := m.last.Problem
-	m.last = web.ReplicaLag{MeasuredAt: time.Now().UTC(), Problem: "unreachable"}
+	m.last = web.ReplicaLag{MeasuredAt: time.Now().UTC(), Problem: "unreachable", MaxLagSeconds: m.maxLag.Seconds(),
+		ReadsFrom: readsPrimary, ReadsReason: replicaUnreachable}
 	m.mu.Unlock()
+	recordServing(context.Background(), readsPrimary, replicaUnreachable)
 	if was != "unreachable" {
 		m.log.Warn("read replica: unreachable, compliance reads go to the primary", "err", err)
 	}
@@ -126,11 +251,11 @@ func (m *replicaMonitor) lag() web.ReplicaLag {
 }
 
 // usable reports whether reads should go to the replica: its latest
-// measurement succeeded. A promoted replica (not_standby) is a primary
-// now and holds everything it committed, so it stays usable.
+// measurement succeeded and found it within maxLag. A promoted replica
+// (not_standby) is a primary now and holds everything it committed, so
+// it stays usable.
 func (m *replicaMonitor) usable() bool {
-	p := m.lag().Problem
-	return p == "" || p == "not_standby"
+	return m.lag().ReadsFrom == readsReplica
 }
 
 // replicaReads is the store of the web layer with a read replica: the

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/acsledger/acsledger/internal/pgtest"
+	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
@@ -43,7 +44,10 @@ func TestReadReplica(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), storeopen.EnvReadURL+"="+readURL)
+	// A limit far above the test's pause keeps the reads on the paused
+	// replica (TestReadReplicaMaxLag tests the limit); it comes from the
+	// environment, as the URL does.
+	env := append(os.Environ(), storeopen.EnvReadURL+"="+readURL, envReadMaxLag+"=10m")
 	s := startIn(t, t.TempDir(), env, "serve", "--addr", "127.0.0.1:0", "--db", db, "--db-read-password-file", pwFile)
 
 	status := func(path string) int {
@@ -61,21 +65,9 @@ func TestReadReplica(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	type replicaStats struct {
-		LagBytes   uint64  `json:"lag_bytes"`
-		LagSeconds float64 `json:"lag_seconds"`
-		Problem    string  `json:"problem"`
-	}
-	stats := func() *replicaStats {
-		t.Helper()
-		code, body := get(t, s.url+"/api/v1/stats")
-		var st struct {
-			ReadReplica *replicaStats `json:"read_replica"`
-		}
-		if err := json.Unmarshal(body, &st); code != 200 || err != nil || st.ReadReplica == nil {
-			t.Fatalf("/stats: %d %v %s\n%s", code, err, body, s.log())
-		}
-		return st.ReadReplica
+	stats := func() *replicaStats { t.Helper(); return readReplicaStats(t, s) }
+	if st := stats(); st.MaxLagSeconds != 600 || st.ReadsFrom != "replica" || st.ReadsReason != "within_max_lag" {
+		t.Fatalf("/stats with $%s=10m: %+v, want max_lag_seconds 600 and reads from the replica", envReadMaxLag, st)
 	}
 
 	if code, out := post(t, s.url+"/api/v1/sessions/r1/entries", entryJSON(0)); code != 201 {
@@ -150,7 +142,10 @@ func TestReadReplica(t *testing.T) {
 	eventually("lag back to 0", func() bool { return stats().LagBytes == 0 })
 
 	standby.Stop(t)
-	eventually("the stopped replica reported", func() bool { return stats().Problem == "unreachable" })
+	eventually("the stopped replica reported", func() bool {
+		st := stats()
+		return st.Problem == "unreachable" && st.ReadsFrom == "primary" && st.ReadsReason == "unreachable"
+	})
 	if code, out := post(t, s.url+"/api/v1/sessions/r3/entries", entryJSON(2)); code != 201 {
 		t.Fatalf("append r3: %d %v", code, out)
 	}
@@ -161,6 +156,132 @@ func TestReadReplica(t *testing.T) {
 	if strings.Contains(s.log(), secret) {
 		t.Errorf("the log shows the replica's password:\n%s", s.log())
 	}
+}
+
+// replicaStats is read_replica in /api/v1/stats.
+type replicaStats struct {
+	LagBytes      uint64  `json:"lag_bytes"`
+	LagSeconds    float64 `json:"lag_seconds"`
+	StaleSeconds  float64 `json:"stale_seconds"`
+	MaxLagSeconds float64 `json:"max_lag_seconds"`
+	ReadsFrom     string  `json:"reads_from"`
+	ReadsReason   string  `json:"reads_reason"`
+	Problem       string  `json:"problem"`
+}
+
+func readReplicaStats(t *testing.T, s *server) *replicaStats {
+	t.Helper()
+	code, body := get(t, s.url+"/api/v1/stats")
+	var st struct {
+		ReadReplica *replicaStats `json:"read_replica"`
+	}
+	if err := json.Unmarshal(body, &st); code != 200 || err != nil || st.ReadReplica == nil {
+		t.Fatalf("/stats: %d %v %s\n%s", code, err, body, s.log())
+	}
+	return st.ReadReplica
+}
+
+// TestReadReplicaMaxLag runs serve with --db-read-max-lag on a streaming
+// standby whose replay is paused: once the replica has been missing the
+// primary's WAL for longer than the limit, reads go to the primary (a
+// session written after the pause is readable) and /stats and /metrics
+// say so and why; once replay resumes, reads go back to the replica (a
+// session written during a second pause is not readable at once).
+func TestReadReplicaMaxLag(t *testing.T) {
+	primary := pgtest.NewPrimary(t)
+	standby := primary.NewStandby(t, "reader")
+	db := primary.NewDatabase(t)
+	if out, err := exec.Command(binary, "migrate", "--db", db).CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	readURL := strings.Replace(db, primary.Addr(), standby.Addr(), 1)
+	waitReplayed(t, db, readURL)
+	// 5 s: long enough that a read right after a write still finds the
+	// reads on the replica on a loaded machine, short enough to wait out.
+	const maxLag = 5 * time.Second
+	s := startIn(t, t.TempDir(), os.Environ(), "serve", "--addr", "127.0.0.1:0", "--db", db, "--db-read", readURL, "--db-read-max-lag", maxLag.String())
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after 60s\n%s", what, s.log())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	stats := func() *replicaStats { t.Helper(); return readReplicaStats(t, s) }
+	session := func(id string) (int, string) {
+		t.Helper()
+		code, body := get(t, s.url+"/api/v1/sessions/"+id)
+		return code, string(body)
+	}
+	onReplica := func() bool {
+		st := stats()
+		return st.ReadsFrom == "replica" && st.ReadsReason == "within_max_lag" && st.StaleSeconds == 0
+	}
+	// written appends a session's first entry and reads it right away: a
+	// read answered while /stats (asked after it) still says the replica
+	// serves the reads was made on the replica.
+	written := func(id string, i int) (code int, body string, st *replicaStats) {
+		t.Helper()
+		if code, out := post(t, s.url+"/api/v1/sessions/"+id+"/entries?agent_id=bot", entryJSON(i)); code != 201 {
+			t.Fatalf("append %s: %d %v", id, code, out)
+		}
+		code, body = session(id)
+		return code, body, stats()
+	}
+
+	if st := stats(); st.MaxLagSeconds != maxLag.Seconds() {
+		t.Fatalf("/stats: max_lag_seconds %v, want %v", st.MaxLagSeconds, maxLag.Seconds())
+	}
+	eventually("reads on the caught-up replica", onReplica)
+
+	standby.Exec(t, "SELECT pg_wal_replay_pause()")
+	code, body, st := written("m1", 0)
+	if st.ReadsFrom == "replica" && code != 404 {
+		t.Fatalf("m1 read with replay paused while reads go to the replica: %d %s, want 404", code, body)
+	}
+	eventually("reads on the primary once the replica is staler than the limit", func() bool {
+		st := stats()
+		return st.ReadsFrom == "primary" && st.ReadsReason == "over_max_lag" && st.StaleSeconds > maxLag.Seconds() && st.LagBytes > 0
+	})
+	if code, body := session("m1"); code != 200 || !strings.Contains(body, `"session_id":"m1"`) || !strings.Contains(body, `"length":1`) {
+		t.Errorf("m1 read from the primary: %d %s, want the session of one entry", code, body)
+	}
+	if code, body := get(t, s.url+"/api/v1/sessions?agent_id=bot"); code != 200 || !strings.Contains(string(body), `"session_id":"m1"`) {
+		t.Errorf("session list from the primary: %d %s, want m1 in it", code, body)
+	}
+	_, metrics := get(t, s.url+"/metrics")
+	for _, re := range []string{
+		`(?m)^acsledger_db_read_serving\{[^}]*reason="over_max_lag",store="primary"[^}]*\} 1$`,
+		`(?m)^acsledger_db_read_serving\{[^}]*reason="within_max_lag",store="replica"[^}]*\} 0$`,
+		`(?m)^acsledger_db_read_stale_seconds(\{[^}]*\})? ([5-9]|[1-9][0-9]+)(\.[0-9]+)?(e\+[0-9]+)?$`,
+	} {
+		if !regexp.MustCompile(re).Match(metrics) {
+			t.Errorf("/metrics lacks %s:\n%s", re, metrics)
+		}
+	}
+	if !strings.Contains(s.log(), "staler than --db-read-max-lag") {
+		t.Errorf("no warning in the log that reads went to the primary:\n%s", s.log())
+	}
+
+	standby.Exec(t, "SELECT pg_wal_replay_resume()")
+	eventually("reads back on the replica once it replayed", onReplica)
+	_, metrics = get(t, s.url+"/metrics")
+	if re := `(?m)^acsledger_db_read_serving\{[^}]*reason="within_max_lag",store="replica"[^}]*\} 1$`; !regexp.MustCompile(re).Match(metrics) {
+		t.Errorf("/metrics lacks %s:\n%s", re, metrics)
+	}
+	standby.Exec(t, "SELECT pg_wal_replay_pause()")
+	code, body, st = written("m2", 1)
+	if st.ReadsFrom != "replica" {
+		t.Fatalf("reads went to the primary within %v of a write: %+v (machine too loaded?)\n%s", maxLag, st, s.log())
+	}
+	if code != 404 {
+		t.Errorf("m2 read with replay paused again: %d %s, want 404 (reads on the replica)", code, body)
+	}
+	standby.Exec(t, "SELECT pg_wal_replay_resume()")
+	eventually("m2 readable through the replica", func() bool { code, _ := session("m2"); return code == 200 })
 }
 
 // waitReplayed waits until the standby at replica has replayed the WAL
@@ -207,19 +328,79 @@ func TestReadReplicaRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
+		env  string // one more NAME=value, if any
 		want string
+		code int
 	}{
-		{"unreachable replica", []string{"--db", db, "--db-read", unreachable}, "couldn't open the read replica host=127.0.0.1 port=1 dbname=ledger user=acs password=xxxxx"},
-		{"embedded store", []string{"--db", t.TempDir(), "--db-read", db}, "not one"},
-		{"directory as replica", []string{"--db", db, "--db-read", "./replica"}, "a read replica is a PostgreSQL URL"},
+		{"unreachable replica", []string{"--db", db, "--db-read", unreachable}, "", "couldn't open the read replica host=127.0.0.1 port=1 dbname=ledger user=acs password=xxxxx", 1},
+		{"embedded store", []string{"--db", t.TempDir(), "--db-read", db}, "", "not one", 1},
+		{"directory as replica", []string{"--db", db, "--db-read", "./replica"}, "", "a read replica is a PostgreSQL URL", 1},
+		{"negative max lag", []string{"--db", db, "--db-read", db, "--db-read-max-lag", "-1s"}, "", "--db-read-max-lag -1s: must be 0 (no limit) or positive", 2},
+		{"malformed max lag", []string{"--db", db, "--db-read", db, "--db-read-max-lag", "soon"}, "", `invalid value "soon" for flag -db-read-max-lag`, 2},
+		{"max lag without a replica", []string{"--db", db, "--db-read-max-lag", "5s"}, "", "--db-read-max-lag without a read replica", 2},
+		{"malformed max lag in the environment", []string{"--db", db, "--db-read", db}, envReadMaxLag + "=5 seconds", `$ACSLEDGER_DB_READ_MAX_LAG "5 seconds": not a duration`, 2},
+		{"negative max lag in the environment", []string{"--db", db, "--db-read", db}, envReadMaxLag + "=-30s", "$ACSLEDGER_DB_READ_MAX_LAG -30s: must be 0", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, tc.args...)...)
 			cmd.Dir = t.TempDir()
+			if tc.env != "" {
+				cmd.Env = append(os.Environ(), tc.env)
+			}
 			out, err := cmd.CombinedOutput()
-			if err == nil || strings.Contains(string(out), dbSecret) || !strings.Contains(string(out), tc.want) {
-				t.Errorf("serve %v: %v\n%s\nwant a failure naming %q, without the password", tc.args, err, out, tc.want)
+			if err == nil || strings.Contains(string(out), dbSecret) || !strings.Contains(string(out), tc.want) || cmd.ProcessState.ExitCode() != tc.code {
+				t.Errorf("serve %v: %v\n%s\nwant exit %d naming %q, without the password", tc.args, err, out, tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// TestStaleness: the replica is stale by the age of the oldest primary WAL
+// position a measurement saw that it has not replayed; an idle primary
+// makes no replica stale, however old its last commit.
+func TestStaleness(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	var st staleness
+	for _, step := range []struct {
+		name              string
+		sec               int
+		primary, replayed pgstore.LSN
+		want              time.Duration
+	}{
+		{"caught up", 0, 100, 100, 0},
+		{"idle primary, caught up an hour later", 3600, 100, 100, 0},
+		{"behind by what this measurement saw", 3601, 200, 100, 0},
+		{"still missing it a second later", 3602, 200, 100, time.Second},
+		{"more written, the oldest counts", 3605, 300, 150, 4 * time.Second},
+		{"replayed the first position", 3606, 300, 200, time.Second},
+		{"caught up again", 3607, 300, 300, 0},
+		{"paused replay on an idle primary", 3700, 300, 300, 0},
+		{"paused replay, a write", 3701, 310, 300, 0},
+		{"paused replay, 30 s later", 3731, 310, 300, 30 * time.Second},
+	} {
+		if got := st.measure(at(step.sec), step.primary, step.replayed); got != step.want {
+			t.Fatalf("%s: %v, want %v", step.name, got, step.want)
+		}
+	}
+
+	// A replica that stops for longer than maxSeen measurements keeps its
+	// oldest position, so the figure stays exact.
+	var long staleness
+	for i := range 3 * maxSeen {
+		got := long.measure(at(i), pgstore.LSN(1001+i), 1000)
+		if want := time.Duration(i) * time.Second; got != want {
+			t.Fatalf("measurement %d of a stopped replica: %v, want %v", i, got, want)
+		}
+	}
+	if n := len(long.seen); n > maxSeen {
+		t.Fatalf("%d positions kept, want at most %d", n, maxSeen)
+	}
+	// Once it replays half of what it missed, the figure may fall short
+	// of the truth by the gaps thinning left (a few halvings: at most 2^6
+	// measurements here), never exceed it.
+	got := long.measure(at(3*maxSeen), pgstore.LSN(1001+3*maxSeen), pgstore.LSN(1001+3*maxSeen/2))
+	if want := time.Duration(3*maxSeen/2-1) * time.Second; got > want || got < want-64*time.Second {
+		t.Fatalf("after replaying half: %v, want about %v", got, want)
 	}
 }

@@ -78,6 +78,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	maxLag, err := readDB.limit(readURL, os.Getenv)
+	if err != nil {
+		return err
+	}
 	// serve never migrates: it runs as the writer login, which may not
 	// change the schema (`acsledger migrate`, as the owner, does). The
 	// embedded store, which has no roles, migrates as it opens.
@@ -148,10 +152,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		monitor *replicaMonitor
 	)
 	if replica != nil {
-		monitor = newReplicaMonitor(ctx, replica, log)
+		monitor = newReplicaMonitor(ctx, replica, maxLag, log)
 		rr := replicaReads{Store: store, replica: replica, mon: monitor}
 		reads, evLog, lagOf = rr, caughtUpLog{Log: mlog, reads: rr}, monitor.lag
-		log.Info("compliance reads go to the read replica", "db_read", redact(readURL), "lag_bytes", monitor.lag().Bytes, "problem", monitor.lag().Problem)
+		log.Info("compliance reads go to the read replica", "db_read", redact(readURL), "max_lag", maxLag, "reads_from", monitor.lag().ReadsFrom, "lag_bytes", monitor.lag().Bytes, "problem", monitor.lag().Problem)
 	}
 	ev := lf.evidenceOptions(reads, evLog, keySet, log)
 	handler := web.New(reads, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Search: reads, Charts: reads, Auth: web.AuthOptions{

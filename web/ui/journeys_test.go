@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +39,13 @@ import (
 // public routes and the UI over f's store, and returns a token per role.
 func journeyServer(t *testing.T, f *evidencetest.Fixture) (string, map[web.Role]string) {
 	t.Helper()
+	return journeyServerWith(t, f, nil)
+}
+
+// journeyServerWith is journeyServer with a read replica whose latest
+// measurement lag gives, as serve --db-read has; nil for none.
+func journeyServerWith(t *testing.T, f *evidencetest.Fixture, lag func() web.ReplicaLag) (string, map[web.Role]string) {
+	t.Helper()
 	ts := f.Store.(web.Tokens)
 	toks := map[web.Role]string{}
 	for _, role := range []web.Role{web.RoleAdmin, web.RoleAuditor, web.RoleViewer} {
@@ -48,10 +56,11 @@ func journeyServer(t *testing.T, f *evidencetest.Fixture) (string, map[web.Role]
 		toks[role] = tok
 	}
 	h := web.New(f.Store, web.Options{
-		Evidence: web.EvidenceOptions{Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t)},
-		Search:   f.Store.(web.Searcher),
-		Charts:   f.Store.(web.Charts),
-		Auth:     web.AuthOptions{Tokens: ts, NoAccessLog: true},
+		Evidence:   web.EvidenceOptions{Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t)},
+		Search:     f.Store.(web.Searcher),
+		Charts:     f.Store.(web.Charts),
+		Auth:       web.AuthOptions{Tokens: ts, NoAccessLog: true},
+		ReplicaLag: lag,
 	})
 	tlogserve.Mount(h.Router(), f.Log, nil)
 	ui.Mount(h.Router())
@@ -463,6 +472,68 @@ func TestJourneyDashboard(t *testing.T) {
 	run(t, b, "reload", chromedp.Navigate(base+"/ui/dashboard"))
 	wait(t, b, "the last run", `(document.getElementById("tile-reverify") || {textContent: ""}).textContent.includes("all verified")`)
 	screenshot(t, b, "dashboard")
+}
+
+// TestJourneyDashboardReplica: with a read replica (serve --db-read) the
+// admin's dashboard shows how stale it is and which store answers the
+// compliance reads, as /stats reports its latest measurement; a server
+// without one shows no replica tile.
+func TestJourneyDashboardReplica(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	measured := time.Now().UTC()
+	var mu sync.Mutex
+	cur := web.ReplicaLag{Bytes: 17 << 10, Seconds: 40, StaleSeconds: 42.5, MaxLagSeconds: 30, MeasuredAt: measured,
+		Replayed: "0/3000000", Primary: "0/3004400", ReadsFrom: "primary", ReadsReason: "over_max_lag"}
+	lag := func() web.ReplicaLag {
+		mu.Lock()
+		defer mu.Unlock()
+		return cur
+	}
+	set := func(l web.ReplicaLag) {
+		mu.Lock()
+		defer mu.Unlock()
+		cur = l
+	}
+	base, toks := journeyServerWith(t, f, lag)
+	b := browse(t)
+	viewport(t, b, 1280)
+	loginAs(t, b, base, toks[web.RoleAdmin], web.RoleAdmin)
+	tile := func(state string, want ...string) {
+		t.Helper()
+		run(t, b, "open the dashboard "+state, chromedp.Navigate(base+"/ui/dashboard"))
+		waitText(t, b, "#tile-replica", want[0])
+		got := text(t, b, "#tile-replica")
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("replica tile %s: %q, want %q in it", state, got, w)
+			}
+		}
+	}
+	warned := func() bool {
+		return eval[bool](t, b, `document.getElementById("tile-replica").classList.contains("warn")`)
+	}
+
+	tile("over the limit", "Reads from the primary: staler than the 30 s limit", "Read replica lag", "42.5 s", "17 KiB of WAL behind")
+	if !warned() {
+		t.Error("the replica tile does not warn while reads go to the primary")
+	}
+	screenshot(t, b, "dashboard-replica")
+	set(web.ReplicaLag{MaxLagSeconds: 30, MeasuredAt: measured, Replayed: "0/3004400", Primary: "0/3004400", ReadsFrom: "replica", ReadsReason: "within_max_lag"})
+	tile("caught up", "Reads from the replica: within the 30 s limit", "caught up")
+	if warned() {
+		t.Error("the replica tile warns about a caught-up replica that serves the reads")
+	}
+	set(web.ReplicaLag{MaxLagSeconds: 30, MeasuredAt: measured, Problem: "unreachable", ReadsFrom: "primary", ReadsReason: "unreachable"})
+	tile("unreachable", "Reads from the primary: replica unreachable", "unknown")
+
+	plain, plainToks := journeyServer(t, evidencetest.New(t, "sqlite"))
+	loginAs(t, b, plain, plainToks[web.RoleAdmin], web.RoleAdmin)
+	run(t, b, "open the dashboard without a replica", chromedp.Navigate(plain+"/ui/dashboard"))
+	// The tiles are drawn together from one /stats answer.
+	wait(t, b, "the tiles", `document.getElementById("tile-checkpoint") !== null`)
+	if eval[bool](t, b, `document.getElementById("tile-replica") !== null`) {
+		t.Errorf("a replica tile without a read replica: %q", text(t, b, "#tile-replica"))
+	}
 }
 
 // TestTimelineFolds: a subagent's steps fold under its start, and the

@@ -52,16 +52,27 @@ async function dashboardCharts() {
     glance.append(tile("tile-quarantine", "Quarantined ingest records", st.quarantined === 0 ? "none" : st.quarantined.toLocaleString("en"), "", st.quarantined > 0 ? "warn" : ""));
   }
   // With a read replica (serve --db-read) the compliance reads may trail
-  // the primary: say by how much.
+  // the primary: say by how much, and which store answers them (the
+  // primary while the replica is unreachable or staler than
+  // --db-read-max-lag).
   const rr = st.read_replica;
   if (rr) {
+    const why = {
+      within_max_lag: rr.max_lag_seconds > 0 ? `within the ${rr.max_lag_seconds} s limit` : "no lag limit",
+      promoted: "promoted, no longer a standby",
+      over_max_lag: `staler than the ${rr.max_lag_seconds} s limit`,
+      unreachable: "replica unreachable",
+    }[rr.reads_reason] || rr.reads_reason;
+    const reads = `Reads from the ${rr.reads_from}: ${why}`;
+    let value = "caught up";
+    let note = reads;
     if (rr.problem) {
-      glance.append(tile("tile-replica", "Read replica lag", "unknown", `${rr.problem}: reads go to the primary`, "warn"));
-    } else {
-      const kib = Math.ceil(rr.lag_bytes / 1024);
-      glance.append(tile("tile-replica", "Read replica lag", rr.lag_bytes === 0 ? "caught up" : `${rr.lag_seconds.toFixed(1)} s`,
-        rr.lag_bytes === 0 ? "" : `${kib.toLocaleString("en")} KiB of WAL behind`, rr.lag_seconds > 10 ? "warn" : ""));
+      value = "unknown";
+    } else if (rr.lag_bytes > 0) {
+      value = `${rr.stale_seconds.toFixed(1)} s`;
+      note = `${Math.ceil(rr.lag_bytes / 1024).toLocaleString("en")} KiB of WAL behind. ${reads}`;
     }
+    glance.append(tile("tile-replica", "Read replica lag", value, note, rr.reads_from !== "replica" || rr.stale_seconds > 10 ? "warn" : ""));
   }
   // Every day of the window gets a slot, so a quiet day shows as a gap.
   const byDay = new Map(st.days.map((d) => [d.day, d]));
