@@ -4,10 +4,12 @@ package drills
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +43,62 @@ func checkpointBody(t *testing.T, s *Server) string {
 	return head
 }
 
+var (
+	verifierOnce sync.Once
+	verifierBin  string
+	verifierErr  error
+)
+
+// auditor returns an Auditor holding the public keys of the key directory
+// keys, building acsverify beside acsledger on first use.
+func auditor(t *testing.T, keys string) *Auditor {
+	t.Helper()
+	verifierOnce.Do(func() { verifierBin, verifierErr = BuildVerifier(filepath.Dir(bin)) })
+	if verifierErr != nil {
+		t.Fatal(verifierErr)
+	}
+	return NewAuditor(t, verifierBin, bin, keys)
+}
+
+// audited is what an auditor found of a restored ledger, offline.
+type audited struct {
+	Offline
+	// Reverified is the restored server's re-verification run right
+	// after the export: its counts are the bundles'.
+	Reverified Reverification
+	// Tampered is the position of the entry changed in a copy of a
+	// bundle, which acsverify rejected naming it.
+	Tampered int
+}
+
+func (a audited) String() string {
+	return fmt.Sprintf("%s; a copy of a bundle with one byte of entry %d changed: acsverify exit 1, entry_hash_mismatch at that entry",
+		a.Offline, a.Tampered)
+}
+
+// auditRestored checks the restored ledger r (store db) as an auditor
+// would, offline: every session exported and verified by acsverify with
+// the public keys of keys and against the checkpoint body before, held
+// before the backup; as many sessions and entries as the server's own
+// re-verification run right after counts; and a copy of the bundle of
+// session with one entry byte changed rejected, naming the entry.
+func auditRestored(t *testing.T, r *Server, db, keys, before, session string) audited {
+	t.Helper()
+	// Listing the sessions is a read the access log records: let the log
+	// anchor that record before the export, or its bundle ends
+	// not_anchored.
+	sessions := r.Sessions(t)
+	r.WaitAnchored(t, 0)
+	aud := auditor(t, keys)
+	a := audited{Offline: aud.VerifyLedger(t, sessions, db, keys, before)}
+	a.Reverified = r.Reverify(t)
+	if a.Verified != a.Sessions || !a.Reverified.Green() || int64(a.Sessions) != a.Reverified.Sessions || a.Entries != a.Reverified.Entries {
+		t.Errorf("offline: %s; the restored server re-verifies %s", a.Offline, a.Reverified)
+	}
+	a.Tampered, _ = aud.CheckTamper(t, a.Bundles[session])
+	return a
+}
+
 // TestRestore backs a PostgreSQL ledger up with pg_dump (custom format)
 // twice, once while the Guardian appends and once after, and restores each
 // to a fresh PostgreSQL server as docs/operations.md tells an operator to:
@@ -50,7 +108,10 @@ func checkpointBody(t *testing.T, s *Server) string {
 // and serves the same checkpoint; the backup taken under load restores to
 // a consistent ledger holding every step answered before the dump began,
 // whose integrator anchors what the log had not yet taken in. Each
-// re-verifies green across the whole ledger.
+// re-verifies green across the whole ledger, and verifies offline: every
+// session's bundle, exported from the restored store, checked by acsverify
+// with the key directory's public keys and against the checkpoint taken
+// before the dump (auditRestored).
 func TestRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -70,6 +131,9 @@ func TestRestore(t *testing.T) {
 	want := sessions * (steps + 1) // each session's sessionStart and its steps
 	tally, stop := Load{URL: s.URL, Keys: ak, Sessions: sessions, Steps: steps}.Start(ctx)
 	waitFor(t, 30*time.Second, "answers before the backup", func() bool { return tally.Recorded() >= 150 })
+	// The checkpoint an auditor holds from before the backup: the restored
+	// log must extend it.
+	liveCheckpoint := checkpointBody(t, s)
 	dumpStart := time.Now()
 	pgTool(t, "pg_dump", "--format=custom", "--file", live, "--dbname", db)
 	waitFor(t, time.Minute, "the end of the load", func() bool { return len(tally.Answers()) == want })
@@ -93,18 +157,18 @@ func TestRestore(t *testing.T) {
 	pgTool(t, "pg_dumpall", "--roles-only", "--no-role-passwords", "--file", roles, "--dbname", db)
 
 	dst := pgtest.NewServer(t)
-	restore := func(t *testing.T, dump string) *Server {
+	restore := func(t *testing.T, dump string) (*Server, string) {
 		t.Helper()
 		url := dst.NewDatabase(t)
 		// The fresh server has its superuser already: psql reports that
 		// one CREATE ROLE as an error and carries on.
 		pgTool(t, "psql", "--quiet", "--no-psqlrc", "--file", roles, "--dbname", url)
 		pgTool(t, "pg_restore", "--exit-on-error", "--dbname", url, dump)
-		return Serve(t, bin, "--db", url, "--keys", keys)
+		return Serve(t, bin, "--db", url, "--keys", keys), url
 	}
 
 	t.Run("quiet", func(t *testing.T) {
-		r := restore(t, quiet)
+		r, url := restore(t, quiet)
 		if got := checkpointBody(t, r); got != srcCheckpoint {
 			t.Fatalf("the restored ledger serves checkpoint\n%s\nthe source served\n%s", got, srcCheckpoint)
 		}
@@ -116,13 +180,14 @@ func TestRestore(t *testing.T) {
 		if rep.InLedger != rep.Answered || rep.Duplicates != 0 || rep.Unexplained != 0 {
 			t.Errorf("restored: %s", rep)
 		}
-		summary(t, "restore-quiet", "pg_dump after the load, restored to a fresh server: entries %d = %d, sessions %d = %d, log size %d = %d, same checkpoint; %s; re-verification %s",
-			rv.Entries, srcRV.Entries, rv.Sessions, srcRV.Sessions, srcAnchored, srcAnchored, rep, rv)
+		aud := auditRestored(t, r, url, keys, srcCheckpoint, tally.Sessions()[0])
+		summary(t, "restore-quiet", "pg_dump after the load, restored to a fresh server: entries %d = %d, sessions %d = %d, log size %d = %d, same checkpoint; %s; re-verification %s; %s",
+			rv.Entries, srcRV.Entries, rv.Sessions, srcRV.Sessions, srcAnchored, srcAnchored, rep, rv, aud)
 		r.Stop(t)
 	})
 
 	t.Run("under-load", func(t *testing.T) {
-		r := restore(t, live)
+		r, url := restore(t, live)
 		logAtRestore := r.LogSize(t)
 		before, after := 0, 0
 		var answered []Answer
@@ -144,8 +209,9 @@ func TestRestore(t *testing.T) {
 		if !rv.Green() || rv.Entries != anchored || rep.InLedger != before || rep.Duplicates != 0 {
 			t.Fatalf("restored from the backup under load: %s; %d answered before the dump; re-verification %s; log %d", rep, before, rv, anchored)
 		}
-		summary(t, "restore-under-load", "pg_dump during the load (%d steps sent after it began), restored to a fresh server: %d steps answered before the dump, %d in the restored ledger; %d of the source's %d entries; log %d at the restore, %d once the integrator caught up (%v); re-verification %s",
-			after, before, rep.InLedger, rep.Entries, srcRV.Entries, logAtRestore, anchored, took.Round(time.Millisecond), rv)
+		aud := auditRestored(t, r, url, keys, liveCheckpoint, tally.Sessions()[0])
+		summary(t, "restore-under-load", "pg_dump during the load (%d steps sent after it began), restored to a fresh server: %d steps answered before the dump, %d in the restored ledger; %d of the source's %d entries; log %d at the restore, %d once the integrator caught up (%v); re-verification %s; %s",
+			after, before, rep.InLedger, rep.Entries, srcRV.Entries, logAtRestore, anchored, took.Round(time.Millisecond), rv, aud)
 		r.Stop(t)
 	})
 }
