@@ -63,99 +63,40 @@ func restoreSQLite(t *testing.T, backup string) string {
 // TestRestoreSQLite backs the embedded store up online with the sqlite3
 // CLI, twice, once while the Guardian appends and once after with the
 // service still running, and restores each copy into a fresh directory
-// served with the ledger's own key directory. The restore of the quiet
-// backup holds every acknowledged step, the same entries and the same
-// checkpoint; the backup taken under load holds every step answered
-// before it began and extends the checkpoint served before it. Each
-// re-verifies green and verifies offline (auditRestored).
+// served with the ledger's own key directory. The checks are TestRestore's:
+// the quiet backup's restore holds every acknowledged step, the same
+// entries and checkpoint, and takes new sessions; the backup under load
+// holds every step answered before it began and extends the checkpoint
+// served before it; each re-verifies green and verifies offline.
 func TestRestoreSQLite(t *testing.T) {
 	sqlite3 := sqlite3CLI(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	src := filepath.Join(t.TempDir(), "data")
 	keys := Keygen(t, bin)
-	ak, err := LoadAgentKeys(keys)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	live, quiet := filepath.Join(dir, "live.db"), filepath.Join(dir, "quiet.db")
 
 	s := Serve(t, bin, "--db", src, "--keys", keys)
-	const sessions, steps = 4, 300
-	want := sessions * (steps + 1)
-	tally, stop := Load{URL: s.URL, Keys: ak, Sessions: sessions, Steps: steps}.Start(ctx)
-	waitFor(t, 30*time.Second, "answers before the backup", func() bool { return tally.Recorded() >= 150 })
-	liveCheckpoint := checkpointBody(t, s)
-	backupStart := time.Now()
-	liveTook := sqliteBackup(t, sqlite3, src, live)
-	waitFor(t, time.Minute, "the end of the load", func() bool { return len(tally.Answers()) == want })
-	stop()
-	for _, err := range tally.Errs() {
-		t.Errorf("%v", err)
-	}
-	if recorded := tally.Recorded(); recorded != want {
-		t.Fatalf("%d of %d steps recorded", recorded, want)
-	}
-	srcAnchored, _ := s.WaitAnchored(t, int64(tally.Recorded()))
-	srcRV := s.Reverify(t)
-	if !srcRV.Green() || srcRV.Entries != srcAnchored {
-		t.Fatalf("the source ledger: re-verification %s, the log anchors %d", srcRV, srcAnchored)
-	}
-	srcCheckpoint := checkpointBody(t, s)
+	var liveTook time.Duration
+	loaded := loadForRestore(t, s, keys, func() { liveTook = sqliteBackup(t, sqlite3, src, live) })
 	quietTook := sqliteBackup(t, sqlite3, src, quiet)
-	if !s.Ready() || checkpointBody(t, s) != srcCheckpoint {
+	if !s.Ready() || checkpointBody(t, s) != loaded.checkpoint {
 		t.Fatalf("the source server after the online backup: ready %v\n%s", s.Ready(), s.Log())
 	}
+	s.Stop(t)
 
 	t.Run("quiet", func(t *testing.T) {
 		db := restoreSQLite(t, quiet)
 		r := Serve(t, bin, "--db", db, "--keys", keys)
-		if got := checkpointBody(t, r); got != srcCheckpoint {
-			t.Fatalf("the restored ledger serves checkpoint\n%s\nthe source served\n%s", got, srcCheckpoint)
-		}
-		rv := r.Reverify(t)
-		if !rv.Green() || rv.Entries != srcRV.Entries || rv.Sessions != srcRV.Sessions || r.LogSize(t) != srcAnchored {
-			t.Fatalf("restored: re-verification %s, log %d; the source: %s, log %d", rv, r.LogSize(t), srcRV, srcAnchored)
-		}
-		rep := Check(t, tally.Answers(), r.ReadChains(t, tally.Sessions()))
-		if rep.InLedger != rep.Answered || rep.Answered != want || rep.Duplicates != 0 || rep.Unexplained != 0 {
-			t.Errorf("restored: %s", rep)
-		}
-		aud := auditRestored(t, r, db, keys, srcCheckpoint, tally.Sessions()[0])
-		summary(t, "restore-sqlite", "sqlite3 .backup beside the running service after the load (%v), restored to a fresh directory: entries %d = %d, sessions %d = %d, log size %d = %d, same checkpoint; %s; re-verification %s; %s",
-			quietTook.Round(time.Millisecond), rv.Entries, srcRV.Entries, rv.Sessions, srcRV.Sessions, srcAnchored, srcAnchored, rep, rv, aud)
+		summary(t, "restore-sqlite", "sqlite3 .backup beside the running service after the load (%v), restored to a fresh directory: %s",
+			quietTook.Round(time.Millisecond), checkQuietRestore(t, r, db, loaded))
 		r.Stop(t)
 	})
 
 	t.Run("under-load", func(t *testing.T) {
 		db := restoreSQLite(t, live)
 		r := Serve(t, bin, "--db", db, "--keys", keys)
-		logAtRestore := r.LogSize(t)
-		before, after := 0, 0
-		var answered []Answer
-		for _, a := range tally.Answers() {
-			switch {
-			case a.Recorded() && a.Got.Before(backupStart):
-				answered = append(answered, a)
-				before++
-			case a.Sent.After(backupStart.Add(liveTook)):
-				after++
-			}
-		}
-		if after == 0 {
-			t.Errorf("the load ended before the backup did")
-		}
-		rep := Check(t, answered, r.ReadChains(t, tally.Sessions()))
-		anchored, took := r.WaitAnchored(t, rep.Entries)
-		rv := r.Reverify(t)
-		if !rv.Green() || rv.Entries != anchored || rep.InLedger != before || rep.Duplicates != 0 {
-			t.Fatalf("restored from the backup under load: %s; %d answered before the backup; re-verification %s; log %d", rep, before, rv, anchored)
-		}
-		aud := auditRestored(t, r, db, keys, liveCheckpoint, tally.Sessions()[0])
-		summary(t, "restore-sqlite-under-load", "sqlite3 .backup during the load (%v; %d steps sent after it ended), restored to a fresh directory: %d steps answered before it began, %d in the restored ledger; %d of the source's %d entries; log %d at the restore, %d once the integrator caught up (%v); re-verification %s; %s",
-			liveTook.Round(time.Millisecond), after, before, rep.InLedger, rep.Entries, srcRV.Entries, logAtRestore, anchored, took.Round(time.Millisecond), rv, aud)
+		summary(t, "restore-sqlite-under-load", "sqlite3 .backup during the load (%v), restored to a fresh directory: %s",
+			liveTook.Round(time.Millisecond), checkRestoreUnderLoad(t, r, db, loaded))
 		r.Stop(t)
 	})
-	s.Stop(t)
 }

@@ -99,57 +99,172 @@ func auditRestored(t *testing.T, r *Server, db, keys, before, session string) au
 	return a
 }
 
+// restoreSource is a ledger loaded for a restore drill, and what it held
+// once its load ended.
+type restoreSource struct {
+	keys  string
+	tally *Tally
+	// backupStart is when the backup taken under load began, and
+	// liveCheckpoint the checkpoint served just before it: the one an
+	// auditor held from before that backup.
+	backupStart    time.Time
+	liveCheckpoint string
+	// anchored, rv and checkpoint are the source's log size,
+	// re-verification and checkpoint body after the load.
+	anchored   int64
+	rv         Reverification
+	checkpoint string
+}
+
+// restoreSessions and restoreSteps are the restore drills' load: each
+// session's sessionStart and its steps are 1,204 entries.
+const restoreSessions, restoreSteps = 4, 300
+
+// loadForRestore runs the restore drills' load on s (key directory keys),
+// calls backup once 150 steps are answered, while the load runs, waits
+// for the end of the load and for the log to anchor it, and returns what
+// the source holds.
+func loadForRestore(t *testing.T, s *Server, keys string, backup func()) restoreSource {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ak, err := LoadAgentKeys(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := restoreSessions * (restoreSteps + 1)
+	src := restoreSource{keys: keys}
+	var stop func()
+	src.tally, stop = Load{URL: s.URL, Keys: ak, Sessions: restoreSessions, Steps: restoreSteps}.Start(ctx)
+	waitFor(t, 30*time.Second, "answers before the backup", func() bool { return src.tally.Recorded() >= 150 })
+	src.liveCheckpoint = checkpointBody(t, s)
+	src.backupStart = time.Now()
+	backup()
+	waitFor(t, time.Minute, "the end of the load", func() bool { return len(src.tally.Answers()) == want })
+	stop()
+	for _, err := range src.tally.Errs() {
+		t.Errorf("%v", err)
+	}
+	if recorded := src.tally.Recorded(); recorded != want {
+		t.Fatalf("%d of %d steps recorded", recorded, want)
+	}
+	src.anchored, _ = s.WaitAnchored(t, int64(want))
+	src.rv = s.Reverify(t)
+	if !src.rv.Green() || src.rv.Entries != src.anchored {
+		t.Fatalf("the source ledger: re-verification %s, the log anchors %d", src.rv, src.anchored)
+	}
+	src.checkpoint = checkpointBody(t, s)
+	return src
+}
+
+// checkQuietRestore checks r, serving store db restored from a backup
+// taken after the load: the same checkpoint, entries and sessions as the
+// source, every answered step in it, the offline audit, and new sessions
+// served on it. It returns the figures for the summary line.
+func checkQuietRestore(t *testing.T, r *Server, db string, src restoreSource) string {
+	t.Helper()
+	if got := checkpointBody(t, r); got != src.checkpoint {
+		t.Fatalf("the restored ledger serves checkpoint\n%s\nthe source served\n%s", got, src.checkpoint)
+	}
+	rv := r.Reverify(t)
+	if !rv.Green() || rv.Entries != src.rv.Entries || rv.Sessions != src.rv.Sessions || r.LogSize(t) != src.anchored {
+		t.Fatalf("restored: re-verification %s, log %d; the source: %s, log %d", rv, r.LogSize(t), src.rv, src.anchored)
+	}
+	rep := Check(t, src.tally.Answers(), r.ReadChains(t, src.tally.Sessions()))
+	if rep.InLedger != rep.Answered || rep.Duplicates != 0 || rep.Unexplained != 0 {
+		t.Errorf("restored: %s", rep)
+	}
+	aud := auditRestored(t, r, db, src.keys, src.checkpoint, src.tally.Sessions()[0])
+	return fmt.Sprintf("entries %d = %d, sessions %d = %d, log size %d = %d, same checkpoint; %s; re-verification %s; %s; %s",
+		rv.Entries, src.rv.Entries, rv.Sessions, src.rv.Sessions, src.anchored, src.anchored, rep, rv, aud, servesOn(t, r, src.keys))
+}
+
+// checkRestoreUnderLoad checks r, serving store db restored from the
+// backup taken while the load ran: every step answered before the backup
+// began is in it, and it re-verifies and audits green once its integrator
+// has anchored what the log had not taken in at the backup. It returns
+// the figures for the summary line.
+func checkRestoreUnderLoad(t *testing.T, r *Server, db string, src restoreSource) string {
+	t.Helper()
+	logAtRestore := r.LogSize(t)
+	before, after := 0, 0
+	var answered []Answer
+	for _, a := range src.tally.Answers() {
+		switch {
+		case a.Recorded() && a.Got.Before(src.backupStart):
+			answered = append(answered, a)
+			before++
+		case a.Sent.After(src.backupStart):
+			after++
+		}
+	}
+	if after == 0 {
+		t.Errorf("the load ended before the backup began")
+	}
+	rep := Check(t, answered, r.ReadChains(t, src.tally.Sessions()))
+	anchored, took := r.WaitAnchored(t, rep.Entries)
+	rv := r.Reverify(t)
+	if !rv.Green() || rv.Entries != anchored || rep.InLedger != before || rep.Duplicates != 0 {
+		t.Fatalf("restored from the backup under load: %s; %d answered before the backup; re-verification %s; log %d", rep, before, rv, anchored)
+	}
+	aud := auditRestored(t, r, db, src.keys, src.liveCheckpoint, src.tally.Sessions()[0])
+	return fmt.Sprintf("%d steps sent after it began; %d steps answered before it began, %d in the restored ledger; %d of the source's %d entries; log %d at the restore, %d once the integrator caught up (%v); re-verification %s; %s",
+		after, before, rep.InLedger, rep.Entries, src.rv.Entries, logAtRestore, anchored, took.Round(time.Millisecond), rv, aud)
+}
+
+// servesOn runs a short load of new sessions on the restored server r:
+// every step must be answered with a head the ledger then holds, and the
+// whole ledger must still re-verify.
+func servesOn(t *testing.T, r *Server, keys string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ak, err := LoadAgentKeys(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sessions, steps = 2, 50
+	want := sessions * (steps + 1)
+	tally, stop := Load{URL: r.URL, Keys: ak, Sessions: sessions, Steps: steps}.Start(ctx)
+	waitFor(t, time.Minute, "the load on the restored server", func() bool { return len(tally.Answers()) == want })
+	stop()
+	for _, err := range tally.Errs() {
+		t.Errorf("on the restored server: %v", err)
+	}
+	rep := Check(t, tally.Answers(), r.ReadChains(t, tally.Sessions()))
+	r.WaitAnchored(t, 0)
+	rv := r.Reverify(t)
+	if rep.Answered != want || rep.InLedger != want || !rv.Green() {
+		t.Fatalf("serving on the restored ledger: %s; re-verification %s", rep, rv)
+	}
+	return fmt.Sprintf("then served %d new steps: %d in the ledger, re-verification %s", want, rep.InLedger, rv)
+}
+
 // TestRestore backs a PostgreSQL ledger up with pg_dump (custom format)
 // twice, once while the Guardian appends and once after, and restores each
 // to a fresh PostgreSQL server as docs/operations.md tells an operator to:
 // the cluster's roles first (pg_dumpall --roles-only), then pg_restore,
 // then `acsledger serve` on the restored database with the ledger's own
-// key directory. The restore of the quiet backup holds the same entries
-// and serves the same checkpoint; the backup taken under load restores to
-// a consistent ledger holding every step answered before the dump began,
-// whose integrator anchors what the log had not yet taken in. Each
-// re-verifies green across the whole ledger, and verifies offline: every
-// session's bundle, exported from the restored store, checked by acsverify
-// with the key directory's public keys and against the checkpoint taken
-// before the dump (auditRestored).
+// key directory. The restore of the quiet backup holds the same entries,
+// serves the same checkpoint and takes new sessions; the backup taken
+// under load restores to a consistent ledger holding every step answered
+// before the dump began, whose integrator anchors what the log had not yet
+// taken in. Each re-verifies green across the whole ledger, and verifies
+// offline: every session's bundle, exported from the restored store,
+// checked by acsverify with the key directory's public keys and against
+// the checkpoint taken before the dump (auditRestored).
 func TestRestore(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	src := pgtest.NewServer(t)
 	db := src.NewDatabase(t)
 	Run(t, bin, "migrate", "--db", db)
 	keys := Keygen(t, bin)
-	ak, err := LoadAgentKeys(keys)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	live, quiet, roles := filepath.Join(dir, "live.dump"), filepath.Join(dir, "quiet.dump"), filepath.Join(dir, "roles.sql")
 
 	s := Serve(t, bin, "--db", db, "--keys", keys)
-	const sessions, steps = 4, 300
-	want := sessions * (steps + 1) // each session's sessionStart and its steps
-	tally, stop := Load{URL: s.URL, Keys: ak, Sessions: sessions, Steps: steps}.Start(ctx)
-	waitFor(t, 30*time.Second, "answers before the backup", func() bool { return tally.Recorded() >= 150 })
-	// The checkpoint an auditor holds from before the backup: the restored
-	// log must extend it.
-	liveCheckpoint := checkpointBody(t, s)
-	dumpStart := time.Now()
-	pgTool(t, "pg_dump", "--format=custom", "--file", live, "--dbname", db)
-	waitFor(t, time.Minute, "the end of the load", func() bool { return len(tally.Answers()) == want })
-	stop()
-	for _, err := range tally.Errs() {
-		t.Errorf("%v", err)
-	}
-	if recorded := tally.Recorded(); recorded != want {
-		t.Fatalf("%d of %d steps recorded", recorded, want)
-	}
-	srcAnchored, _ := s.WaitAnchored(t, int64(tally.Recorded()))
-	srcRV := s.Reverify(t)
-	if !srcRV.Green() || srcRV.Entries != srcAnchored {
-		t.Fatalf("the source ledger: re-verification %s, the log anchors %d", srcRV, srcAnchored)
-	}
-	srcCheckpoint := checkpointBody(t, s)
+	loaded := loadForRestore(t, s, keys, func() {
+		pgTool(t, "pg_dump", "--format=custom", "--file", live, "--dbname", db)
+	})
 	s.Stop(t)
 	pgTool(t, "pg_dump", "--format=custom", "--file", quiet, "--dbname", db)
 	// Roles (and their memberships) are the cluster's, not the
@@ -169,49 +284,13 @@ func TestRestore(t *testing.T) {
 
 	t.Run("quiet", func(t *testing.T) {
 		r, url := restore(t, quiet)
-		if got := checkpointBody(t, r); got != srcCheckpoint {
-			t.Fatalf("the restored ledger serves checkpoint\n%s\nthe source served\n%s", got, srcCheckpoint)
-		}
-		rv := r.Reverify(t)
-		if !rv.Green() || rv.Entries != srcRV.Entries || rv.Sessions != srcRV.Sessions || r.LogSize(t) != srcAnchored {
-			t.Fatalf("restored: re-verification %s, log %d; the source: %s, log %d", rv, r.LogSize(t), srcRV, srcAnchored)
-		}
-		rep := Check(t, tally.Answers(), r.ReadChains(t, tally.Sessions()))
-		if rep.InLedger != rep.Answered || rep.Duplicates != 0 || rep.Unexplained != 0 {
-			t.Errorf("restored: %s", rep)
-		}
-		aud := auditRestored(t, r, url, keys, srcCheckpoint, tally.Sessions()[0])
-		summary(t, "restore-quiet", "pg_dump after the load, restored to a fresh server: entries %d = %d, sessions %d = %d, log size %d = %d, same checkpoint; %s; re-verification %s; %s",
-			rv.Entries, srcRV.Entries, rv.Sessions, srcRV.Sessions, srcAnchored, srcAnchored, rep, rv, aud)
+		summary(t, "restore-quiet", "pg_dump after the load, restored to a fresh server: %s", checkQuietRestore(t, r, url, loaded))
 		r.Stop(t)
 	})
 
 	t.Run("under-load", func(t *testing.T) {
 		r, url := restore(t, live)
-		logAtRestore := r.LogSize(t)
-		before, after := 0, 0
-		var answered []Answer
-		for _, a := range tally.Answers() {
-			switch {
-			case a.Recorded() && a.Got.Before(dumpStart):
-				answered = append(answered, a)
-				before++
-			case a.Sent.After(dumpStart):
-				after++
-			}
-		}
-		if after == 0 {
-			t.Errorf("the load ended before the dump began")
-		}
-		rep := Check(t, answered, r.ReadChains(t, tally.Sessions()))
-		anchored, took := r.WaitAnchored(t, rep.Entries)
-		rv := r.Reverify(t)
-		if !rv.Green() || rv.Entries != anchored || rep.InLedger != before || rep.Duplicates != 0 {
-			t.Fatalf("restored from the backup under load: %s; %d answered before the dump; re-verification %s; log %d", rep, before, rv, anchored)
-		}
-		aud := auditRestored(t, r, url, keys, liveCheckpoint, tally.Sessions()[0])
-		summary(t, "restore-under-load", "pg_dump during the load (%d steps sent after it began), restored to a fresh server: %d steps answered before the dump, %d in the restored ledger; %d of the source's %d entries; log %d at the restore, %d once the integrator caught up (%v); re-verification %s; %s",
-			after, before, rep.InLedger, rep.Entries, srcRV.Entries, logAtRestore, anchored, took.Round(time.Millisecond), rv, aud)
+		summary(t, "restore-under-load", "pg_dump during the load, restored to a fresh server: %s", checkRestoreUnderLoad(t, r, url, loaded))
 		r.Stop(t)
 	})
 }
