@@ -72,8 +72,8 @@ type audited struct {
 }
 
 func (a audited) String() string {
-	return fmt.Sprintf("%s; a copy of a bundle with one byte of entry %d changed: acsverify exit 1, entry_hash_mismatch at that entry",
-		a.Offline, a.Tampered)
+	return fmt.Sprintf("%s (the server's re-verification right after: %d sessions, %d entries); a copy of a bundle with one byte of entry %d changed: acsverify exit 1, entry_hash_mismatch at that entry",
+		a.Offline, a.Reverified.Sessions, a.Reverified.Entries, a.Tampered)
 }
 
 // auditRestored checks the restored ledger r (store db) as an auditor
