@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -120,13 +121,29 @@ type Offline struct {
 	// which every bundle carries with a consistency proof to TreeSize,
 	// the size of the restored log's latest checkpoint.
 	Since, TreeSize uint64
+	// Extended counts the sessions acsverify found to extend the bundle
+	// exported before the backup (--since).
+	Extended int
 	// Bundles maps each session to its exported bundle.
 	Bundles map[string]string
 }
 
 func (o Offline) String() string {
-	return fmt.Sprintf("acsverify: %d of %d sessions verified, %d entries, checkpoint %d consistent with the one of size %d held before the backup",
+	s := fmt.Sprintf("acsverify: %d of %d sessions verified, %d entries, checkpoint %d consistent with the one of size %d held before the backup",
 		o.Verified, o.Sessions, o.Entries, o.TreeSize, o.Since)
+	if o.Extended > 0 {
+		s += fmt.Sprintf(", %d sessions extending their bundle exported before it", o.Extended)
+	}
+	return s
+}
+
+// Export writes the evidence bundle of session from the store db to path
+// with `acsledger export` (sinceSize 0 for none): the command reads the
+// store directly, so the export is not in the access log.
+func (a *Auditor) Export(t testing.TB, db, keys, session string, sinceSize uint64, path string) {
+	t.Helper()
+	Run(t, a.Ledger, "export", "--db", db, "--keys", keys, "--session", session,
+		"--since-size", strconv.FormatUint(sinceSize, 10), "--out", path)
 }
 
 // Sessions lists every session of the server's ledger through GET
@@ -174,19 +191,25 @@ func (s *Server) Sessions(t testing.TB) []string {
 // checkpoint of its size every bundle carries must be it. VerifyLedger
 // fails t if a bundle does not verify or carries another checkpoint. The
 // log must have anchored every entry (Server.WaitAnchored): an entry it
-// has not is not_anchored.
-func (a *Auditor) VerifyLedger(t testing.TB, sessions []string, db, keys, before string) Offline {
+// has not is not_anchored. A session with a bundle in earlier, exported
+// before the backup, is checked with `acsverify bundle --since` that
+// bundle: the restored chain must hold the earlier one whole, and the
+// restored log extend its checkpoint.
+func (a *Auditor) VerifyLedger(t testing.TB, sessions []string, db, keys, before string, earlier map[string]string) Offline {
 	t.Helper()
 	beforeSize := checkpointSize(t, before)
 	o := Offline{Since: beforeSize, Bundles: map[string]string{}}
 	dir := t.TempDir()
 	for i, id := range sessions {
 		path := filepath.Join(dir, fmt.Sprintf("session-%d.json", i))
-		Run(t, a.Ledger, "export", "--db", db, "--keys", keys, "--session", id,
-			"--since-size", strconv.FormatUint(beforeSize, 10), "--out", path)
+		a.Export(t, db, keys, id, beforeSize, path)
 		o.Sessions++
 		o.Bundles[id] = path
-		out, err := exec.Command(a.Verifier, "bundle", "--json", "--trust", a.Trust, "--hmac-ikm", a.HMACIKM, path).Output()
+		args := []string{"bundle", "--json", "--trust", a.Trust, "--hmac-ikm", a.HMACIKM}
+		if e, ok := earlier[id]; ok {
+			args = append(args, "--since", e)
+		}
+		out, err := exec.Command(a.Verifier, append(args, path)...).Output()
 		var rep struct {
 			Verified bool              `json:"verified"`
 			Entries  int64             `json:"entries"`
@@ -215,6 +238,9 @@ func (a *Auditor) VerifyLedger(t testing.TB, sessions []string, db, keys, before
 		}
 		o.Verified++
 		o.Entries += rep.Entries
+		if _, ok := earlier[id]; ok {
+			o.Extended++
+		}
 	}
 	return o
 }
@@ -275,6 +301,38 @@ func (a *Auditor) CheckTamper(t testing.TB, bundle string) (position int, findin
 	}
 	t.Fatalf("acsverify rejected a copy with byte %d changed but named no entry_hash_mismatch at %s:\n%s", i, names, out)
 	return position, ""
+}
+
+// CheckNotExtending checks that acsverify rejects bundle as the later
+// bundle of the session of earlier (`acsverify bundle --since earlier`)
+// with exit status 1 and a finding of each of codes, as when a ledger was
+// restored from a backup older than a bundle an auditor holds. It returns
+// the codes of the findings.
+func (a *Auditor) CheckNotExtending(t testing.TB, bundle, earlier string, codes ...string) []string {
+	t.Helper()
+	out, err := exec.Command(a.Verifier, "bundle", "--json", "--trust", a.Trust, "--hmac-ikm", a.HMACIKM, "--since", earlier, bundle).Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("acsverify bundle --since %s %s: %v, want exit status 1\n%s", earlier, bundle, err, out)
+	}
+	var rep struct {
+		Findings []struct {
+			Code string `json:"code"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("acsverify bundle --json: %v\n%s", err, out)
+	}
+	var got []string
+	for _, f := range rep.Findings {
+		got = append(got, f.Code)
+	}
+	for _, c := range codes {
+		if !slices.Contains(got, c) {
+			t.Errorf("acsverify bundle --since %s %s: findings %v, want %s among them", earlier, bundle, got, c)
+		}
+	}
+	return got
 }
 
 // bundleCheckpoints returns the checkpoints a bundle carries.

@@ -29,7 +29,7 @@ func TestRestoreBaseBackup(t *testing.T) {
 	s := Serve(t, bin, "--db", db, "--keys", keys)
 	var live *pgtest.BaseBackup
 	var liveTook time.Duration
-	loaded := loadForRestore(t, s, keys, func() {
+	loaded := loadForRestore(t, s, db, keys, func() {
 		start := time.Now()
 		live = primary.BaseBackup(t)
 		liveTook = time.Since(start)

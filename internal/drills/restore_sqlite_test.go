@@ -77,7 +77,7 @@ func TestRestoreSQLite(t *testing.T) {
 
 	s := Serve(t, bin, "--db", src, "--keys", keys)
 	var liveTook time.Duration
-	loaded := loadForRestore(t, s, keys, func() { liveTook = sqliteBackup(t, sqlite3, src, live) })
+	loaded := loadForRestore(t, s, src, keys, func() { liveTook = sqliteBackup(t, sqlite3, src, live) })
 	quietTook := sqliteBackup(t, sqlite3, src, quiet)
 	if !s.Ready() || checkpointBody(t, s) != loaded.checkpoint {
 		t.Fatalf("the source server after the online backup: ready %v\n%s", s.Ready(), s.Log())

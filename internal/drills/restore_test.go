@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +70,7 @@ type audited struct {
 	// Tampered is the position of the entry changed in a copy of a
 	// bundle, which acsverify rejected naming it.
 	Tampered int
+	auditor  *Auditor
 }
 
 func (a audited) String() string {
@@ -79,10 +81,11 @@ func (a audited) String() string {
 // auditRestored checks the restored ledger r (store db) as an auditor
 // would, offline: every session exported and verified by acsverify with
 // the public keys of keys and against the checkpoint body before, held
-// before the backup; as many sessions and entries as the server's own
+// before the backup (and the bundles earlier exported then, by session:
+// Auditor.VerifyLedger); as many sessions and entries as the server's own
 // re-verification run right after counts; and a copy of the bundle of
 // session with one entry byte changed rejected, naming the entry.
-func auditRestored(t *testing.T, r *Server, db, keys, before, session string) audited {
+func auditRestored(t *testing.T, r *Server, db, keys, before string, earlier map[string]string, session string) audited {
 	t.Helper()
 	// Listing the sessions is a read the access log records: let the log
 	// anchor that record before the export, or its bundle ends
@@ -90,7 +93,7 @@ func auditRestored(t *testing.T, r *Server, db, keys, before, session string) au
 	sessions := r.Sessions(t)
 	r.WaitAnchored(t, 0)
 	aud := auditor(t, keys)
-	a := audited{Offline: aud.VerifyLedger(t, sessions, db, keys, before)}
+	a := audited{Offline: aud.VerifyLedger(t, sessions, db, keys, before, earlier), auditor: aud}
 	a.Reverified = r.Reverify(t)
 	if a.Verified != a.Sessions || !a.Reverified.Green() || int64(a.Sessions) != a.Reverified.Sessions || a.Entries != a.Reverified.Entries {
 		t.Errorf("offline: %s; the restored server re-verifies %s", a.Offline, a.Reverified)
@@ -114,17 +117,21 @@ type restoreSource struct {
 	anchored   int64
 	rv         Reverification
 	checkpoint string
+	// earlier are the bundles of the load's sessions exported after the
+	// load, before the quiet backup, by session: what an auditor holds.
+	earlier map[string]string
 }
 
 // restoreSessions and restoreSteps are the restore drills' load: each
 // session's sessionStart and its steps are 1,204 entries.
 const restoreSessions, restoreSteps = 4, 300
 
-// loadForRestore runs the restore drills' load on s (key directory keys),
-// calls backup once 150 steps are answered, while the load runs, waits
-// for the end of the load and for the log to anchor it, and returns what
-// the source holds.
-func loadForRestore(t *testing.T, s *Server, keys string, backup func()) restoreSource {
+// loadForRestore runs the restore drills' load on s (store db, key
+// directory keys), calls backup once 150 steps are answered, while the
+// load runs, waits for the end of the load and for the log to anchor it,
+// exports the bundles of the load's sessions, and returns what the source
+// holds.
+func loadForRestore(t *testing.T, s *Server, db, keys string, backup func()) restoreSource {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -154,6 +161,12 @@ func loadForRestore(t *testing.T, s *Server, keys string, backup func()) restore
 		t.Fatalf("the source ledger: re-verification %s, the log anchors %d", src.rv, src.anchored)
 	}
 	src.checkpoint = checkpointBody(t, s)
+	src.earlier = map[string]string{}
+	dir := t.TempDir()
+	for i, id := range src.tally.Sessions() {
+		src.earlier[id] = filepath.Join(dir, fmt.Sprintf("earlier-%d.json", i))
+		auditor(t, keys).Export(t, db, keys, id, 0, src.earlier[id])
+	}
 	return src
 }
 
@@ -174,7 +187,7 @@ func checkQuietRestore(t *testing.T, r *Server, db string, src restoreSource) st
 	if rep.InLedger != rep.Answered || rep.Duplicates != 0 || rep.Unexplained != 0 {
 		t.Errorf("restored: %s", rep)
 	}
-	aud := auditRestored(t, r, db, src.keys, src.checkpoint, src.tally.Sessions()[0])
+	aud := auditRestored(t, r, db, src.keys, src.checkpoint, src.earlier, src.tally.Sessions()[0])
 	return fmt.Sprintf("entries %d = %d, sessions %d = %d, log size %d = %d, same checkpoint; %s; re-verification %s; %s; %s",
 		rv.Entries, src.rv.Entries, rv.Sessions, src.rv.Sessions, src.anchored, src.anchored, rep, rv, aud, servesOn(t, r, src.keys))
 }
@@ -207,9 +220,13 @@ func checkRestoreUnderLoad(t *testing.T, r *Server, db string, src restoreSource
 	if !rv.Green() || rv.Entries != anchored || rep.InLedger != before || rep.Duplicates != 0 {
 		t.Fatalf("restored from the backup under load: %s; %d answered before the backup; re-verification %s; log %d", rep, before, rv, anchored)
 	}
-	aud := auditRestored(t, r, db, src.keys, src.liveCheckpoint, src.tally.Sessions()[0])
-	return fmt.Sprintf("%d steps sent after it began; %d steps answered before it began, %d in the restored ledger; %d of the source's %d entries; log %d at the restore, %d once the integrator caught up (%v); re-verification %s; %s",
-		after, before, rep.InLedger, rep.Entries, src.rv.Entries, logAtRestore, anchored, took.Round(time.Millisecond), rv, aud)
+	first := src.tally.Sessions()[0]
+	aud := auditRestored(t, r, db, src.keys, src.liveCheckpoint, nil, first)
+	// The backup is older than the bundle an auditor exported after the
+	// load: acsverify shows the restored session is not that bundle's.
+	older := aud.auditor.CheckNotExtending(t, aud.Bundles[first], src.earlier[first], "truncated")
+	return fmt.Sprintf("%d steps sent after it began; %d steps answered before it began, %d in the restored ledger; %d of the source's %d entries; log %d at the restore, %d once the integrator caught up (%v); re-verification %s; %s; against the bundle of a session exported after the load, acsverify exit 1: %s",
+		after, before, rep.InLedger, rep.Entries, src.rv.Entries, logAtRestore, anchored, took.Round(time.Millisecond), rv, aud, strings.Join(slices.Compact(slices.Sorted(slices.Values(older))), ", "))
 }
 
 // servesOn runs a short load of new sessions on the restored server r:
@@ -262,7 +279,7 @@ func TestRestore(t *testing.T) {
 	live, quiet, roles := filepath.Join(dir, "live.dump"), filepath.Join(dir, "quiet.dump"), filepath.Join(dir, "roles.sql")
 
 	s := Serve(t, bin, "--db", db, "--keys", keys)
-	loaded := loadForRestore(t, s, keys, func() {
+	loaded := loadForRestore(t, s, db, keys, func() {
 		pgTool(t, "pg_dump", "--format=custom", "--file", live, "--dbname", db)
 	})
 	s.Stop(t)
