@@ -70,7 +70,8 @@ type audited struct {
 	// Tampered is the position of the entry changed in a copy of a
 	// bundle, which acsverify rejected naming it.
 	Tampered int
-	auditor  *Auditor
+	// by is the auditor that checked.
+	by *Auditor
 }
 
 func (a audited) String() string {
@@ -93,7 +94,7 @@ func auditRestored(t *testing.T, r *Server, db, keys, before string, earlier map
 	sessions := r.Sessions(t)
 	r.WaitAnchored(t, 0)
 	aud := auditor(t, keys)
-	a := audited{Offline: aud.VerifyLedger(t, sessions, db, keys, before, earlier), auditor: aud}
+	a := audited{Offline: aud.VerifyLedger(t, sessions, db, keys, before, earlier), by: aud}
 	a.Reverified = r.Reverify(t)
 	if a.Verified != a.Sessions || !a.Reverified.Green() || int64(a.Sessions) != a.Reverified.Sessions || a.Entries != a.Reverified.Entries {
 		t.Errorf("offline: %s; the restored server re-verifies %s", a.Offline, a.Reverified)
@@ -162,10 +163,10 @@ func loadForRestore(t *testing.T, s *Server, db, keys string, backup func()) res
 	}
 	src.checkpoint = checkpointBody(t, s)
 	src.earlier = map[string]string{}
-	dir := t.TempDir()
+	aud, dir := auditor(t, keys), t.TempDir()
 	for i, id := range src.tally.Sessions() {
 		src.earlier[id] = filepath.Join(dir, fmt.Sprintf("earlier-%d.json", i))
-		auditor(t, keys).Export(t, db, keys, id, 0, src.earlier[id])
+		aud.Export(t, db, keys, id, 0, src.earlier[id])
 	}
 	return src
 }
@@ -224,7 +225,7 @@ func checkRestoreUnderLoad(t *testing.T, r *Server, db string, src restoreSource
 	aud := auditRestored(t, r, db, src.keys, src.liveCheckpoint, nil, first)
 	// The backup is older than the bundle an auditor exported after the
 	// load: acsverify shows the restored session is not that bundle's.
-	older := aud.auditor.CheckNotExtending(t, aud.Bundles[first], src.earlier[first], "truncated")
+	older := aud.by.CheckNotExtending(t, aud.Bundles[first], src.earlier[first], "truncated")
 	return fmt.Sprintf("%d steps sent after it began; %d steps answered before it began, %d in the restored ledger; %d of the source's %d entries; log %d at the restore, %d once the integrator caught up (%v); re-verification %s; %s; against the bundle of a session exported after the load, acsverify exit 1: %s",
 		after, before, rep.InLedger, rep.Entries, src.rv.Entries, logAtRestore, anchored, took.Round(time.Millisecond), rv, aud, strings.Join(slices.Compact(slices.Sorted(slices.Values(older))), ", "))
 }
@@ -269,7 +270,9 @@ func servesOn(t *testing.T, r *Server, keys string) string {
 // taken in. Each re-verifies green across the whole ledger, and verifies
 // offline: every session's bundle, exported from the restored store,
 // checked by acsverify with the key directory's public keys and against
-// the checkpoint taken before the dump (auditRestored).
+// the checkpoint taken before the dump (auditRestored); the quiet restore
+// also extends the bundles exported before its dump, which the restore
+// of the older dump, taken under load, does not.
 func TestRestore(t *testing.T) {
 	src := pgtest.NewServer(t)
 	db := src.NewDatabase(t)
