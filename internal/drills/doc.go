@@ -3,8 +3,9 @@
 // Package drills holds the fault drills: a built `acsledger serve` killed
 // with SIGKILL under Guardian load and during a bulk ingest, PostgreSQL
 // stopped and started under load, its connections cut mid-transaction, and
-// a ledger backed up with pg_dump and restored to a fresh server. Each
-// drill checks what an operator relies on after the fault (every signed
+// a ledger backed up (pg_dump, pg_basebackup, the embedded store's sqlite3
+// .backup) and restored to a fresh server, whose evidence acsverify then
+// checks offline. Each drill checks what an operator relies on after the fault (every signed
 // answer is in the ledger, chained, anchored in the Merkle log, stored
 // once) and prints its counts on one summary line starting "drill ".
 //
