@@ -2,11 +2,11 @@ package ingest_test
 
 import (
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/acsledger/acsledger/internal/proccpu"
 )
 
 // cpuTime is the CPU time (user and system) used so far by this process
@@ -22,46 +22,16 @@ func cpuTime() time.Duration { return selfCPU() + pgCPU() }
 // machine are not counted. Against a server it did not start
 // (ACSLEDGER_TEST_DATABASE_URL), every postgres process is counted.
 func pgCPU() time.Duration {
-	type proc struct {
-		ppid int
-		cpu  time.Duration
-	}
-	procs := make(map[int]proc)
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || close < open || !strings.HasPrefix(s[open+1:close], "postgres") {
-			continue
-		}
-		f := strings.Fields(s[close+2:])
-		if len(f) < 13 {
-			continue
-		}
-		pid, _ := strconv.Atoi(s[:open-1])
-		ppid, _ := strconv.Atoi(f[1])
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		procs[pid] = proc{ppid: ppid, cpu: time.Duration(ut+st) * (time.Second / 100)} // USER_HZ
-	}
-	self := os.Getpid()
-	var own, all time.Duration
-	found := false
-	for _, p := range procs {
-		all += p.cpu
-		if p.ppid == self || procs[p.ppid].ppid == self && p.ppid != 0 {
-			own += p.cpu
-			found = true
+	var pg []proccpu.Stat
+	for _, p := range proccpu.All() {
+		if strings.HasPrefix(p.Comm, "postgres") {
+			pg = append(pg, p)
 		}
 	}
-	if !found {
-		return all
+	if own := proccpu.Below(pg, os.Getpid()); len(own) > 0 {
+		return proccpu.Sum(own)
 	}
-	return own
+	return proccpu.Sum(pg)
 }
 
 // selfCPU is the CPU time this process used so far.

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/internal/proccpu"
 	"github.com/acsledger/acsledger/ledger"
 )
 
@@ -270,7 +270,7 @@ type cpuMeter struct {
 }
 
 func (m *cpuMeter) start() {
-	m.self0 = procCPU(os.Getpid())
+	m.self0 = proccpu.Of(os.Getpid())
 	m.other0 = m.snapshot()
 }
 
@@ -278,7 +278,7 @@ func (m *cpuMeter) snapshot() map[int]time.Duration {
 	cpu := map[int]time.Duration{}
 	if m.other != nil {
 		for _, pid := range m.other() {
-			cpu[pid] = procCPU(pid)
+			cpu[pid] = proccpu.Of(pid)
 		}
 	}
 	return cpu
@@ -292,7 +292,7 @@ func (m *cpuMeter) print(w io.Writer, decisions int, name string) {
 	if decisions == 0 {
 		return
 	}
-	self := procCPU(os.Getpid()) - m.self0
+	self := proccpu.Of(os.Getpid()) - m.self0
 	per := func(d time.Duration) string { return ms(d / time.Duration(decisions)) }
 	line := "  cpu per decision: this process " + per(self)
 	if m.other != nil {
@@ -303,28 +303,4 @@ func (m *cpuMeter) print(w io.Writer, decisions int, name string) {
 		line += fmt.Sprintf(", %s %s", name, per(other))
 	}
 	fmt.Fprintln(w, line)
-}
-
-// procCPU returns the user plus system CPU time of process pid from
-// /proc/<pid>/stat, or 0 where that cannot be read.
-func procCPU(pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) may hold spaces; fields count from
-	// after its closing parenthesis. utime and stime are fields 14, 15.
-	i := bytes.LastIndexByte(raw, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(raw[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	var ut, st int64
-	fmt.Sscan(f[11], &ut)
-	fmt.Sscan(f[12], &st)
-	// USER_HZ is 100 on every Linux this runs on.
-	return time.Duration(ut+st) * 10 * time.Millisecond
 }

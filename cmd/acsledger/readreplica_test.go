@@ -37,7 +37,7 @@ func TestReadReplica(t *testing.T) {
 	if out, err := exec.Command(binary, "migrate", "--db", db).CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
-	readURL := strings.Replace(db, primary.Addr(), standby.Addr(), 1)
+	readURL := pgtest.Hosts(t, db, standby)
 	waitReplayed(t, db, readURL)
 	const secret = "replica-s3cret"
 	pwFile := filepath.Join(t.TempDir(), "pw")

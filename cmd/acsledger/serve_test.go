@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/internal/launch"
 	"github.com/acsledger/acsledger/internal/pgtest"
 )
 
@@ -50,14 +49,9 @@ func TestMain(m *testing.M) {
 
 // server is a running `acsledger serve` process.
 type server struct {
-	cmd  *exec.Cmd
-	url  string
-	logs *bytes.Buffer
-	mu   *sync.Mutex
-	done chan error
+	p   *launch.Process
+	url string
 }
-
-var servingLine = regexp.MustCompile(`url=(https?://[0-9.:]+)`)
 
 // startServer runs the binary with serve on a free loopback port and waits
 // for it to report its address.
@@ -82,62 +76,16 @@ func startIn(t *testing.T, dir string, env []string, args ...string) *server {
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	cmd.Env = env
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, logs: new(bytes.Buffer), mu: new(sync.Mutex), done: make(chan error, 1)}
-	urlc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			s.mu.Lock()
-			s.logs.WriteString(line + "\n")
-			s.mu.Unlock()
-			if m := servingLine.FindStringSubmatch(line); m != nil {
-				urlc <- m[1]
-			}
-		}
-		s.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-s.done
-		}
-	})
-	select {
-	case s.url = <-urlc:
-	case err := <-s.done:
-		t.Fatalf("acsledger exited before serving: %v\n%s", err, s.log())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("acsledger did not report its address\n%s", s.log())
-	}
-	return s
+	p := launch.Start(t, cmd)
+	return &server{p: p, url: p.URL}
 }
 
-func (s *server) log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logs.String()
-}
+func (s *server) log() string { return s.p.Log() }
 
 // stop sends sig and waits for a clean exit.
 func (s *server) stop(t *testing.T, sig os.Signal) {
 	t.Helper()
-	s.cmd.Process.Signal(sig)
-	select {
-	case err := <-s.done:
-		if err != nil {
-			t.Fatalf("acsledger serve exited with %v after %v\n%s", err, sig, s.log())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("acsledger serve did not stop after %v\n%s", sig, s.log())
-	}
+	s.p.Stop(t, sig)
 }
 
 // authed returns req carrying the test admin token.

@@ -226,9 +226,16 @@ type Load struct {
 	Keys     *AgentKeys
 	Sessions int
 	Steps    int
+	// Calls are the toolCallRequest payloads each agent sends in turn;
+	// nil is one read_file the baseline policy allows.
+	Calls []any
 	// KeepGoing makes an agent carry on after a request got no answer
 	// (after a pause), instead of stopping as when its server has gone.
 	KeepGoing bool
+	// BackOff makes an agent pause also after a signed answer that
+	// recorded nothing (the failure posture's DENY or error), as a real
+	// agent backs off, instead of sending its next step at once.
+	BackOff bool
 }
 
 // Tally collects the answers of a load.
@@ -273,6 +280,21 @@ func (t *Tally) Recorded() int {
 		}
 	}
 	return n
+}
+
+// FirstRecordedAfter returns when the first answer that published a
+// chain head arrived after at (zero if none did): how long after a fault
+// ended the service acknowledged commits again.
+func (t *Tally) FirstRecordedAfter(at time.Time) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var first time.Time
+	for _, a := range t.answers {
+		if a.Recorded() && a.Got.After(at) && (first.IsZero() || a.Got.Before(first)) {
+			first = a.Got
+		}
+	}
+	return first
 }
 
 // Errs returns what stopped agents before their first step (a failed
@@ -332,16 +354,21 @@ func (l Load) Start(ctx context.Context) (t *Tally, stop func()) {
 				}
 				return
 			}
-			for range l.Steps {
+			for i := range l.Steps {
 				if ctx.Err() != nil || stopped.Load() {
 					return
 				}
-				ans := a.Step(ctx)
+				var ans Answer
+				if l.Calls == nil {
+					ans = a.Step(ctx)
+				} else {
+					ans = a.Send(ctx, "steps/toolCallRequest", l.Calls[i%len(l.Calls)])
+				}
 				t.add(ans)
-				if ans.Err != nil {
-					if !l.KeepGoing {
-						return
-					}
+				switch {
+				case ans.Err != nil && !l.KeepGoing:
+					return
+				case ans.Err != nil, l.BackOff && !ans.Recorded():
 					time.Sleep(20 * time.Millisecond)
 				}
 			}

@@ -15,6 +15,6 @@
 // every load is bounded in count and time. docs/operations.md ("Drills")
 // keeps the figures of a run.
 //
-// The exported helpers (Build, Serve, Agent, RunLoad, the ledger checks)
+// The exported helpers (Main, Build, Serve, Agent, Load, the ledger checks)
 // are for drills in sub-packages too.
 package drills

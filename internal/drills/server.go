@@ -3,22 +3,23 @@
 package drills
 
 import (
-	"bufio"
-	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/acsledger/acsledger/internal/launch"
+	"github.com/acsledger/acsledger/internal/pgtest"
+	"github.com/acsledger/acsledger/verify"
 )
 
 // AdminToken is the bootstrap admin token ($ACSLEDGER_ADMIN_TOKEN) of
@@ -34,6 +35,25 @@ func Build(dir string) (string, error) {
 		return "", fmt.Errorf("couldn't build acsledger: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// Main is the TestMain of a package of drills: it builds acsledger into
+// a temporary directory, sets *bin to its path, runs the tests with
+// pgtest's PostgreSQL (pgtest.Run) and exits with their status.
+func Main(m *testing.M, bin *string) {
+	dir, err := os.MkdirTemp("", "acsledger-drills-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if *bin, err = Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := pgtest.Run(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // Run runs the binary with args to completion and returns its output,
@@ -60,16 +80,8 @@ func Keygen(t testing.TB, bin string) string {
 
 // Server is a running `acsledger serve`.
 type Server struct {
-	URL  string
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	logs bytes.Buffer
-	done chan error // receives the process's exit once
-	exit error
-	gone bool
+	*launch.Process
 }
-
-var servingLine = regexp.MustCompile(`url=(https?://[0-9.:]+)`)
 
 // Serve starts `acsledger serve` on a free loopback port with args and
 // returns once it logged the address it serves at. The process is killed
@@ -79,100 +91,13 @@ func Serve(t testing.TB, bin string, args ...string) *Server {
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--reverify-every", "0"}, args...)...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "ACSLEDGER_ADMIN_TOKEN="+AdminToken)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{cmd: cmd, done: make(chan error, 1)}
-	urlc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			s.mu.Lock()
-			s.logs.WriteString(line + "\n")
-			s.mu.Unlock()
-			if m := servingLine.FindStringSubmatch(line); m != nil {
-				select {
-				case urlc <- m[1]:
-				default:
-				}
-			}
-		}
-		s.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if !s.exited() {
-			cmd.Process.Kill()
-			s.wait(30 * time.Second)
-		}
-	})
-	select {
-	case s.URL = <-urlc:
-	case err := <-s.done:
-		s.done <- err
-		t.Fatalf("acsledger serve exited before serving: %v\n%s", err, s.Log())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("acsledger serve did not report its address in 60s\n%s", s.Log())
-	}
-	return s
-}
-
-// Log returns what the server wrote to stderr so far.
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logs.String()
-}
-
-func (s *Server) exited() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gone
-}
-
-// wait waits up to d for the process to exit and reports whether it did.
-func (s *Server) wait(d time.Duration) bool {
-	if s.exited() {
-		return true
-	}
-	select {
-	case err := <-s.done:
-		s.mu.Lock()
-		s.gone, s.exit = true, err
-		s.mu.Unlock()
-		return true
-	case <-time.After(d):
-		return false
-	}
-}
-
-// Kill sends SIGKILL: no shutdown, no flush, whatever was in flight is
-// cut where it stood.
-func (s *Server) Kill(t testing.TB) {
-	t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("couldn't kill acsledger serve: %v", err)
-	}
-	if !s.wait(30 * time.Second) {
-		t.Fatal("acsledger serve still runs 30s after SIGKILL")
-	}
+	return &Server{launch.Start(t, cmd)}
 }
 
 // Stop sends SIGTERM and waits for a clean exit.
 func (s *Server) Stop(t testing.TB) {
 	t.Helper()
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	if !s.wait(30 * time.Second) {
-		t.Fatalf("acsledger serve did not stop within 30s of SIGTERM\n%s", s.Log())
-	}
-	if s.exit != nil {
-		t.Fatalf("acsledger serve exited with %v after SIGTERM\n%s", s.exit, s.Log())
-	}
+	s.Process.Stop(t, syscall.SIGTERM)
 }
 
 var client = &http.Client{Timeout: 30 * time.Second}
@@ -231,6 +156,63 @@ func (s *Server) LogSize(t testing.TB) int64 {
 		t.Fatalf("/checkpoint size %q: %v", lines[1], err)
 	}
 	return n
+}
+
+// LogPolicy returns the policy a checkpoint of the Merkle log signed with
+// the keys of keyDir must meet: the verifier keys `acsledger log-key`
+// prints for auditors.
+func LogPolicy(t testing.TB, bin, keyDir string) *verify.CheckpointPolicy {
+	t.Helper()
+	var vkeys []string
+	for _, line := range strings.Split(strings.TrimSpace(Run(t, bin, "log-key", "--keys", keyDir)), "\n") {
+		if !strings.HasPrefix(line, "origin: ") {
+			vkeys = append(vkeys, line)
+		}
+	}
+	return &verify.CheckpointPolicy{LogKeys: vkeys}
+}
+
+// Checkpoint returns the Merkle log's latest checkpoint, its signature
+// verified against policy (the zero checkpoint before the first), and
+// fails t if it does not verify.
+func (s *Server) Checkpoint(t testing.TB, policy *verify.CheckpointPolicy) verify.Checkpoint {
+	t.Helper()
+	code, body := s.Do(t, http.MethodGet, "/checkpoint", nil)
+	if code == http.StatusNotFound {
+		return verify.Checkpoint{}
+	}
+	if code != http.StatusOK {
+		t.Fatalf("/checkpoint: %d %s", code, body)
+	}
+	cp, findings, err := verify.VerifyCheckpoint(body, policy, "checkpoint")
+	if err != nil || len(findings) > 0 {
+		t.Fatalf("checkpoint %q: %v %+v", body, err, findings)
+	}
+	return cp
+}
+
+// VerifyConsistency fetches the consistency proof between two of the
+// log's checkpoints and checks it: nil when newer's tree extends older's.
+func (s *Server) VerifyConsistency(t testing.TB, older, newer verify.Checkpoint) error {
+	t.Helper()
+	var cons struct {
+		Proof [][]byte `json:"proof"`
+	}
+	s.GetJSON(t, fmt.Sprintf("/api/v1/proofs/consistency?old=%d&new=%d", older.Size, newer.Size), &cons)
+	return verify.VerifyConsistency(older.Size, newer.Size, cons.Proof, older.Root, newer.Root)
+}
+
+// GetJSON reads path with the admin token into v and fails t unless the
+// answer is 200 with a JSON body.
+func (s *Server) GetJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	code, body := s.Do(t, http.MethodGet, path, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, body)
+	}
 }
 
 // WaitAnchored waits until the Merkle log's checkpoint covers at least

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -35,6 +37,25 @@ func NewPrimary(t testing.TB) *Server {
 // Addr returns the server's loopback host:port, also while it is stopped.
 func (ps *Server) Addr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ps.port))
+}
+
+// Hosts returns dsn, the URL of a database on one server of a replicated
+// cluster, with its host replaced by the addresses of servers in order.
+// With one server it is the same database on that server (a standby
+// serves its primary's databases under the same names); with several it
+// is a multi-host URL, whose hosts pgx and libpq try in turn.
+func Hosts(t testing.TB, dsn string, servers ...*Server) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	addrs := make([]string, len(servers))
+	for i, ps := range servers {
+		addrs[i] = ps.Addr()
+	}
+	u.Host = strings.Join(addrs, ",")
+	return u.String()
 }
 
 // Exec runs sql as the superuser on the server's "postgres" database.

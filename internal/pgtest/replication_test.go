@@ -20,7 +20,7 @@ func TestSynchronousStandby(t *testing.T) {
 	standby := primary.NewStandby(t, "standby1")
 	primary.SetSynchronous(t, "standby1")
 	db := primary.NewDatabase(t)
-	onStandby := strings.Replace(db, primary.Addr(), standby.Addr(), 1)
+	onStandby := pgtest.Hosts(t, db, standby)
 
 	exec := func(url, sql string) error {
 		conn, err := pgx.Connect(ctx, url)

@@ -1,10 +1,8 @@
 package pgstore_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/acsledger/acsledger/internal/proccpu"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 )
@@ -67,7 +66,7 @@ func benchAppendRequest(b *testing.B, sessions int) {
 	}
 	cpu0 := map[int]time.Duration{}
 	for _, pid := range pids() {
-		cpu0[pid] = procCPU(pid)
+		cpu0[pid] = proccpu.Of(pid)
 	}
 	c0 := s.Commits()
 	b.ResetTimer()
@@ -94,7 +93,7 @@ func benchAppendRequest(b *testing.B, sessions int) {
 	}
 	var pg time.Duration
 	for _, pid := range pids() {
-		pg += procCPU(pid) - cpu0[pid]
+		pg += proccpu.Of(pid) - cpu0[pid]
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 	if pg > 0 {
@@ -103,25 +102,4 @@ func benchAppendRequest(b *testing.B, sessions int) {
 	if n := s.Commits() - c0; n > 0 {
 		b.ReportMetric(float64(b.N)/float64(n), "appends/commit")
 	}
-}
-
-// procCPU is the user plus system CPU time of process pid (Linux /proc),
-// or 0 where it cannot be read.
-func procCPU(pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(raw, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(raw[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	var ut, st int64
-	fmt.Sscan(f[11], &ut)
-	fmt.Sscan(f[12], &st)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
 }
