@@ -114,7 +114,7 @@ func New(ctx context.Context, s Storage, cfg Config) (*Log, error) {
 		delay:   cfg.BatchDelay,
 		now:     cfg.Now,
 		log:     cfg.Logger,
-		cache:   newTileCache(4096),
+		cache:   newTileCache(tileCacheSize),
 		notify:  make(chan struct{}, 1),
 		signed:  make(chan struct{}, 1),
 	}

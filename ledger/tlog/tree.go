@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -14,34 +13,6 @@ import (
 var hasher = rfc6962.DefaultHasher
 
 var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
-
-// tileCache keeps full tiles, which never change, so proofs near the head of
-// a large log do not refetch the same few tiles. It is bounded crudely: when
-// full it is emptied.
-type tileCache struct {
-	mu    sync.Mutex
-	tiles map[[2]uint64][]byte
-	max   int
-}
-
-func newTileCache(max int) *tileCache {
-	return &tileCache{tiles: make(map[[2]uint64][]byte), max: max}
-}
-
-func (c *tileCache) get(level int, n uint64) []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.tiles[[2]uint64{uint64(level), n}]
-}
-
-func (c *tileCache) put(level int, n uint64, data []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.tiles) >= c.max {
-		clear(c.tiles)
-	}
-	c.tiles[[2]uint64{uint64(level), n}] = data
-}
 
 // treeReader reads hashes of the tree of a fixed size from storage. One
 // reader serves one request, so it memoizes the partial tiles it rebuilt:
