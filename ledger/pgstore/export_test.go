@@ -39,3 +39,7 @@ func SearchQuery(f ledger.SearchFilter) (string, []any) {
 
 // QueryEntries is a session's page of entries, for its plan test.
 var QueryEntries = q.Entries
+
+// QueryStoredBySteps is the planning lookup of stored steps, for its plan
+// test.
+var QueryStoredBySteps = q.StoredBySteps

@@ -19,10 +19,22 @@ FROM sessions s JOIN heads h ON h.session_id = s.session_id
 WHERE s.session_id = ANY($1::text[]);
 
 -- name: StoredBySteps
-SELECT e.session_id, e.step_id, e.position, e.entry_hash, e.previous_hash, e.content
-FROM entries e
-JOIN unnest($1::text[], $2::text[]) AS k (session_id, step_id)
-  ON e.session_id = k.session_id AND e.step_id = k.step_id;
+-- One unique-key lookup per (session, step) asked for. As a join, the plan
+-- the statement cache kept from the ledger's first minutes, when the
+-- partitions were empty, hashed the keys and scanned every partition of
+-- entries on each call, growing with the ledger until the next ANALYZE;
+-- LIMIT 1 (the key is unique) keeps the subquery a subquery, so each key
+-- is looked up in its one partition, the others pruned at run time, by
+-- the (session_id, step_id) index once the partition is large enough to
+-- call for it (TestStoredByStepsPlan).
+SELECT k.session_id, k.step_id, e.position, e.entry_hash, e.previous_hash, e.content
+FROM unnest($1::text[], $2::text[]) AS k (session_id, step_id)
+CROSS JOIN LATERAL (
+    SELECT e.position, e.entry_hash, e.previous_hash, e.content
+    FROM entries e
+    WHERE e.session_id = k.session_id AND e.step_id = k.step_id
+    LIMIT 1
+) e;
 
 -- name: InsertSessions
 -- ON CONFLICT: a concurrent writer created the session first; the caller
