@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storetest"
@@ -43,29 +41,13 @@ func TestSessionLeavesPlan(t *testing.T) {
 			break
 		}
 	}
-	owner, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close(ctx)
+	owner := ownerConn(t, url)
 	if _, err := owner.Exec(ctx, "ANALYZE tlog_leaves"); err != nil {
 		t.Fatal(err)
 	}
-	explain := func(query string, args ...any) string {
-		t.Helper()
-		rows, err := owner.Query(ctx, "EXPLAIN "+query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
-	}
 	for name, plan := range map[string]string{
-		"SessionLeaves":   explain(pgstore.QuerySessionLeaves, "s-150", 0, int64(1<<62), 1000),
-		"LastSessionLeaf": explain(pgstore.QueryLastSessionLeaf, "s-150", int64(900)),
+		"SessionLeaves":   explain(t, owner, pgstore.QuerySessionLeaves, "s-150", 0, int64(1<<62), 1000),
+		"LastSessionLeaf": explain(t, owner, pgstore.QueryLastSessionLeaf, "s-150", int64(900)),
 	} {
 		if !strings.Contains(plan, "tlog_leaves_session") || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "Sort") {
 			t.Errorf("%s is not an ordered scan of tlog_leaves_session:\n%s", name, plan)

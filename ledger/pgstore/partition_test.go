@@ -202,26 +202,14 @@ func TestSessionReadPlan(t *testing.T) {
 	if _, err := s.AppendBatch(ctx, rs); err != nil {
 		t.Fatal(err)
 	}
-	owner, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close(ctx)
+	owner := ownerConn(t, url)
 	// A partition of 2,000 / 16 entries is a few pages, which the planner
 	// rightly reads whole; what partitioning decides is which partition
 	// is read, and that an index finds the session within it.
 	if _, err := owner.Exec(ctx, "ANALYZE entries; SET enable_seqscan = off"); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := owner.Query(ctx, "EXPLAIN "+pgstore.QueryEntries, "s-7", 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := strings.Join(lines, "\n")
+	plan := explain(t, owner, pgstore.QueryEntries, "s-7", 0, 100)
 	read := make(map[string]bool)
 	for _, m := range regexp.MustCompile(`on (entries_p\d\d) `).FindAllStringSubmatch(plan, -1) {
 		read[m[1]] = true
@@ -251,33 +239,21 @@ func TestStoredByStepsPlan(t *testing.T) {
 	if _, err := s.AppendBatch(ctx, []ledger.Record{{SessionID: "s-1", Entry: storetest.Synthetic(1, "")}}); err != nil {
 		t.Fatal(err)
 	}
-	owner, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close(ctx)
+	owner := ownerConn(t, url)
 	var step string
 	if err := owner.QueryRow(ctx, "SELECT step_id FROM entries WHERE session_id = 's-1'").Scan(&step); err != nil {
 		t.Fatal(err)
 	}
-	explain := func() string {
+	genericPlan := func() string {
 		t.Helper()
 		if _, err := owner.Exec(ctx, "DEALLOCATE ALL; SET plan_cache_mode = force_generic_plan; PREPARE lookup (text[], text[]) AS "+pgstore.QueryStoredBySteps, pgx.QueryExecModeSimpleProtocol); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := owner.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE lookup ('{s-1}', '{"+step+"}')", pgx.QueryExecModeSimpleProtocol)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
+		return explain(t, owner, "(ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE lookup ('{s-1}', '{"+step+"}')", pgx.QueryExecModeSimpleProtocol)
 	}
 	// A new ledger: a nested loop whose inner scan takes the key, so that
 	// fifteen of the sixteen partitions are never read.
-	plan := explain()
+	plan := genericPlan()
 	if strings.Contains(plan, "Hash") || !strings.Contains(plan, "Nested Loop") || strings.Count(plan, "(never executed)") != 15 ||
 		!strings.Contains(plan, "session_id = k.session_id") {
 		t.Errorf("on a new ledger, the step lookup's generic plan does not read one partition per key:\n%s", plan)
@@ -295,7 +271,7 @@ func TestStoredByStepsPlan(t *testing.T) {
 	if _, err := owner.Exec(ctx, "ANALYZE entries; SET enable_seqscan = off"); err != nil {
 		t.Fatal(err)
 	}
-	plan = explain()
+	plan = genericPlan()
 	if strings.Contains(plan, "Hash") || strings.Count(plan, "(never executed)") != 15 || strings.Count(plan, "Index Scan") != 16 ||
 		!strings.Contains(plan, "rows=1 loops=1") {
 		t.Errorf("with statistics, the step lookup's generic plan is not one index lookup per key:\n%s", plan)

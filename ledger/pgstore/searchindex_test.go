@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 )
@@ -43,11 +41,7 @@ func TestSearchPartialIndexes(t *testing.T) {
 	if _, err := s.AppendBatch(ctx, rs); err != nil {
 		t.Fatal(err)
 	}
-	owner, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close(ctx)
+	owner := ownerConn(t, url)
 	if _, err := owner.Exec(ctx, "ANALYZE search_entries"); err != nil {
 		t.Fatal(err)
 	}
@@ -72,17 +66,10 @@ func TestSearchPartialIndexes(t *testing.T) {
 			continue
 		}
 		query, args := pgstore.SearchQuery(c.f)
-		rows, err := owner.Query(ctx, "EXPLAIN "+query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
+		plan := explain(t, owner, query, args...)
 		column := strings.TrimPrefix(c.index, "search_entries_")
 		uses := regexp.MustCompile(`Index Scan on (` + c.index + `|search_entries_p\d\d_` + column + `_idx)\b`)
-		if plan := strings.Join(lines, "\n"); !uses.MatchString(plan) || strings.Contains(plan, "Seq Scan") {
+		if !uses.MatchString(plan) || strings.Contains(plan, "Seq Scan") {
 			t.Errorf("%+v does not read %s (or a partition's) alone:\n%s", c.f, c.index, plan)
 		}
 		page, err := s.SearchEntries(ctx, c.f)

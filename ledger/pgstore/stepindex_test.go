@@ -37,32 +37,16 @@ func TestStepLookupPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The writer role may not ANALYZE; the owner may.
-	owner, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close(ctx)
+	owner := ownerConn(t, url)
 	if _, err := owner.Exec(ctx, "ANALYZE entries"); err != nil {
 		t.Fatal(err)
 	}
-	explain := func(query string, args ...any) string {
-		t.Helper()
-		rows, err := owner.Query(ctx, "EXPLAIN "+query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
-	}
-	plan := explain(pgstore.QueryEntriesByStep, "step-601", ledger.MaxEntriesByStep)
+	plan := explain(t, owner, pgstore.QueryEntriesByStep, "step-601", ledger.MaxEntriesByStep)
 	stepScans := regexp.MustCompile(`Index Scan using entries_p\d\d_step_id_session_id_idx on entries_p\d\d`).FindAllString(plan, -1)
 	if len(stepScans) != 16 || !strings.HasPrefix(plan, "Limit") || !strings.Contains(plan, "Merge Append") || strings.Contains(plan, "Sort  (") {
 		t.Errorf("EntriesByStep is not a bounded merge of entries_step_id's 16 partitions:\n%s", plan)
 	}
-	plan = explain(pgstore.QueryEntryByStep, "s-2000", "step-6001")
+	plan = explain(t, owner, pgstore.QueryEntryByStep, "s-2000", "step-6001")
 	// Either index holding both columns serves it (the planner picks
 	// either): both keys must be index conditions, not a filter, in one
 	// partition.
