@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -94,22 +93,9 @@ func testAppendRacedOutOfScope(t *testing.T, kind string) {
 	}
 	appendAs := func(session, agent string, i int) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/sessions/"+session+"/entries?agent_id="+agent, bytes.NewReader(raceEntry(i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+teamA)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(b)
+		code, _, b := do(t, http.MethodPost, srv.URL+"/api/v1/sessions/"+session+"/entries?agent_id="+agent, raceEntry(i),
+			"Content-Type", "application/json", "Authorization", "Bearer "+teamA)
+		return code, string(b)
 	}
 	createdBy := func(session, agent string) func() {
 		return func() {
