@@ -29,10 +29,15 @@ const AdminToken = "acsl_drill-bootstrap-admin-token"
 // Build compiles `acsledger` into dir and returns its path. Drills run the
 // binary an operator runs, so a kill is a kill of the real process.
 func Build(dir string) (string, error) {
-	bin := filepath.Join(dir, "acsledger")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/acsledger/acsledger/cmd/acsledger").CombinedOutput()
+	return build(dir, "acsledger")
+}
+
+// build compiles the command ./cmd/name of this module into dir.
+func build(dir, name string) (string, error) {
+	bin := filepath.Join(dir, name)
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/acsledger/acsledger/cmd/"+name).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("couldn't build acsledger: %v\n%s", err, out)
+		return "", fmt.Errorf("couldn't build %s: %v\n%s", name, err, out)
 	}
 	return bin, nil
 }
