@@ -63,10 +63,3 @@ func (c *tileCache) put(level int, n uint64, data []byte) {
 	}
 	c.tiles[k] = c.order.PushFront(&cachedTile{k, data})
 }
-
-// len is how many tiles the cache holds.
-func (c *tileCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}

@@ -37,3 +37,10 @@ func TestTileCacheKeepsWhatIsUsed(t *testing.T) {
 		t.Errorf("after putting a cached tile again the cache holds %d tiles, want 4", c.len())
 	}
 }
+
+// len is how many tiles the cache holds.
+func (c *tileCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}
