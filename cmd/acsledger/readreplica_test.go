@@ -57,13 +57,7 @@ func TestReadReplica(t *testing.T) {
 	}
 	eventually := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 30s\n%s", what, s.log())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		s.eventually(t, 30*time.Second, what, cond)
 	}
 	stats := func() *replicaStats { t.Helper(); return readReplicaStats(t, s) }
 	if st := stats(); st.MaxLagSeconds != 600 || st.ReadsFrom != "replica" || st.ReadsReason != "within_max_lag" {
@@ -202,13 +196,7 @@ func TestReadReplicaMaxLag(t *testing.T) {
 	s := startIn(t, t.TempDir(), os.Environ(), "serve", "--addr", "127.0.0.1:0", "--db", db, "--db-read", readURL, "--db-read-max-lag", maxLag.String())
 	eventually := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 60s\n%s", what, s.log())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		s.eventually(t, 60*time.Second, what, cond)
 	}
 	stats := func() *replicaStats { t.Helper(); return readReplicaStats(t, s) }
 	session := func(id string) (int, string) {
@@ -402,5 +390,18 @@ func TestStaleness(t *testing.T) {
 	got := long.measure(at(3*maxSeen), pgstore.LSN(1001+3*maxSeen), pgstore.LSN(1001+3*maxSeen/2))
 	if want := time.Duration(3*maxSeen/2-1) * time.Second; got > want || got < want-64*time.Second {
 		t.Fatalf("after replaying half: %v, want about %v", got, want)
+	}
+}
+
+// eventually polls cond every 100ms until it holds, failing t with the
+// server's log if it does not within d.
+func (s *server) eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v\n%s", what, d, s.log())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
