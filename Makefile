@@ -35,7 +35,7 @@ vulncheck: ## govulncheck ./... (skipped, with a message, only when vuln.go.dev 
 	  printf '%s\n' "$$out"; exit $$rc
 
 unit: ## go test -race over every package
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 # The drills build only with the tag; they run the built binary, kill it,
 # stop and cut PostgreSQL, and restore a backup (docs/operations.md, "Drills").

@@ -34,6 +34,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acsledger/acsledger/internal/hangwatch"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -57,7 +58,18 @@ func Main(m *testing.M) {
 
 // Run is Main for a TestMain that has its own clean-up to do after the
 // server stops: it returns the exit code instead of exiting.
+//
+// A test binary that hangs is stopped shortly before go test's timeout by
+// hangwatch, which stops the server and names the running tests last.
 func Run(m *testing.M) int {
+	defer hangwatch.Start(func() {
+		// Once settles the server's start (or forgoes it) before the
+		// server is read.
+		once.Do(func() {})
+		if srv != nil {
+			srv.stop()
+		}
+	})()
 	code := m.Run()
 	if srv != nil {
 		if err := srv.stop(); err != nil {
