@@ -133,6 +133,7 @@ type authErrorBody struct {
 // refuse answers a refused credential and counts it.
 func refuse(w http.ResponseWriter, r *http.Request, f *authFailure) {
 	authRefusals.Add(r.Context(), 1, metric.WithAttributes(attrReason.String(f.reason)))
+	refuseUnread(w, r)
 	code := statusFor(f)
 	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="acsledger", error="invalid_token"`)
@@ -277,6 +278,7 @@ func tooMany(w http.ResponseWriter, r *http.Request, retry time.Duration) {
 	if secs < 1 {
 		secs = 1
 	}
+	refuseUnread(w, r)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many requests: retry after %d s", secs))
 }

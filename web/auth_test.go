@@ -157,6 +157,39 @@ func TestBodyLimits(t *testing.T) {
 	}
 }
 
+// TestRefusedUploadUnread: an upload that access control refuses, with no
+// credential, with a role that may not write, or over the rate limit, is
+// answered while its body is still open: the server does not wait to read
+// what it refused.
+func TestRefusedUploadUnread(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	base, _, mk := authServer(t, AuthOptions{NoAccessLog: true, Now: func() time.Time { return now },
+		RateLimits: RateLimits{PerAddress: 1000, PerCredential: 0.5}}) // a burst of 1, never refilled
+	viewer, writer := mk("v", RoleViewer, ""), mk("w", RoleWriter, "")
+	for _, c := range []struct {
+		name, token string
+		code        int
+	}{{"no credential", "", 401}, {"a viewer", viewer, 403}, {"a writer, first", writer, 0}, {"a writer over its rate", writer, 429}} {
+		send := func(body io.Reader) (*http.Response, error) {
+			req, _ := http.NewRequest("POST", base+"/api/v1/sessions/s/entries?agent_id=a", body)
+			if c.token != "" {
+				req.Header.Set("Authorization", "Bearer "+c.token)
+			}
+			return http.DefaultClient.Do(req)
+		}
+		body, refused := SlowUpload(t, send)
+		if c.code == 0 {
+			// Admitted: it takes the writer's one request.
+			body.Close()
+			Answer(t, refused, c.name)
+			continue
+		}
+		if got := Answer(t, refused, c.name+", refused while its body was still open"); got.Code != c.code {
+			t.Errorf("%s: %d %s, want %d", c.name, got.Code, got.Body, c.code)
+		}
+	}
+}
+
 // TestTokenAPI: the admin API shows a new token once, lists tokens
 // without them, and a revocation ends the token's UI sessions too.
 func TestTokenAPI(t *testing.T) {

@@ -115,6 +115,7 @@ func (ir *IngestRoutes) limited(h http.HandlerFunc) http.HandlerFunc {
 			defer func() { <-ir.inFlight }()
 			h(w, r)
 		default:
+			refuseUnread(w, r)
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusTooManyRequests, "the ledger is busy ingesting; retry after 1 s")
 		}

@@ -59,54 +59,53 @@ func post(t *testing.T, url string, body io.Reader, header map[string]string) (*
 }
 
 // TestIngestBackpressure: while MaxInFlight uploads are being handled, one
-// more is refused with 429 and Retry-After, and nothing of it is read.
+// more is refused with 429 and Retry-After at once, while it is still
+// being sent: the server does not wait to read it. Once the slot is free
+// again, a retry goes through.
 func TestIngestBackpressure(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
 	srv := httptest.NewServer(web.New(f.Store, web.Options{Auth: ingestAuth, Ingest: web.IngestOptions{MaxInFlight: 1}}))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the uploads' bodies are closed: it waits for their handlers
 	url := srv.URL + "/api/v1/ingest/opa/logs"
 
-	pr, pw := io.Pipe()
-	first := make(chan int, 1)
-	go func() {
-		resp, err := authed.Post(url, "application/json", pr)
-		if err != nil {
-			first <- 0
-			return
-		}
-		resp.Body.Close()
-		first <- resp.StatusCode
-	}()
-	// The first upload holds the only slot once its handler runs.
-	pw.Write([]byte(`[{"decision_id":"d-1","labels":{"id":"o"},"timestamp":"2026-12-01T10:00:00Z"},`))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, out := post(t, url, strings.NewReader(`[]`), nil)
-		if resp.StatusCode == http.StatusTooManyRequests {
-			if resp.Header.Get("Retry-After") != "1" || !strings.Contains(fmt.Sprint(out["error"]), "busy") {
-				t.Fatalf("429 without Retry-After: %v %v", resp.Header, out)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never refused; last status %d", resp.StatusCode)
-		}
-		time.Sleep(5 * time.Millisecond)
+	send := func(body io.Reader) (*http.Response, error) { return authed.Post(url, "application/json", body) }
+	body, first := web.SlowUpload(t, send)
+	// The handler reads the upload only once it holds the slot. This write
+	// returns once the server has read most of it, as it is larger than
+	// loopback socket buffers hold (a few MB), so the slot is taken then:
+	// 256 decisions of 64 KiB.
+	var head bytes.Buffer
+	head.WriteString(`[`)
+	for i := range padding {
+		fmt.Fprintf(&head, `{"decision_id":"pad-%d","labels":{"id":"o"},"timestamp":"2026-12-01T09:00:00Z","input":{"pad":"%s"}},`, i, strings.Repeat("x", 64<<10))
 	}
-	pw.Write([]byte(`{"decision_id":"d-2","labels":{"id":"o"},"timestamp":"2026-12-01T10:00:01Z"}]`))
-	pw.Close()
-	if code := <-first; code != http.StatusOK {
-		t.Fatalf("the first upload got %d", code)
+	if _, err := body.Write(head.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	// An upload that has sent its headers and never sends its body.
+	_, refused := web.SlowUpload(t, send)
+	got := web.Answer(t, refused, "the upload refused while its body was still open (the server waited to read it)")
+	if got.Code != http.StatusTooManyRequests || got.Header.Get("Retry-After") != "1" || !strings.Contains(got.Body, "busy") {
+		t.Fatalf("while the slot is taken: %d %v %s, want 429 with Retry-After 1", got.Code, got.Header, got.Body)
+	}
+	io.WriteString(body, `{"decision_id":"d-1","labels":{"id":"o"},"timestamp":"2026-12-01T10:00:01Z"}]`)
+	body.Close()
+	if got := web.Answer(t, first, "the first upload"); got.Code != http.StatusOK || !strings.Contains(got.Body, fmt.Sprintf(`"accepted":%d,`, padding+1)) {
+		t.Fatalf("the first upload: %d %s", got.Code, got.Body)
 	}
 	// The slot is free again: the refused upload's retry goes through.
 	resp, out := post(t, url, strings.NewReader(`[{"decision_id":"d-3","labels":{"id":"o"},"timestamp":"2026-12-01T10:00:02Z"}]`), nil)
 	if resp.StatusCode != http.StatusOK || out["accepted"] != 1.0 {
 		t.Fatalf("retry: %d %v", resp.StatusCode, out)
 	}
-	if s, err := f.Store.Session(context.Background(), "opa:o"); err != nil || s.Length != 3 {
-		t.Fatalf("session opa:o: %+v, %v", s, err)
+	if s, err := f.Store.Session(context.Background(), "opa:o"); err != nil || s.Length != padding+2 {
+		t.Fatalf("session opa:o: %+v, %v; want %d entries", s, err, padding+2)
 	}
 }
+
+// padding is the number of 64 KiB decisions TestIngestBackpressure's
+// first upload sends before the server is known to be reading it.
+const padding = 256
 
 // TestIngestOPAUpload checks the upload route's encodings and answers.
 func TestIngestOPAUpload(t *testing.T) {

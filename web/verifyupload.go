@@ -46,6 +46,7 @@ func (a *evidenceAPI) verifyBundle(w http.ResponseWriter, r *http.Request) {
 	case a.verifying <- struct{}{}:
 		defer func() { <-a.verifying }()
 	default:
+		refuseUnread(w, r)
 		w.Header().Set("Retry-After", retryAfterSeconds)
 		a.fail(w, r, errBusy)
 		return

@@ -171,37 +171,30 @@ func TestVerifyUploadMemoryFlat(t *testing.T) {
 
 // TestVerifyUploadBusy holds the only verification slot with an upload
 // that is still arriving: the next upload is answered 503 with
-// Retry-After at once, and once the first ends, uploads are verified
+// Retry-After at once, while its own body is still open (the server does
+// not wait to read it), and once the first ends, uploads are verified
 // again.
 func TestVerifyUploadBusy(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
 	base := evidenceServer(t, f, func(o *EvidenceOptions) { o.MaxConcurrentVerifications = 1 })
-	pr, pw := io.Pipe()
-	first := make(chan int, 1)
-	go func() {
-		resp, err := postBundle(base+"/verify/bundle", pr)
-		if err != nil {
-			first <- 0
-			return
-		}
-		resp.Body.Close()
-		first <- resp.StatusCode
-	}()
+	send := func(body io.Reader) (*http.Response, error) { return postBundle(base+"/verify/bundle", body) }
+	body, first := SlowUpload(t, send)
 	// The server reads the first bytes only once it holds the slot. The
 	// write returns once they are read; it is larger than what loopback
 	// socket buffers hold (a few MB), so that it cannot return before the
 	// server started reading: 128 KiB once did, under load, and the second
 	// upload took the slot first.
-	if _, err := io.WriteString(pw, `{"format":"acsledger-evidence-bundle",`+strings.Repeat(" ", 16<<20)); err != nil {
+	if _, err := io.WriteString(body, `{"format":"acsledger-evidence-bundle",`+strings.Repeat(" ", 16<<20)); err != nil {
 		t.Fatal(err)
 	}
-	code, h, b := do(t, "POST", base+"/verify/bundle", []byte(`{}`))
-	if code != http.StatusServiceUnavailable || h.Get("Retry-After") != retryAfterSeconds || !strings.Contains(errorText(t, b), "retry later") {
-		t.Errorf("while busy: %d Retry-After %q %s; want 503 with Retry-After %s", code, h.Get("Retry-After"), b, retryAfterSeconds)
+	_, refused := SlowUpload(t, send)
+	got := Answer(t, refused, "the upload refused while its body was still open (the server waited to read it)")
+	if got.Code != http.StatusServiceUnavailable || got.Header.Get("Retry-After") != retryAfterSeconds || !strings.Contains(errorText(t, []byte(got.Body)), "retry later") {
+		t.Errorf("while busy: %d Retry-After %q %s; want 503 with Retry-After %s", got.Code, got.Header.Get("Retry-After"), got.Body, retryAfterSeconds)
 	}
-	pw.Close()
-	if c := <-first; c != 400 {
-		t.Errorf("the first upload, cut short: %d, want 400", c)
+	body.Close()
+	if got := Answer(t, first, "the first upload"); got.Code != 400 {
+		t.Errorf("the first upload, cut short: %d %s, want 400", got.Code, got.Body)
 	}
 	if code, _, b := do(t, "POST", base+"/verify/bundle", []byte(`{}`)); code != 400 {
 		t.Errorf("after the first ended: %d %s, want 400 (a bundle with no members)", code, b)

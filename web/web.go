@@ -183,6 +183,18 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, errorBody{Error: msg})
 }
 
+// refuseUnread readies the refusal of a request whose body will not be
+// read (busy, rate-limited, not authenticated, not allowed): if it has
+// one, the connection closes after the answer. Otherwise the HTTP server
+// reads up to 256 KiB of the body before the answer goes out, so a
+// refused upload that arrives slowly would hold the refusal, and its
+// goroutine, until the read timeout.
+func refuseUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
