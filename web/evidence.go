@@ -15,7 +15,9 @@ import (
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/guardian/replay"
+	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
+	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -96,7 +98,9 @@ func (a *evidenceAPI) trust() *verify.Trust {
 }
 
 // bundle streams a session's evidence bundle. include_policies=true adds
-// the policy bundles' content.
+// the policy bundles' content; since_size=N the checkpoint signed at tree
+// size N (an earlier bundle's) and a consistency proof from it, as
+// `acsledger export --since-size` does.
 func (a *evidenceAPI) bundle(w http.ResponseWriter, r *http.Request) {
 	gs := a.s.store
 	id := pathParam(r, "session_id")
@@ -107,6 +111,18 @@ func (a *evidenceAPI) bundle(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, fmt.Errorf("%w: query parameter include_policies=%q is not a boolean", errBadRequest, v))
 			return
 		}
+	}
+	if v := r.URL.Query().Get("since_size"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			a.fail(w, r, fmt.Errorf("%w: query parameter since_size=%q is not a tree size (a whole number above 0)", errBadRequest, v))
+			return
+		}
+		if err := a.signedAt(r.Context(), n); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		opts.SinceSize = n
 	}
 	if _, err := gs.Session(r.Context(), id); err != nil {
 		a.fail(w, r, err)
@@ -126,6 +142,23 @@ func (a *evidenceAPI) bundle(w http.ResponseWriter, r *http.Request) {
 		// verifier accepts it.
 		a.s.log.Error("bundle stream failed", "session", id, "err", err)
 	}
+}
+
+// signedAt tells whether the log signed a checkpoint at tree size n, the
+// size an earlier bundle's checkpoint names: a size it never signed (or
+// no longer has, as after a restore from an older backup) is 404, said
+// before the bundle starts.
+func (a *evidenceAPI) signedAt(ctx context.Context, n uint64) error {
+	if a.opts.Log == nil {
+		return fmt.Errorf("%w: since_size needs the Merkle log, and this server has none", errBadRequest)
+	}
+	if _, err := a.opts.Log.CheckpointAt(ctx, n); err != nil {
+		if errors.Is(err, tlog.ErrNotFound) {
+			return fmt.Errorf("%w: the log signed no checkpoint at tree size %d", ledger.ErrNotFound, n)
+		}
+		return err
+	}
+	return nil
 }
 
 // lazyWriter sends the response header on the first write, so that an

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -116,6 +117,71 @@ func TestBundleRoute(t *testing.T) {
 		if code != c.code || !strings.Contains(errorText(t, b), c.msg) {
 			t.Errorf("GET %s: %d %s", c.path, code, b)
 		}
+	}
+}
+
+// TestBundleSinceSize: with since_size, the bundle route carries the
+// checkpoint of an earlier bundle's size and the proof that the log
+// extends it, so that the later bundle verifies against the earlier one
+// (acsverify bundle --since); a size the log never signed is 404 before
+// any byte of the bundle, a malformed one 400.
+func TestBundleSinceSize(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	base := evidenceServer(t, f, nil)
+	path := base + "/sessions/" + f.HMACSession + "/bundle"
+	code, _, earlier := do(t, "GET", path, nil)
+	before, err := verify.VerifyBundle(bytes.NewReader(earlier), f.Trust(t))
+	if code != 200 || err != nil || !before.Verified() {
+		t.Fatalf("earlier bundle: %d %v %+v", code, err, before)
+	}
+	cp, err := f.Log.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := verify.ParseCheckpointHead(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Call(t, f.HMACSession, "steps/toolCallRequest", map[string]any{"tool": map[string]any{"name": "read_file"}, "arguments": map[string]any{}})
+	f.Integrate(t)
+
+	code, _, later := do(t, "GET", fmt.Sprintf("%s?since_size=%d", path, head.Size), nil)
+	var b struct {
+		Checkpoints []string          `json:"checkpoints"`
+		Consistency []json.RawMessage `json:"consistency_proofs"`
+	}
+	if err := json.Unmarshal(later, &b); code != 200 || err != nil || len(b.Checkpoints) != 2 || !strings.HasPrefix(b.Checkpoints[0], string(cp[:len(cp)-1])) || len(b.Consistency) != 1 {
+		t.Fatalf("since_size=%d: %d %v, %d checkpoints (the first should be the earlier one), %d consistency proofs", head.Size, code, err, len(b.Checkpoints), len(b.Consistency))
+	}
+	rep, err := verify.VerifyBundleSince(bytes.NewReader(later), f.Trust(t), before)
+	if err != nil || !rep.Verified() || rep.Entries != before.Entries+1 {
+		t.Fatalf("the later bundle against the earlier one: %v %+v", err, rep)
+	}
+	// Without since_size the later bundle cannot show it extends the
+	// earlier one's log.
+	_, _, plain := do(t, "GET", path, nil)
+	if rep, err := verify.VerifyBundleSince(bytes.NewReader(plain), f.Trust(t), before); err != nil || rep.Verified() {
+		t.Errorf("a later bundle without since_size verified against the earlier one: %v %+v", err, rep)
+	}
+
+	for _, c := range []struct {
+		query string
+		code  int
+		msg   string
+	}{
+		{"since_size=abc", 400, "since_size"},
+		{"since_size=0", 400, "since_size"},
+		{"since_size=-3", 400, "since_size"},
+		{fmt.Sprintf("since_size=%d", head.Size+1000), 404, fmt.Sprintf("no checkpoint at tree size %d", head.Size+1000)},
+	} {
+		code, h, b := do(t, "GET", path+"?"+c.query, nil)
+		if code != c.code || !strings.Contains(errorText(t, b), c.msg) || h.Get("Content-Disposition") != "" {
+			t.Errorf("%s: %d %v %s, want %d naming %q", c.query, code, h.Get("Content-Disposition"), b, c.code, c.msg)
+		}
+	}
+	noLog := evidenceServer(t, f, func(o *EvidenceOptions) { o.Log = nil })
+	if code, _, b := do(t, "GET", noLog+"/sessions/"+f.HMACSession+"/bundle?since_size=1", nil); code != 400 || !strings.Contains(errorText(t, b), "Merkle log") {
+		t.Errorf("since_size without a log: %d %s, want 400", code, b)
 	}
 }
 
