@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -142,7 +141,8 @@ func (s *Server) Ready() bool {
 }
 
 // LogSize returns the size of the Merkle log's latest checkpoint (0 before
-// the first).
+// the first), read with the verifier's checkpoint reader; Checkpoint also
+// checks its signatures against the log's keys.
 func (s *Server) LogSize(t testing.TB) int64 {
 	t.Helper()
 	code, body := s.Do(t, http.MethodGet, "/checkpoint", nil)
@@ -152,15 +152,11 @@ func (s *Server) LogSize(t testing.TB) int64 {
 	if code != http.StatusOK {
 		t.Fatalf("/checkpoint: %d %s", code, body)
 	}
-	lines := strings.SplitN(string(body), "\n", 3)
-	if len(lines) < 3 {
-		t.Fatalf("/checkpoint is not a checkpoint:\n%s", body)
-	}
-	n, err := strconv.ParseInt(lines[1], 10, 64)
+	cp, err := verify.ParseCheckpointHead(body)
 	if err != nil {
-		t.Fatalf("/checkpoint size %q: %v", lines[1], err)
+		t.Fatalf("/checkpoint: %v\n%s", err, body)
 	}
-	return n
+	return int64(cp.Size)
 }
 
 // LogPolicy returns the policy a checkpoint of the Merkle log signed with
