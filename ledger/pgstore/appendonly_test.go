@@ -103,6 +103,9 @@ func TestAppendOnly(t *testing.T) {
 		{"DROP TABLE entries", "must be owner", ""},
 		{"ALTER TABLE entries DISABLE TRIGGER entries_append_only", "must be owner", ""},
 		{"INSERT INTO schema_migrations (version, name) VALUES (999, 'x')", denied, ""},
+		// Migration 0014: only the entries' trigger queues entries for the
+		// Merkle log (the queue has no key to entries any more).
+		{"INSERT INTO tlog_pending (entry_id, session_id) VALUES (999999, 's')", denied, ""},
 	} {
 		for _, who := range []struct {
 			name string

@@ -14,8 +14,9 @@ import (
 
 // logStorage is the Merkle log's tlog.Storage over the store's pool, whose
 // connections act as acsledger_writer: INSERT and SELECT on the log tables
-// (migrations/postgres 0002_merkle.sql), DELETE on the tlog_pending queue
-// and UPDATE on the one-row tlog_head only.
+// (migrations/postgres 0002_merkle.sql), SELECT and DELETE on the
+// tlog_pending queue (which only the enqueue trigger fills, 0014) and
+// UPDATE on the one-row tlog_head only.
 type logStorage struct {
 	pool *pgxpool.Pool
 }
@@ -85,9 +86,10 @@ func (s *logStorage) Integrate(ctx context.Context, start uint64, leaves []tlog.
 			return fmt.Errorf("couldn't insert leaves: %w", err)
 		}
 		// Every leaf's entry must leave the queue in this transaction: this
-		// check is what ties leaves to existing entries (tlog_pending
-		// references entries) and makes a second leaf for an entry
-		// impossible even without the unique key.
+		// check is what ties leaves to existing entries (only the
+		// entries' enqueue trigger writes the queue, migration 0014) and
+		// makes a second leaf for an entry impossible even without the
+		// unique key.
 		tag, err := tx.Exec(ctx, q.LogDequeue, ids)
 		if err != nil {
 			return fmt.Errorf("couldn't dequeue entries: %w", err)
