@@ -257,4 +257,15 @@ GRANT SELECT, INSERT ON erasures TO acsledger_eraser;
 GRANT SELECT, DELETE ON request_params TO acsledger_eraser;
 GRANT SELECT, INSERT, UPDATE ON search_entries TO acsledger_writer;
 
-ANALYZE entries, responses, request_params, requests, erasures, search_entries, tlog_pending;
+-- A converted ledger gets its statistics now. A new one is left without:
+-- analyzed empty, its partitions would make every cached generic plan a
+-- sequential scan, kept while they grow (docs/benchmarks.md, "The log
+-- queue without its foreign key"); never analyzed, the planner assumes a
+-- few pages and probes the keys' indexes, until autovacuum's ANALYZE.
+DO $$
+BEGIN
+    IF EXISTS (SELECT FROM entries) THEN
+        ANALYZE entries, responses, request_params, requests, erasures, search_entries, tlog_pending;
+    END IF;
+END
+$$;
