@@ -23,8 +23,9 @@ import (
 // Start arms the watch for the running test binary from its -test.timeout
 // flag (parsing the command line if TestMain has not): it fires a tenth of
 // the timeout, at most a minute, before go test's own. onFire, if not nil,
-// runs first (to stop a server the tests started). It returns a function
-// that disarms the watch; with no timeout, the watch is never armed.
+// runs once the stacks are taken, before they are printed (to stop a
+// server the tests started). It returns a function that disarms the
+// watch; with no timeout, the watch is never armed.
 func Start(onFire func()) (stop func()) {
 	if !flag.Parsed() {
 		flag.Parse()
@@ -39,10 +40,11 @@ func Start(onFire func()) (stop func()) {
 	}
 	margin := min(timeout/10, time.Minute)
 	t := time.AfterFunc(timeout-margin, func() {
+		dump := stacks()
 		if onFire != nil {
 			onFire()
 		}
-		Report(os.Stderr, timeout-margin, stacks())
+		Report(os.Stderr, timeout-margin, dump)
 		os.Exit(2)
 	})
 	return func() { t.Stop() }
