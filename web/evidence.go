@@ -15,9 +15,7 @@ import (
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/guardian/replay"
-	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
-	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -118,10 +116,6 @@ func (a *evidenceAPI) bundle(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, fmt.Errorf("%w: query parameter since_size=%q is not a tree size (a whole number above 0)", errBadRequest, v))
 			return
 		}
-		if err := a.signedAt(r.Context(), n); err != nil {
-			a.fail(w, r, err)
-			return
-		}
 		opts.SinceSize = n
 	}
 	if _, err := gs.Session(r.Context(), id); err != nil {
@@ -142,23 +136,6 @@ func (a *evidenceAPI) bundle(w http.ResponseWriter, r *http.Request) {
 		// verifier accepts it.
 		a.s.log.Error("bundle stream failed", "session", id, "err", err)
 	}
-}
-
-// signedAt tells whether the log signed a checkpoint at tree size n, the
-// size an earlier bundle's checkpoint names: a size it never signed (or
-// no longer has, as after a restore from an older backup) is 404, said
-// before the bundle starts.
-func (a *evidenceAPI) signedAt(ctx context.Context, n uint64) error {
-	if a.opts.Log == nil {
-		return fmt.Errorf("%w: since_size needs the Merkle log, and this server has none", errBadRequest)
-	}
-	if _, err := a.opts.Log.CheckpointAt(ctx, n); err != nil {
-		if errors.Is(err, tlog.ErrNotFound) {
-			return fmt.Errorf("%w: the log signed no checkpoint at tree size %d", ledger.ErrNotFound, n)
-		}
-		return err
-	}
-	return nil
 }
 
 // lazyWriter sends the response header on the first write, so that an

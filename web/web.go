@@ -138,7 +138,8 @@ func statusFor(err error) int {
 	case errors.Is(err, evidence.ErrRunning), errors.Is(err, replay.ErrAmbiguous),
 		errors.Is(err, replay.ErrStoredParamsMismatch):
 		return http.StatusConflict
-	case errors.Is(err, errMalformedBundle), errors.Is(err, replay.ErrBadRequest), errors.Is(err, replay.ErrParamsRequired):
+	case errors.Is(err, errMalformedBundle), errors.Is(err, replay.ErrBadRequest), errors.Is(err, replay.ErrParamsRequired),
+		errors.Is(err, evidence.ErrNoLog):
 		return http.StatusBadRequest
 	case errors.Is(err, replay.ErrParamsMismatch), errors.Is(err, replay.ErrNotPolicyDecision):
 		return http.StatusUnprocessableEntity

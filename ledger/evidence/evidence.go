@@ -63,9 +63,15 @@ type Options struct {
 	// earlier bundle of the session: the bundle then also carries the
 	// checkpoint signed at that size and a consistency proof from it to
 	// the latest, so that `acsverify bundle --since` can show the later
-	// bundle extends the earlier one (docs/evidence-bundle.md).
+	// bundle extends the earlier one (docs/evidence-bundle.md). A size the
+	// log never signed, or no longer has (a log restored from an older
+	// backup), is ledger.ErrNotFound; without a log, ErrNoLog. Both come
+	// before anything is written.
 	SinceSize uint64
 }
+
+// ErrNoLog is Build's answer to Options.SinceSize without a Merkle log.
+var ErrNoLog = errors.New("a bundle since a tree size needs the Merkle log, and there is none")
 
 // Summary says what Build wrote.
 type Summary struct {
@@ -116,6 +122,9 @@ func Build(ctx context.Context, store ledger.GuardianStore, log Log, sessionID s
 	var checkpoints []string
 	var consistency []verify.ConsistencyProof
 	var treeSize uint64
+	if log == nil && opts.SinceSize != 0 {
+		return sum, ErrNoLog
+	}
 	if log != nil {
 		var checkpoint []byte
 		checkpoint, treeSize, anchor, err = anchorSession(ctx, log, sessionID)
@@ -124,14 +133,18 @@ func Build(ctx context.Context, store ledger.GuardianStore, log Log, sessionID s
 		}
 		if checkpoint != nil {
 			checkpoints = []string{string(checkpoint)}
-			if opts.SinceSize != 0 && opts.SinceSize < treeSize {
-				old, proof, err := sinceProof(ctx, log, opts.SinceSize, treeSize)
-				if err != nil {
-					return sum, err
-				}
-				checkpoints = []string{string(old), string(checkpoint)}
-				consistency = []verify.ConsistencyProof{{OldSize: opts.SinceSize, NewSize: treeSize, Proof: proof}}
+		}
+		switch {
+		case opts.SinceSize == 0 || opts.SinceSize == treeSize:
+		case opts.SinceSize > treeSize:
+			return sum, fmt.Errorf("%w: the log signed no checkpoint at tree size %d (its latest is of size %d)", ledger.ErrNotFound, opts.SinceSize, treeSize)
+		default:
+			old, proof, err := sinceProof(ctx, log, opts.SinceSize, treeSize)
+			if err != nil {
+				return sum, err
 			}
+			checkpoints = []string{string(old), string(checkpoint)}
+			consistency = []verify.ConsistencyProof{{OldSize: opts.SinceSize, NewSize: treeSize, Proof: proof}}
 		}
 	}
 	// The length is read after the log: every leaf the anchor was chosen
@@ -330,6 +343,9 @@ func checkpointSize(signed []byte) (uint64, error) {
 // proof from it to the tree of size cur.
 func sinceProof(ctx context.Context, log Log, old, cur uint64) ([]byte, [][]byte, error) {
 	note, err := log.CheckpointAt(ctx, old)
+	if errors.Is(err, tlog.ErrNotFound) {
+		return nil, nil, fmt.Errorf("%w: the log signed no checkpoint at tree size %d", ledger.ErrNotFound, old)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("couldn't read the checkpoint of size %d: %w", old, err)
 	}

@@ -224,3 +224,43 @@ func TestBuildNotYetInTheLog(t *testing.T) {
 		t.Errorf("run %+v: want 3 sessions and %q failing with %s", st, "late", verify.CodeNotAnchored)
 	}
 }
+
+// TestBuildSinceSizeRefused: a SinceSize beyond the log's latest checkpoint
+// (one it never signed, or no longer has) is ledger.ErrNotFound, and
+// one without a log is ErrNoLog; neither writes a byte, so that the CLI
+// and the API can say so instead of handing out a bundle that cannot show
+// it extends the earlier one.
+func TestBuildSinceSizeRefused(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	cp, err := f.Log.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := verify.ParseCheckpointHead(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		log  evidence.Log
+		size uint64
+		want error
+	}{
+		{"beyond the latest checkpoint", f.Log, head.Size + 10, ledger.ErrNotFound},
+		{"without a log", nil, 1, evidence.ErrNoLog},
+	} {
+		var buf bytes.Buffer
+		_, err := evidence.Build(context.Background(), f.Store, c.log, f.HMACSession, &buf, evidence.Options{SinceSize: c.size})
+		if !errors.Is(err, c.want) || buf.Len() != 0 {
+			t.Errorf("%s: %v, %d bytes written; want %v and nothing written", c.name, err, buf.Len(), c.want)
+		}
+	}
+	// At the latest size itself the bundle carries that one checkpoint.
+	b, _ := build(t, f, f.Log, f.HMACSession, evidence.Options{SinceSize: head.Size})
+	var bundle struct {
+		Checkpoints []string `json:"checkpoints"`
+	}
+	if err := json.Unmarshal(b, &bundle); err != nil || len(bundle.Checkpoints) != 1 {
+		t.Errorf("since the latest size: %v, %d checkpoints, want 1", err, len(bundle.Checkpoints))
+	}
+}
