@@ -155,6 +155,16 @@ type recordedMetadata struct {
 	Deferrals       *int  `json:"deferrals"`
 }
 
+// Store is what replay reads of the ledger: the entries (ledger.Store),
+// the request params and signed response stored beside each, and the
+// recorded policy bundles (ledger.GuardianStore documents each).
+type Store interface {
+	ledger.Store
+	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)
+	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
+	PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error)
+}
+
 // FindEntry finds the entry whose step_id is requestID (a Guardian step's
 // step_id is its request_id): in session sessionID, or in any session when
 // sessionID is "". Either way it is one indexed lookup
@@ -180,7 +190,7 @@ func FindEntry(ctx context.Context, store ledger.Store, requestID, sessionID str
 
 // Replay re-evaluates the decision recorded for req.RequestID and compares
 // it with the recorded one.
-func Replay(ctx context.Context, store ledger.GuardianStore, req Request) (*Result, error) {
+func Replay(ctx context.Context, store Store, req Request) (*Result, error) {
 	if req.RequestID == "" {
 		return nil, fmt.Errorf("%w: no request_id", ErrBadRequest)
 	}
@@ -265,7 +275,7 @@ func readEntry(e ledger.Entry) (*recordedEntry, error) {
 // requestParams returns the params of the recorded request: the caller's if
 // given, else the stored ones. Whichever is used, and the stored ones when
 // present, must hash to the entry's request_hash.
-func requestParams(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, rec *recordedEntry, req Request, res *Result) (json.RawMessage, error) {
+func requestParams(ctx context.Context, store Store, e ledger.Entry, rec *recordedEntry, req Request, res *Result) (json.RawMessage, error) {
 	stored, err := store.Request(ctx, e.SessionID, e.Position)
 	var erased *ledger.ErasedError
 	switch {
@@ -353,7 +363,7 @@ func checkProvenance(ps []json.RawMessage) error {
 // last recorded intent, extended by approver grants of scope session) with
 // this request's grants, and the step's lineage among the provenance of
 // the earlier steps (from their stored params).
-func guardianInput(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, rec *recordedEntry, req Request, params json.RawMessage, res *Result) (guardian.Input, error) {
+func guardianInput(ctx context.Context, store Store, e ledger.Entry, rec *recordedEntry, req Request, params json.RawMessage, res *Result) (guardian.Input, error) {
 	in := guardian.Input{
 		Method: rec.StepType, SessionID: e.SessionID, AgentID: rec.AgentID, RequestID: e.StepID, TurnID: rec.TurnID,
 		Params: params, Grants: rec.Grants, Provenance: req.Provenance,
@@ -446,7 +456,7 @@ func guardianInput(ctx context.Context, store ledger.GuardianStore, e ledger.Ent
 // storedPayload returns params.payload of the request stored beside an
 // earlier step, after checking the params against its request_hash; ok is
 // false when none are stored, or they were erased.
-func storedPayload(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, requestHash string) (json.RawMessage, bool, error) {
+func storedPayload(ctx context.Context, store Store, e ledger.Entry, requestHash string) (json.RawMessage, bool, error) {
 	params, err := store.Request(ctx, e.SessionID, e.Position)
 	if errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrErased) {
 		return nil, false, nil
@@ -469,7 +479,7 @@ func storedPayload(ctx context.Context, store ledger.GuardianStore, e ledger.Ent
 // recordedDecision reads the verdict the Guardian answered: from the signed
 // response when one is stored (every field of the verdict), else from the
 // chained decision.
-func recordedDecision(ctx context.Context, store ledger.GuardianStore, e ledger.Entry, rec *recordedEntry) (*policy.Decision, string, error) {
+func recordedDecision(ctx context.Context, store Store, e ledger.Entry, rec *recordedEntry) (*policy.Decision, string, error) {
 	resp, err := store.Response(ctx, e.SessionID, e.Position)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
