@@ -308,7 +308,7 @@ func BenchmarkOPAUploads(b *testing.B) {
 	l := newBenchLog(b, s.LogStorage())
 	// OPA's plugin authenticates as a service does (services[].credentials
 	// .bearer); the server's default rate limits apply.
-	srv := httptest.NewServer(web.New(s, web.Options{Auth: web.AuthOptions{Bootstrap: benchToken}}))
+	srv := httptest.NewServer(web.New(s, web.Options{Auth: web.AuthOptions{Bootstrap: benchToken}, Ingest: web.IngestOptions{Store: s}}))
 	defer srv.Close()
 	const n, perUpload = 50_000, 1000
 	clients := 2

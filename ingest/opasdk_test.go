@@ -109,7 +109,7 @@ func TestOPAThroughSDK(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(web.New(f.Store, web.Options{Auth: web.AuthOptions{Tokens: f.Store, NoAccessLog: true}}))
+			srv := httptest.NewServer(web.New(f.Store, web.Options{Auth: web.AuthOptions{Tokens: f.Store, NoAccessLog: true}, Ingest: web.IngestOptions{Store: f.Store}}))
 			t.Cleanup(srv.Close)
 			opa := startOPA(t, srv.URL, token, bundleServer(t, "rev-42").URL, "opa-sdk-1")
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/acsledger/acsledger/web/httpapi"
 )
 
 // readyTimeout bounds one readiness check, so that a database that hangs
@@ -33,14 +35,14 @@ func (e *NotReadyError) Unwrap() error { return e.Err }
 // credential.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.ready == nil {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	err := s.ready(ctx)
 	if err == nil {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 		return
 	}
 	component := "unknown"
@@ -49,5 +51,5 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		component = nr.Component
 	}
 	s.log.Warn("not ready", "component", component, "err", err)
-	writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": component})
+	httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "component": component})
 }

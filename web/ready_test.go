@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/acsledger/acsledger/web/internal/webtest"
 )
 
 // TestReadyz: /readyz follows the Ready check, names the component that
@@ -18,7 +20,7 @@ func TestReadyz(t *testing.T) {
 	t.Cleanup(srv.Close)
 	check := func(path string, wantCode int, wantBody string) {
 		t.Helper()
-		code, _, body := do(t, http.MethodGet, srv.URL+path, nil)
+		code, _, body := webtest.Do(t, http.MethodGet, srv.URL+path, nil)
 		if code != wantCode || strings.TrimSpace(string(body)) != wantBody {
 			t.Fatalf("GET %s: %d %s, want %d %s", path, code, body, wantCode, wantBody)
 		}

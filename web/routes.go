@@ -1,54 +1,9 @@
 package web
 
-import "slices"
-
-// Role is what a credential may do (docs/security.md).
-type Role string
-
-// The roles. A token has exactly one.
-const (
-	// RoleAdmin may use every route: tokens, re-verification, and all
-	// that the other roles may.
-	RoleAdmin Role = "admin"
-	// RoleWriter appends entries; it reads nothing beyond its own write
-	// results.
-	RoleWriter Role = "writer"
-	// RoleAuditor reads all evidence: sessions, entries, bundles, proofs,
-	// verification, decisions and replay, and the access log.
-	RoleAuditor Role = "auditor"
-	// RoleViewer reads what the UI's views of sessions and decisions show:
-	// no exports, no replay, no request params, no access log.
-	RoleViewer Role = "viewer"
-	// RoleMetrics reads /metrics only, for a Prometheus scraper.
-	RoleMetrics Role = "metrics"
+import (
+	"github.com/acsledger/acsledger/web/access"
+	"github.com/acsledger/acsledger/web/api"
 )
-
-// Roles lists every role, in the order docs/security.md names them.
-var Roles = []Role{RoleAdmin, RoleWriter, RoleAuditor, RoleViewer, RoleMetrics}
-
-// ValidRole reports whether r names a role.
-func ValidRole(r string) bool { return slices.Contains(Roles, Role(r)) }
-
-// Route is one row of the access table: a method and chi pattern and who
-// may use it.
-type Route struct {
-	Method, Pattern string
-	// Public routes need no credential: the Merkle log's C2SP endpoints
-	// (auditors and witnesses read them without an account), the health
-	// check, the UI's login page and static files, and the Guardian's
-	// endpoints, which ACS request and approval signatures authenticate.
-	Public bool
-	// Roles may use the route when it is not public.
-	Roles []Role
-	// Recorded routes read evidence: every use is appended to the access
-	// log before it is served.
-	Recorded bool
-	// MaxBody caps the request body; 0 means the server's entry cap.
-	MaxBody int64
-}
-
-// Allows reports whether role may use the route.
-func (rt Route) Allows(role Role) bool { return slices.Contains(rt.Roles, role) }
 
 var (
 	readers    = []Role{RoleAdmin, RoleAuditor, RoleViewer}
@@ -67,7 +22,7 @@ const maxGuardianBody = 4 << 20
 const maxIngestBody = 256 << 20
 
 // AccessTable is every route the server answers and who may use it: the
-// router's guard enforces it (auth.go) and docs/security.md shows it; a
+// router's guard enforces it (web/access) and docs/security.md shows it; a
 // test holds both to it and fails on a registered route missing from it.
 // Routes mounted by other packages (web/tlogserve, web/ui, the Guardian,
 // /metrics) are listed here too, so that one table says who may reach
@@ -81,7 +36,7 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/api/v1/proofs/consistency", Public: true},
 	{Method: "POST", Pattern: "/acs", Public: true, MaxBody: maxGuardianBody},
 	{Method: "POST", Pattern: "/acs/approvals", Public: true},
-	{Method: "GET", Pattern: "/metrics", Roles: []Role{RoleAdmin, RoleMetrics}},
+	{Method: "GET", Pattern: "/metrics", Roles: []access.Role{RoleAdmin, RoleMetrics}},
 
 	{Method: "GET", Pattern: "/api/v1/whoami", Roles: everyone},
 	{Method: "GET", Pattern: "/api/v1/sessions", Roles: readers, Recorded: true},
@@ -92,7 +47,7 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/bundle", Roles: auditors, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/verify", Roles: readers, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/proofs/entry/{session_id}/{position}", Roles: auditors, Recorded: true},
-	{Method: "POST", Pattern: "/api/v1/verify/bundle", Roles: auditors, MaxBody: DefaultMaxBundleBytes},
+	{Method: "POST", Pattern: "/api/v1/verify/bundle", Roles: auditors, MaxBody: api.DefaultMaxBundleBytes},
 	{Method: "GET", Pattern: "/api/v1/policies", Roles: readers},
 	{Method: "GET", Pattern: "/api/v1/decisions/{request_id}", Roles: readers, Recorded: true},
 	{Method: "POST", Pattern: "/api/v1/decisions/{request_id}/replay", Roles: auditors, Recorded: true},
@@ -123,8 +78,3 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/ui/search", Roles: readers},
 	{Method: "GET", Pattern: "/ui/log", Roles: readers},
 }
-
-// exportRoles may take a session's chain whole (entries?format=jsonl), as
-// they may take its bundle: a viewer sees entries page by page in the UI
-// and exports nothing.
-var exportRoles = auditors

@@ -19,6 +19,7 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storeopen"
+	"github.com/acsledger/acsledger/web/internal/webtest"
 )
 
 // BenchmarkScale loads 1,000,000 entries into a throwaway PostgreSQL with
@@ -52,7 +53,7 @@ func BenchmarkScale(b *testing.B) {
 	end := loadScale(b, pool)
 	fmt.Printf("loaded %d entries with COPY in %s\n", scaleEntries, time.Since(start).Round(time.Second))
 
-	srv := httptest.NewServer(New(st, Options{Search: st, Charts: st, Auth: AuthOptions{Bootstrap: testAdminToken, NoAccessLog: true}}))
+	srv := httptest.NewServer(New(st, Options{Search: st, Charts: st, Auth: AuthOptions{Bootstrap: webtest.AdminToken, NoAccessLog: true}}))
 	defer srv.Close()
 	base := srv.URL + "/api/v1"
 	month := end.AddDate(0, -1, 0).UTC().Format(time.RFC3339)
@@ -84,7 +85,7 @@ func BenchmarkScale(b *testing.B) {
 		var body []byte
 		for range 5 {
 			t0 := time.Now()
-			code, _, bb := do(b, "GET", base+p.path(), nil)
+			code, _, bb := webtest.Do(b, "GET", base+p.path(), nil)
 			times = append(times, time.Since(t0))
 			if code != 200 {
 				b.Fatalf("%s: %d %s", p.name, code, bb)

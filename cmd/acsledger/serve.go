@@ -158,10 +158,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Info("compliance reads go to the read replica", "db_read", redact(readURL), "max_lag", maxLag, "reads_from", monitor.lag().ReadsFrom, "lag_bytes", monitor.lag().Bytes, "problem", monitor.lag().Problem)
 	}
 	ev := lf.evidenceOptions(reads, evLog, keySet, log)
+	ingestOpts := inf.options()
+	ingestOpts.Store = reads
 	handler := web.New(reads, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Search: reads, Charts: reads, Auth: web.AuthOptions{
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
-	}, Ingest: inf.options(), Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store})
+	}, Ingest: ingestOpts, Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store})
 	mountRoutes(handler.Router(), mlog, tel.metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,

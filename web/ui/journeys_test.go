@@ -46,7 +46,7 @@ func journeyServer(t *testing.T, f *evidencetest.Fixture) (string, map[web.Role]
 // measurement lag gives, as serve --db-read has; nil for none.
 func journeyServerWith(t *testing.T, f *evidencetest.Fixture, lag func() web.ReplicaLag) (string, map[web.Role]string) {
 	t.Helper()
-	ts := f.Store.(web.Tokens)
+	var ts web.Tokens = f.Store
 	toks := map[web.Role]string{}
 	for _, role := range []web.Role{web.RoleAdmin, web.RoleAuditor, web.RoleViewer} {
 		tok, _, err := web.CreateToken(context.Background(), ts, web.TokenRequest{Name: "j-" + string(role), Role: role}, time.Now())
@@ -57,8 +57,8 @@ func journeyServerWith(t *testing.T, f *evidencetest.Fixture, lag func() web.Rep
 	}
 	h := web.New(f.Store, web.Options{
 		Evidence:   web.EvidenceOptions{Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t)},
-		Search:     f.Store.(web.Searcher),
-		Charts:     f.Store.(web.Charts),
+		Search:     f.Store,
+		Charts:     f.Store,
 		Auth:       web.AuthOptions{Tokens: ts, NoAccessLog: true},
 		ReplicaLag: lag,
 	})

@@ -1,0 +1,9 @@
+package access
+
+// Names of the package's internals for its external tests.
+type (
+	AuthErrorBody = authErrorBody
+	TokenJSON     = tokenJSON
+)
+
+var WellFormed = wellFormed
