@@ -6,12 +6,27 @@ import (
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/web/access"
+	"github.com/acsledger/acsledger/web/api"
+	"github.com/acsledger/acsledger/web/ingestapi"
+	"github.com/acsledger/acsledger/web/stats"
 )
 
-// Access control's names, under which the commands and the tests of other
-// packages know them (web/access holds each).
+// The names under which the commands and the tests of other packages know
+// the types of the packages the server composes.
 type (
-	// Role is what a credential may do.
+	// AuthOptions configure access control (web/access).
+	AuthOptions = access.Options
+	// EvidenceOptions configure the evidence routes (web/api).
+	EvidenceOptions = api.Options
+	// IngestOptions configure the ingest routes (web/ingestapi).
+	IngestOptions = ingestapi.Options
+	// Searcher is the compliance search (web/api).
+	Searcher = api.Searcher
+	// Charts feeds the log page's and the dashboard's charts (web/stats).
+	Charts = stats.Charts
+	// ReplicaLag is the read replica's measured lag (web/stats).
+	ReplicaLag = stats.ReplicaLag
+	// Role is what a credential may do (web/access).
 	Role = access.Role
 	// Route is one row of AccessTable.
 	Route = access.Route
@@ -25,11 +40,8 @@ type (
 
 // The roles (access.Roles).
 const (
-	RoleAdmin   = access.RoleAdmin
-	RoleWriter  = access.RoleWriter
-	RoleAuditor = access.RoleAuditor
-	RoleViewer  = access.RoleViewer
-	RoleMetrics = access.RoleMetrics
+	RoleAdmin, RoleWriter, RoleAuditor = access.RoleAdmin, access.RoleWriter, access.RoleAuditor
+	RoleViewer, RoleMetrics            = access.RoleViewer, access.RoleMetrics
 )
 
 // Roles lists every role, in the order docs/security.md names them.

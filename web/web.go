@@ -31,23 +31,6 @@ type Store = api.Store
 
 var _ access.Store = Store(nil)
 
-// The option types of the packages the server composes, under the names
-// callers know them by.
-type (
-	// AuthOptions configure access control (web/access).
-	AuthOptions = access.Options
-	// EvidenceOptions configure the evidence routes (web/api).
-	EvidenceOptions = api.Options
-	// IngestOptions configure the ingest routes (web/ingestapi).
-	IngestOptions = ingestapi.Options
-	// Searcher is the compliance search (web/api).
-	Searcher = api.Searcher
-	// Charts feeds the log page's and the dashboard's charts (web/stats).
-	Charts = stats.Charts
-	// ReplicaLag is the read replica's measured lag (web/stats).
-	ReplicaLag = stats.ReplicaLag
-)
-
 // Options configure the handler. The zero value is usable.
 type Options struct {
 	Logger *slog.Logger

@@ -420,6 +420,21 @@ func (c *Control) Guard(mux *chi.Mux, table []Route) func(http.Handler) http.Han
 	}
 }
 
+// MountLogin adds the UI's login and logout to r, the root router.
+func (c *Control) MountLogin(r chi.Router) {
+	r.Post("/ui/login", c.login)
+	r.Post("/ui/logout", c.logout)
+}
+
+// MountAPI adds the caller's own credential (whoami) and the admin token
+// routes to r, the /api/v1 router.
+func (c *Control) MountAPI(r chi.Router) {
+	r.Get("/whoami", c.whoami)
+	r.Get("/admin/tokens", c.withTokens(c.listTokens))
+	r.Post("/admin/tokens", c.withTokens(c.createToken))
+	r.Post("/admin/tokens/{name}/revoke", c.withTokens(c.revokeToken))
+}
+
 // admit authenticates and authorizes a request for a non-public route,
 // answering it when refused.
 func (c *Control) admit(w http.ResponseWriter, r *http.Request, rule Route) (*Principal, bool) {

@@ -2,12 +2,10 @@ package access_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -34,16 +32,10 @@ func authServer(t *testing.T, opts access.Options) (string, access.Tokens, func(
 		}
 		w.Write(b)
 	})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
 	mk := func(name string, role access.Role, scope string) string {
-		tok, _, err := access.CreateToken(context.Background(), ts, access.TokenRequest{Name: name, Role: role, Scope: scope}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
+		return webtest.Token(t, ts, access.TokenRequest{Name: name, Role: role, Scope: scope})
 	}
-	return srv.URL, ts, mk
+	return webtest.Serve(t, h), ts, mk
 }
 
 func TestACSRequireToken(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/acsledger/acsledger/web/httpapi"
-	"github.com/go-chi/chi/v5"
 )
 
 // The UI logs in with a token once and then carries a session cookie: an
@@ -187,19 +186,4 @@ func (c *Control) whoami(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	httpapi.WriteJSON(w, http.StatusOK, out)
-}
-
-// MountLogin adds the UI's login and logout to r, the root router.
-func (c *Control) MountLogin(r chi.Router) {
-	r.Post("/ui/login", c.login)
-	r.Post("/ui/logout", c.logout)
-}
-
-// MountAPI adds the caller's own credential (whoami) and the admin token
-// routes to r, the /api/v1 router.
-func (c *Control) MountAPI(r chi.Router) {
-	r.Get("/whoami", c.whoami)
-	r.Get("/admin/tokens", c.listTokens)
-	r.Post("/admin/tokens", c.createToken)
-	r.Post("/admin/tokens/{name}/revoke", c.revokeToken)
 }

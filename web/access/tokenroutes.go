@@ -36,19 +36,19 @@ func toTokenJSON(t ledger.Token) tokenJSON {
 
 var errNoTokenStore = httpapi.NewError(http.StatusNotImplemented, "this server keeps no tokens")
 
-func (c *Control) tokenStore() (Tokens, error) {
-	if c.opts.Tokens == nil {
-		return nil, errNoTokenStore
+// withTokens serves h with the token store, or answers 501 on a server
+// that keeps no tokens.
+func (c *Control) withTokens(h func(w http.ResponseWriter, r *http.Request, ts Tokens)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if c.opts.Tokens == nil {
+			c.fail(w, r, errNoTokenStore)
+			return
+		}
+		h(w, r, c.opts.Tokens)
 	}
-	return c.opts.Tokens, nil
 }
 
-func (c *Control) listTokens(w http.ResponseWriter, r *http.Request) {
-	ts, err := c.tokenStore()
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
+func (c *Control) listTokens(w http.ResponseWriter, r *http.Request, ts Tokens) {
 	list, err := ts.Tokens(r.Context())
 	if err != nil {
 		c.fail(w, r, err)
@@ -65,12 +65,7 @@ func (c *Control) listTokens(w http.ResponseWriter, r *http.Request) {
 
 // createToken takes {"name", "role", "scope", "expires_in"} (a Go
 // duration such as "720h") and answers the token once.
-func (c *Control) createToken(w http.ResponseWriter, r *http.Request) {
-	ts, err := c.tokenStore()
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
+func (c *Control) createToken(w http.ResponseWriter, r *http.Request, ts Tokens) {
 	var body struct {
 		Name      string `json:"name"`
 		Role      Role   `json:"role"`
@@ -89,6 +84,7 @@ func (c *Control) createToken(w http.ResponseWriter, r *http.Request) {
 	}
 	req := TokenRequest{Name: body.Name, Role: body.Role, Scope: body.Scope}
 	if body.ExpiresIn != "" {
+		var err error
 		if req.ExpiresIn, err = time.ParseDuration(body.ExpiresIn); err != nil {
 			c.fail(w, r, fmt.Errorf("%w: expires_in %q is not a duration such as 720h", errBadToken, body.ExpiresIn))
 			return
@@ -107,12 +103,7 @@ func (c *Control) createToken(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusCreated, out)
 }
 
-func (c *Control) revokeToken(w http.ResponseWriter, r *http.Request) {
-	ts, err := c.tokenStore()
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
+func (c *Control) revokeToken(w http.ResponseWriter, r *http.Request, ts Tokens) {
 	name := httpapi.PathParam(r, "name")
 	if err := ts.RevokeToken(r.Context(), name, c.opts.Now().UTC().Truncate(time.Microsecond)); err != nil {
 		c.fail(w, r, err)

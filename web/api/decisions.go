@@ -91,10 +91,7 @@ func (a *API) getDecision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := decisionJSON{
-		entryJSON: entryJSON{
-			e.SessionID, e.Position, e.EntryID, e.StepID, e.StepType, e.Timestamp, e.RecordedAt.UTC(),
-			e.EntryHash.String(), hashPtr(e.PreviousHash), e.Content,
-		},
+		entryJSON: toEntryJSON(e),
 		RequestID: id, Response: json.RawMessage("null"), Decision: json.RawMessage("null"),
 	}
 	resp, err := a.store.Response(r.Context(), e.SessionID, e.Position)

@@ -18,23 +18,9 @@ import (
 	"github.com/acsledger/acsledger/web/internal/webtest"
 )
 
-// permissiveVersion is a second recorded version of the baseline's policy
-// id; it allows everything.
-const permissiveVersion = "0.0.0-permissive"
-
-func recordPermissive(t *testing.T, st ledger.GuardianStore) {
-	t.Helper()
-	b := &policy.Bundle{ID: policy.BaselineID, Version: permissiveVersion, Modules: map[string]string{
-		"permit.rego": "package acs\n\ndecision := {\"decision\": \"allow\", \"rule_ids\": [\"permit.all\"]}\n",
-	}}
-	if _, err := policy.New(context.Background(), b, st, nil); err != nil {
-		t.Fatalf("record the permissive bundle: %v", err)
-	}
-}
-
 func TestPoliciesRoute(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
-	recordPermissive(t, f.Store)
+	webtest.RecordPermissive(t, f.Store)
 	base := evidenceServer(t, f, nil)
 
 	type listJSON struct {
@@ -60,7 +46,7 @@ func TestPoliciesRoute(t *testing.T) {
 	}
 	// Oldest first: the Guardian recorded the baseline before the test
 	// recorded the permissive version.
-	for i, want := range [][2]string{{policy.BaselineID, policy.BaselineVersion}, {policy.BaselineID, permissiveVersion}} {
+	for i, want := range [][2]string{{policy.BaselineID, policy.BaselineVersion}, {policy.BaselineID, webtest.PermissiveVersion}} {
 		p := l.Policies[i]
 		if p.PolicyID != want[0] || p.PolicyVersion != want[1] || len(p.Digest) != 64 || p.RecordedAt.IsZero() || p.Content != nil {
 			t.Errorf("policies[%d] = %+v, want %s %s with a digest and no content", i, p, want[0], want[1])

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -32,9 +31,7 @@ func evidenceServer(t *testing.T, f *evidencetest.Fixture, edit func(*web.Eviden
 	if edit != nil {
 		edit(&opts)
 	}
-	srv := httptest.NewServer(web.New(f.Store, web.Options{Evidence: opts, Auth: testAuth()}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/api/v1"
+	return webtest.Serve(t, web.New(f.Store, web.Options{Evidence: opts, Auth: testAuth()})) + "/api/v1"
 }
 
 func decodeReport(t *testing.T, b []byte) evidence.Report {

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/ledger"
@@ -23,7 +21,7 @@ import (
 // first on the next Append, once. Only the order is arranged; both
 // appends are the store's own.
 type racedStore struct {
-	ledger.GuardianStore
+	web.Store
 	mu     sync.Mutex
 	before func()
 }
@@ -43,7 +41,7 @@ func (s *racedStore) Append(ctx context.Context, r ledger.Record) (ledger.Append
 	if before != nil {
 		before()
 	}
-	return s.GuardianStore.Append(ctx, r)
+	return s.Store.Append(ctx, r)
 }
 
 // lockedBuffer is a log the server writes while the test reads it.
@@ -84,18 +82,14 @@ func TestAppendRacedOutOfScope(t *testing.T) {
 func testAppendRacedOutOfScope(t *testing.T, kind string) {
 	f := evidencetest.New(t, kind)
 	var ts web.Tokens = f.Store
-	store := &racedStore{GuardianStore: f.Store}
+	store := &racedStore{Store: f.Store}
 	var logs lockedBuffer
 	h := web.New(store, web.Options{Auth: web.AuthOptions{Tokens: ts, NoAccessLog: true}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	teamA, _, err := web.CreateToken(context.Background(), ts, web.TokenRequest{Name: "team-a-writer", Role: web.RoleWriter, Scope: "team-a/"}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := webtest.Serve(t, h)
+	teamA := webtest.Token(t, ts, web.TokenRequest{Name: "team-a-writer", Role: web.RoleWriter, Scope: "team-a/"})
 	appendAs := func(session, agent string, i int) (int, string) {
 		t.Helper()
-		code, _, b := webtest.Do(t, http.MethodPost, srv.URL+"/api/v1/sessions/"+session+"/entries?agent_id="+agent, raceEntry(i),
+		code, _, b := webtest.Do(t, http.MethodPost, base+"/api/v1/sessions/"+session+"/entries?agent_id="+agent, raceEntry(i),
 			"Content-Type", "application/json", "Authorization", "Bearer "+teamA)
 		return code, string(b)
 	}

@@ -155,35 +155,61 @@ func (a *API) searchPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if as == "sessions" {
-		page, err := a.search.SearchSessions(r.Context(), f)
-		if err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		out := struct {
-			Sessions []sessionHitJSON `json:"sessions"`
-			Next     string           `json:"next,omitempty"`
-		}{Sessions: []sessionHitJSON{}, Next: page.Next}
-		for _, h := range page.Sessions {
-			out.Sessions = append(out.Sessions, toSessionHitJSON(h))
-		}
-		httpapi.WriteJSON(w, http.StatusOK, out)
-		return
-	}
-	page, err := a.search.SearchEntries(r.Context(), f)
+	hits, next, err := a.searchOnce(r.Context(), as, f)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	out := struct {
-		Entries []hitJSON `json:"entries"`
-		Next    string    `json:"next,omitempty"`
-	}{Entries: []hitJSON{}, Next: page.Next}
-	for _, h := range page.Hits {
-		out.Entries = append(out.Entries, toHitJSON(h))
+	if as == "sessions" {
+		httpapi.WriteJSON(w, http.StatusOK, struct {
+			Sessions []hit  `json:"sessions"`
+			Next     string `json:"next,omitempty"`
+		}{hits, next})
+		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, struct {
+		Entries []hit  `json:"entries"`
+		Next    string `json:"next,omitempty"`
+	}{hits, next})
+}
+
+// hit is one row of a search's answer: a hitJSON or a sessionHitJSON.
+type hit interface {
+	// csvRow is the hit's row in a CSV export (exportColumns).
+	csvRow() []string
+}
+
+func (j hitJSON) csvRow() []string {
+	return []string{j.SessionID, strconv.FormatInt(j.Position, 10), j.AgentID,
+		j.RecordedAt.Format(time.RFC3339Nano), j.StepID, j.StepType, j.Decision,
+		strings.Join(j.ReasonCodes, " "), strings.Join(j.PolicyRefs, " "), j.Tool, j.Source,
+		strings.Join(j.Flags, " "), j.Reasoning, j.Bundle}
+}
+
+func (j sessionHitJSON) csvRow() []string {
+	return []string{j.SessionID, j.AgentID, strconv.FormatInt(j.Matches, 10),
+		j.First.Format(time.RFC3339Nano), j.Last.Format(time.RFC3339Nano), j.Bundle}
+}
+
+// searchOnce reads one page of the search: sessions holding matches when
+// as is "sessions", else matching entries.
+func (a *API) searchOnce(ctx context.Context, as string, f ledger.SearchFilter) (hits []hit, next string, err error) {
+	if as == "sessions" {
+		page, err := a.search.SearchSessions(ctx, f)
+		return hitsOf(page.Sessions, func(h ledger.SessionHit) hit { return toSessionHitJSON(h) }), page.Next, err
+	}
+	page, err := a.search.SearchEntries(ctx, f)
+	return hitsOf(page.Hits, func(h ledger.SearchHit) hit { return toHitJSON(h) }), page.Next, err
+}
+
+// hitsOf is a page's rows as hits; never nil, so that an empty page
+// answers [].
+func hitsOf[T any](rows []T, toHit func(T) hit) []hit {
+	hits := make([]hit, 0, len(rows))
+	for _, r := range rows {
+		hits = append(hits, toHit(r))
+	}
+	return hits
 }
 
 // exportSearch streams every hit of a search, format=csv or format=json
@@ -204,39 +230,12 @@ func (a *API) exportSearch(w http.ResponseWriter, r *http.Request) {
 	f.Limit = ledger.MaxPageSize
 	ex := newExporter(w, as, format)
 	for {
-		var next string
-		var rows [][]string
-		var objs []any
-		if as == "sessions" {
-			page, err := a.search.SearchSessions(r.Context(), f)
-			if err != nil {
-				a.failExport(w, r, ex, err)
-				return
-			}
-			for _, h := range page.Sessions {
-				j := toSessionHitJSON(h)
-				objs = append(objs, j)
-				rows = append(rows, []string{j.SessionID, j.AgentID, strconv.FormatInt(j.Matches, 10),
-					j.First.Format(time.RFC3339Nano), j.Last.Format(time.RFC3339Nano), j.Bundle})
-			}
-			next = page.Next
-		} else {
-			page, err := a.search.SearchEntries(r.Context(), f)
-			if err != nil {
-				a.failExport(w, r, ex, err)
-				return
-			}
-			for _, h := range page.Hits {
-				j := toHitJSON(h)
-				objs = append(objs, j)
-				rows = append(rows, []string{j.SessionID, strconv.FormatInt(j.Position, 10), j.AgentID,
-					j.RecordedAt.Format(time.RFC3339Nano), j.StepID, j.StepType, j.Decision,
-					strings.Join(j.ReasonCodes, " "), strings.Join(j.PolicyRefs, " "), j.Tool, j.Source,
-					strings.Join(j.Flags, " "), j.Reasoning, j.Bundle})
-			}
-			next = page.Next
+		hits, next, err := a.searchOnce(r.Context(), as, f)
+		if err != nil {
+			a.failExport(w, r, ex, err)
+			return
 		}
-		if err := ex.write(objs, rows); err != nil {
+		if err := ex.write(hits); err != nil {
 			// The client went away.
 			return
 		}
@@ -292,12 +291,13 @@ func (e *exporter) start() {
 	}
 }
 
-func (e *exporter) write(objs []any, rows [][]string) error {
+func (e *exporter) write(hits []hit) error {
 	if !e.started {
 		e.start()
 	}
 	if e.format == "csv" {
-		for _, row := range rows {
+		for _, h := range hits {
+			row := h.csvRow()
 			// A cell starting with = + - @ is a formula to a spreadsheet:
 			// exported evidence must not run in the auditor's.
 			for i, c := range row {
@@ -310,8 +310,8 @@ func (e *exporter) write(objs []any, rows [][]string) error {
 		e.cw.Flush()
 		return e.cw.Error()
 	}
-	for _, o := range objs {
-		if err := e.enc.Encode(o); err != nil {
+	for _, h := range hits {
+		if err := e.enc.Encode(h); err != nil {
 			return err
 		}
 	}

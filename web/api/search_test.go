@@ -7,7 +7,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -25,22 +24,11 @@ import (
 // its tokens, and returns a maker of tokens of a role.
 func searchServer(t *testing.T, f *evidencetest.Fixture) (string, func(role web.Role, scope string) string) {
 	t.Helper()
-	var ts web.Tokens = f.Store
-	h := web.New(f.Store, web.Options{
-		Evidence: web.EvidenceOptions{Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t)},
-		Search:   f.Store,
-		Auth:     web.AuthOptions{Bootstrap: webtest.AdminToken, NoAccessLog: true, Tokens: ts},
-	})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	base := webtest.Serve(t, web.New(f.Store, web.Options{Evidence: web.EvidenceOptions{Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t)}, Search: f.Store, Auth: webtest.Auth(f.Store)}))
 	n := 0
-	return srv.URL + "/api/v1", func(role web.Role, scope string) string {
+	return base + "/api/v1", func(role web.Role, scope string) string {
 		n++
-		tok, _, err := web.CreateToken(context.Background(), ts, web.TokenRequest{Name: string(role) + string(rune('a'+n)), Role: role, Scope: scope}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
+		return webtest.Token(t, f.Store, web.TokenRequest{Name: string(role) + string(rune('a'+n)), Role: role, Scope: scope})
 	}
 }
 

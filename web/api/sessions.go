@@ -64,6 +64,13 @@ func hashPtr(h *acs.Hash) *string {
 	return &s
 }
 
+func toEntryJSON(e ledger.Entry) entryJSON {
+	return entryJSON{
+		e.SessionID, e.Position, e.EntryID, e.StepID, e.StepType, e.Timestamp, e.RecordedAt.UTC(),
+		e.EntryHash.String(), hashPtr(e.PreviousHash), e.Content,
+	}
+}
+
 func toSessionJSON(s ledger.Session) sessionJSON {
 	return sessionJSON{s.SessionID, s.AgentID, s.Length, s.Head.String(), s.Writer, s.CreatedAt.UTC(), s.UpdatedAt.UTC()}
 }
@@ -241,17 +248,7 @@ func (a *API) listEntries(w http.ResponseWriter, r *http.Request) {
 		a.streamChain(w, r, id)
 		return
 	}
-	from, err := httpapi.IntParam(q.Get("from"), "from")
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	limit, err := httpapi.IntParam(q.Get("limit"), "limit")
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	entries, err := a.store.Entries(r.Context(), id, int64(from), limit)
+	entries, err := a.entriesPage(r, id)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -260,12 +257,24 @@ func (a *API) listEntries(w http.ResponseWriter, r *http.Request) {
 		Entries []entryJSON `json:"entries"`
 	}{Entries: []entryJSON{}}
 	for _, e := range entries {
-		out.Entries = append(out.Entries, entryJSON{
-			e.SessionID, e.Position, e.EntryID, e.StepID, e.StepType, e.Timestamp, e.RecordedAt.UTC(),
-			e.EntryHash.String(), hashPtr(e.PreviousHash), e.Content,
-		})
+		out.Entries = append(out.Entries, toEntryJSON(e))
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
+}
+
+// entriesPage reads the page of a session's entries that the query's
+// from (a position) and limit ask for.
+func (a *API) entriesPage(r *http.Request, sessionID string) ([]ledger.Entry, error) {
+	q := r.URL.Query()
+	from, err := httpapi.IntParam(q.Get("from"), "from")
+	if err != nil {
+		return nil, err
+	}
+	limit, err := httpapi.IntParam(q.Get("limit"), "limit")
+	if err != nil {
+		return nil, err
+	}
+	return a.store.Entries(r.Context(), sessionID, int64(from), limit)
 }
 
 func (a *API) streamChain(w http.ResponseWriter, r *http.Request, id string) {

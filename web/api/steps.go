@@ -72,19 +72,7 @@ type policyRefJSON struct {
 // listSteps answers a page of a session's timeline: from (a position)
 // and limit, as listEntries takes them.
 func (a *API) listSteps(w http.ResponseWriter, r *http.Request) {
-	id := httpapi.PathParam(r, "session_id")
-	q := r.URL.Query()
-	from, err := httpapi.IntParam(q.Get("from"), "from")
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	limit, err := httpapi.IntParam(q.Get("limit"), "limit")
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	entries, err := a.store.Entries(r.Context(), id, int64(from), limit)
+	entries, err := a.entriesPage(r, httpapi.PathParam(r, "session_id"))
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -2,7 +2,6 @@ package stats_test
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,15 +19,7 @@ func TestChartRoutes(t *testing.T) {
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
 			f := evidencetest.New(t, kind)
-			var ts web.Tokens = f.Store
-			h := web.New(f.Store, web.Options{
-				Evidence: web.EvidenceOptions{Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t)},
-				Charts:   f.Store,
-				Auth:     web.AuthOptions{Bootstrap: webtest.AdminToken, NoAccessLog: true, Tokens: ts},
-			})
-			srv := httptest.NewServer(h)
-			t.Cleanup(srv.Close)
-			base := srv.URL + "/api/v1"
+			base := webtest.Serve(t, web.New(f.Store, web.Options{Evidence: web.EvidenceOptions{Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t)}, Charts: f.Store, Auth: webtest.Auth(f.Store)})) + "/api/v1"
 
 			_, _, b := webtest.Do(t, "GET", base+"/log", nil)
 			var lj stats.LogJSON

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
+	"github.com/acsledger/acsledger/web/internal/webtest"
 	"github.com/acsledger/acsledger/web/tlogserve"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -62,16 +62,7 @@ func serveSession(t *testing.T, session string, n int64) served {
 
 func get(t *testing.T, url string) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return webtest.Get(t, url)
 }
 
 // httpTiles is a sumdb/tlog TileReader fetching C2SP tile paths over HTTP.

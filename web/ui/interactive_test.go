@@ -19,6 +19,7 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/web"
+	"github.com/acsledger/acsledger/web/internal/webtest"
 	"github.com/acsledger/acsledger/web/ui"
 )
 
@@ -28,10 +29,6 @@ import (
 // Guardian wrote (evidencetest), on a loopback port.
 
 const adminToken = "dashboard-test-token"
-
-// permissiveVersion is a second recorded version of the baseline's policy
-// id that allows everything, so that a replay under it differs.
-const permissiveVersion = "0.0.0-permissive"
 
 // hostileID is a request id and reason code carrying markup that would run
 // if it reached the page as HTML.
@@ -118,7 +115,7 @@ func (r *requests) take() []string {
 // reaches session at, until open: the test can then see the run's
 // progress however fast the run is.
 type gatedStore struct {
-	ledger.GuardianStore
+	evidence.Store
 	at      string
 	reached chan struct{} // closed when the run reaches at
 	release chan struct{}
@@ -126,8 +123,8 @@ type gatedStore struct {
 	opened  sync.Once
 }
 
-func newGate(st ledger.GuardianStore, at string) *gatedStore {
-	return &gatedStore{GuardianStore: st, at: at, reached: make(chan struct{}), release: make(chan struct{})}
+func newGate(st evidence.Store, at string) *gatedStore {
+	return &gatedStore{Store: st, at: at, reached: make(chan struct{}), release: make(chan struct{})}
 }
 
 func (g *gatedStore) Session(ctx context.Context, id string) (ledger.Session, error) {
@@ -137,7 +134,7 @@ func (g *gatedStore) Session(ctx context.Context, id string) (ledger.Session, er
 			<-g.release
 		})
 	}
-	return g.GuardianStore.Session(ctx, id)
+	return g.Store.Session(ctx, id)
 }
 
 func (g *gatedStore) open() { g.opened.Do(func() { close(g.release) }) }
@@ -369,20 +366,10 @@ func checkRunFindings(t *testing.T, b context.Context, f *evidencetest.Fixture) 
 	}
 }
 
-func recordPermissive(t *testing.T, st ledger.GuardianStore) {
-	t.Helper()
-	b := &policy.Bundle{ID: policy.BaselineID, Version: permissiveVersion, Modules: map[string]string{
-		"permit.rego": "package acs\n\ndecision := {\"decision\": \"allow\", \"rule_ids\": [\"permit.all\"]}\n",
-	}}
-	if _, err := policy.New(context.Background(), b, st, nil); err != nil {
-		t.Fatalf("record the permissive bundle: %v", err)
-	}
-}
-
 func TestDecisionView(t *testing.T) {
 	chromium(t)
 	f := evidencetest.New(t, "sqlite")
-	recordPermissive(t, f.Store)
+	webtest.RecordPermissive(t, f.Store)
 	// A step whose request id, reason code and rule id carry markup; it
 	// was written without params, so it cannot be replayed.
 	hostile := fmt.Appendf(nil, `{"entry_id":"9e1f0001-5c1d-4e2a-8b6f-00003a7c00d0","step_id":%q,"step_type":"steps/toolCallRequest",`+
@@ -411,7 +398,7 @@ func TestDecisionView(t *testing.T) {
 
 	t.Run("recorded", func(t *testing.T) {
 		waitText(t, b, "#replay-section", "Replay")
-		waitText(t, b, "#version", permissiveVersion)
+		waitText(t, b, "#version", webtest.PermissiveVersion)
 		if got := text(t, b, "#request-id"); got != deny.RequestID {
 			t.Errorf("request id %q", got)
 		}
@@ -435,7 +422,7 @@ func TestDecisionView(t *testing.T) {
 			t.Errorf("policy references %q", refs)
 		}
 		opts := eval[[][]string](t, b, `[...document.querySelectorAll("#version option")].map(o => [o.value, o.textContent])`)
-		if len(opts) != 2 || opts[0][0] != "" || opts[0][1] != policy.BaselineVersion+" (recorded)" || opts[1][0] != permissiveVersion {
+		if len(opts) != 2 || opts[0][0] != "" || opts[0][1] != policy.BaselineVersion+" (recorded)" || opts[1][0] != webtest.PermissiveVersion {
 			t.Errorf("version options %q", opts)
 		}
 	})
@@ -452,9 +439,9 @@ func TestDecisionView(t *testing.T) {
 	})
 
 	t.Run("replay under another version", func(t *testing.T) {
-		run(t, b, "pick the permissive version and replay", chromedp.SetValue("#version", permissiveVersion), chromedp.Click("#replay"))
+		run(t, b, "pick the permissive version and replay", chromedp.SetValue("#version", webtest.PermissiveVersion), chromedp.Click("#replay"))
 		waitText(t, b, "#replay-verdict", "Different decision")
-		if got := text(t, b, "#replay-verdict"); !strings.Contains(got, "allow under "+policy.BaselineID+" "+permissiveVersion) || !strings.Contains(got, "recorded deny") {
+		if got := text(t, b, "#replay-verdict"); !strings.Contains(got, "allow under "+policy.BaselineID+" "+webtest.PermissiveVersion) || !strings.Contains(got, "recorded deny") {
 			t.Errorf("verdict %q", got)
 		}
 		rows := eval[[][]string](t, b, `[...document.querySelectorAll("#diff tbody tr")].map(r => [...r.cells].map(c => c.textContent))`)
@@ -468,7 +455,7 @@ func TestDecisionView(t *testing.T) {
 		if r := byField["reason_codes"]; len(r) != 3 || r[1] != `["remote_code_execution"]` || r[2] != "—" {
 			t.Errorf("diff rows %q lack reason_codes", rows)
 		}
-		if r := byField["policy_references"]; len(r) != 3 || !strings.Contains(r[2], permissiveVersion) || !strings.Contains(r[2], "permit.all") {
+		if r := byField["policy_references"]; len(r) != 3 || !strings.Contains(r[2], webtest.PermissiveVersion) || !strings.Contains(r[2], "permit.all") {
 			t.Errorf("diff rows %q lack policy_references", rows)
 		}
 	})

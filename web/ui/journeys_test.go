@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/web"
+	"github.com/acsledger/acsledger/web/internal/webtest"
 	"github.com/acsledger/acsledger/web/tlogserve"
 	"github.com/acsledger/acsledger/web/ui"
 )
@@ -49,11 +49,7 @@ func journeyServerWith(t *testing.T, f *evidencetest.Fixture, lag func() web.Rep
 	var ts web.Tokens = f.Store
 	toks := map[web.Role]string{}
 	for _, role := range []web.Role{web.RoleAdmin, web.RoleAuditor, web.RoleViewer} {
-		tok, _, err := web.CreateToken(context.Background(), ts, web.TokenRequest{Name: "j-" + string(role), Role: role}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		toks[role] = tok
+		toks[role] = webtest.Token(t, ts, web.TokenRequest{Name: "j-" + string(role), Role: role})
 	}
 	h := web.New(f.Store, web.Options{
 		Evidence:   web.EvidenceOptions{Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t)},
@@ -64,9 +60,7 @@ func journeyServerWith(t *testing.T, f *evidencetest.Fixture, lag func() web.Rep
 	})
 	tlogserve.Mount(h.Router(), f.Log, nil)
 	ui.Mount(h.Router())
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv.URL, toks
+	return webtest.Serve(t, h), toks
 }
 
 func loginAs(t *testing.T, ctx context.Context, base, token string, role web.Role) {
@@ -411,7 +405,7 @@ func httpPost(u, token, body string) (int, error) {
 // another one the rules that decided show on both sides.
 func TestJourneyIncident(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
-	recordPermissive(t, f.Store)
+	webtest.RecordPermissive(t, f.Store)
 	base, toks := journeyServer(t, f)
 	b := browse(t)
 	viewport(t, b, 1280)
@@ -422,7 +416,7 @@ func TestJourneyIncident(t *testing.T) {
 	run(t, b, "one click to the decision", chromedp.Click(`#entry-hits a.disp`))
 	settle(t, b, `location.pathname`, "/ui/decisions/")
 	wait(t, b, "the versions", `document.querySelectorAll("#version option").length === 2`)
-	run(t, b, "replay under the permissive version", chromedp.SetValue("#version", permissiveVersion), chromedp.Click("#replay"))
+	run(t, b, "replay under the permissive version", chromedp.SetValue("#version", webtest.PermissiveVersion), chromedp.Click("#replay"))
 	wait(t, b, "the rules", `document.getElementById("rules") !== null`)
 	cells := eval[[]string](t, b, `[...document.querySelectorAll("#rules tbody td")].map(c => c.textContent)`)
 	if len(cells) != 2 || !strings.Contains(cells[0], "shell.pipe_remote_to_interpreter") || !strings.Contains(cells[1], "permit.all") {

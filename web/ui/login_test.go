@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/web"
+	"github.com/acsledger/acsledger/web/internal/webtest"
 	"github.com/acsledger/acsledger/web/ui"
 )
 
@@ -26,21 +26,12 @@ func loginServer(t *testing.T, f *evidencetest.Fixture) (base, viewer, auditor s
 	t.Helper()
 	var ts web.Tokens = f.Store
 	mk := func(name string, role web.Role) string {
-		tok, _, err := web.CreateToken(context.Background(), ts, web.TokenRequest{Name: name, Role: role}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
+		return webtest.Token(t, ts, web.TokenRequest{Name: name, Role: role})
 	}
 	viewer, auditor = mk("vera", web.RoleViewer), mk("audrey", web.RoleAuditor)
-	h := web.New(f.Store, web.Options{
-		Evidence: web.EvidenceOptions{Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t)},
-		Auth:     web.AuthOptions{Tokens: ts},
-	})
+	h := web.New(f.Store, web.Options{Evidence: web.EvidenceOptions{Log: f.Log, Bundle: f.Options(), Trust: f.Trust(t)}, Auth: web.AuthOptions{Tokens: ts}})
 	ui.Mount(h.Router())
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv.URL, viewer, auditor
+	return webtest.Serve(t, h), viewer, auditor
 }
 
 // fetchStatus runs fetch in the page and answers "status credential".

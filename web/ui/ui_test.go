@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -19,6 +18,7 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/sqlitestore"
 	"github.com/acsledger/acsledger/web"
+	"github.com/acsledger/acsledger/web/internal/webtest"
 	"github.com/acsledger/acsledger/web/ui"
 )
 
@@ -77,15 +77,7 @@ func asAdmin(h http.Handler) http.Handler {
 
 func get(t *testing.T, u string) (int, http.Header, string) {
 	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := webtest.Get(t, u)
 	return resp.StatusCode, resp.Header, string(b)
 }
 

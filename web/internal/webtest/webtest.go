@@ -32,6 +32,23 @@ func Do(t testing.TB, method, url string, body []byte, header ...string) (int, h
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
+	resp, b := send(t, req)
+	return resp.StatusCode, resp.Header, b
+}
+
+// Get gets url with no credential.
+func Get(t testing.TB, url string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return send(t, req)
+}
+
+// send sends req and reads the whole answer.
+func send(t testing.TB, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +58,7 @@ func Do(t testing.TB, method, url string, body []byte, header ...string) (int, h
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, resp.Header, b
+	return resp, b
 }
 
 // ErrorText is the message of an error answer; it fails t for any other
