@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -83,14 +82,10 @@ func New(store Store, opts Options) *Server {
 	if writes == nil {
 		writes = store
 	}
-	now := opts.Auth.Now
-	if now == nil {
-		now = time.Now
-	}
 	ac := access.New(store, writes, opts.Auth, s.log, maxBody)
 	ev := api.New(store, writes, opts.Search, opts.Evidence, s.log, maxBody)
 	charts := stats.New(opts.Charts, stats.Sources{Log: opts.Evidence.Log, Trust: ev.Trust(), Reverifier: ev.Reverifier(),
-		ReplicaLag: opts.ReplicaLag, Now: now}, s.log)
+		ReplicaLag: opts.ReplicaLag, Now: ac.Now}, s.log)
 	r := chi.NewRouter()
 	r.Use(ac.Guard(r, AccessTable))
 	r.Get("/healthz", s.healthz)

@@ -28,16 +28,7 @@ func TestPoliciesRoute(t *testing.T) {
 	}
 	list := func(query string) (int, listJSON, []byte) {
 		t.Helper()
-		code, _, b := webtest.Do(t, "GET", base+"/policies"+query, nil)
-		var l listJSON
-		if code == 200 {
-			dec := json.NewDecoder(bytes.NewReader(b))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&l); err != nil {
-				t.Fatalf("GET /policies%s: %v\n%s", query, err, b)
-			}
-		}
-		return code, l, b
+		return getStrict[listJSON](t, base+"/policies"+query)
 	}
 
 	code, l, b := list("")
@@ -99,16 +90,23 @@ type decisionBody struct {
 
 func getDecisionBody(t *testing.T, u string) (int, decisionBody, []byte) {
 	t.Helper()
+	return getStrict[decisionBody](t, u)
+}
+
+// getStrict gets u and decodes a 200's body into a T, refusing members T
+// does not know.
+func getStrict[T any](t *testing.T, u string) (int, T, []byte) {
+	t.Helper()
 	code, _, b := webtest.Do(t, "GET", u, nil)
-	var d decisionBody
+	var v T
 	if code == 200 {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&d); err != nil {
+		if err := dec.Decode(&v); err != nil {
 			t.Fatalf("GET %s: %v\n%s", u, err, b)
 		}
 	}
-	return code, d, b
+	return code, v, b
 }
 
 func TestDecisionRoute(t *testing.T) {
