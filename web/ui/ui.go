@@ -2,8 +2,8 @@
 // session's timeline with its verification verdict and export links, a
 // dashboard running the whole-ledger re-verification, and a decision view
 // that replays a recorded decision. Who may see which page, and the login
-// itself, are the web package's (web.AccessTable, docs/security.md); the
-// pages hide what the role may not use. It is a few
+// itself, are access control's (web/access, web.AccessTable,
+// docs/security.md); the pages hide what the role may not use. It is a few
 // embedded static files; the pages fetch the /api/v1 JSON API
 // (docs/api.md) from the same origin and render it with DOM text nodes
 // only, because entries carry attacker-influenced strings (tool arguments,
