@@ -1,10 +1,8 @@
 package web
 
-import (
-	"github.com/acsledger/acsledger/web/access"
-	"github.com/acsledger/acsledger/web/api"
-)
+import "github.com/acsledger/acsledger/web/api"
 
+// The roles of the access table's rows.
 var (
 	readers    = []Role{RoleAdmin, RoleAuditor, RoleViewer}
 	auditors   = []Role{RoleAdmin, RoleAuditor}
@@ -36,7 +34,7 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/api/v1/proofs/consistency", Public: true},
 	{Method: "POST", Pattern: "/acs", Public: true, MaxBody: maxGuardianBody},
 	{Method: "POST", Pattern: "/acs/approvals", Public: true},
-	{Method: "GET", Pattern: "/metrics", Roles: []access.Role{RoleAdmin, RoleMetrics}},
+	{Method: "GET", Pattern: "/metrics", Roles: []Role{RoleAdmin, RoleMetrics}},
 
 	{Method: "GET", Pattern: "/api/v1/whoami", Roles: everyone},
 	{Method: "GET", Pattern: "/api/v1/sessions", Roles: readers, Recorded: true},
