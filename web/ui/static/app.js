@@ -468,12 +468,7 @@ async function refreshStatus() {
     }
     return;
   }
-  if (!r.ok) {
-    refused(r);
-    return;
-  }
-  authMessage("", false);
-  showStatus(r.body);
+  showAnswer(r);
 }
 
 async function startRun() {
@@ -492,6 +487,12 @@ async function startRun() {
     refreshStatus();
     return;
   }
+  showAnswer(r);
+}
+
+// showAnswer shows the run status the admin API answered, or why it
+// refused.
+function showAnswer(r) {
   if (!r.ok) {
     refused(r);
     return;
