@@ -37,8 +37,8 @@ const (
 // Store is what the Guardian calls on the ledger (ledger.GuardianStore
 // documents each contract): it reads a session's head, appends the entry
 // of an intent, appends a step's entry with its signed response, params and
-// replay key in one transaction (ledger.ErrReplay for a key seen before), and
-// records a request's replay key on its own (ACS §10.3). Entries and
+// seen key in one transaction (ledger.ErrReplay for a key seen before), and
+// records a request's seen key on its own (ACS §10.3). Entries and
 // Request read a session's chain and the params beside it back when the
 // session resumes after a restart or idle eviction (resume.go). Every append is
 // the Guardian's (ledger.WriterGuardian) and a compare-and-swap on the head
@@ -58,7 +58,7 @@ type Store interface {
 // Config configures a Guardian. Store, Policy and at least one signing key
 // are required; every other zero value means the default named beside it.
 type Config struct {
-	// Store holds the chains, the signed responses and the replay history.
+	// Store holds the chains, the signed responses and the history of seen requests.
 	Store Store
 	// Policy decides on every content-bearing step.
 	Policy Policy
@@ -162,7 +162,7 @@ type Guardian struct {
 // session is the Guardian's in-memory SessionContext (§8): the binding made
 // at handshake and the state the chain does not hold.
 type session struct {
-	// mu serializes the session's requests, from the replay check to the
+	// mu serializes the session's requests, from the seen-request check to the
 	// answer, so appends never fight each other's compare-and-swap.
 	mu sync.Mutex
 
