@@ -185,7 +185,10 @@ type session struct {
 	intent    *Intent
 	asks      map[string]acs.Approver // pending ASKs by step_id
 	requested map[string][]string     // their requested capabilities
-	grants    []string                // this_request grants for the next step
+	grants    []grant                 // this_request grants, each bound to the request it answers
+	// askRequests names, for each pending ASK by step_id, the request
+	// it paused (requestKey), so that a this_request grant binds to it.
+	askRequests map[string]string
 	prov      ProvenanceLog           // provenance objects seen in committed steps
 	seen      seenSet                 // request_ids and nonces recorded for the session
 
@@ -201,6 +204,17 @@ type session struct {
 	modifyCapable bool
 	// skills are the session's skill registrations by skill_id (skills.go).
 	skills map[string]skillRegistration
+	// sealed is set once the chain ends in steps/sessionEnd: the session
+	// accepts no handshake, step or resolution after it (resume.go).
+	sealed bool
+	// boundKey is the key_id that signed the session's stored requests,
+	// read back from the ledger on resume ("" when none is stored): a
+	// resumed session stays bound to it (resume.go).
+	boundKey string
+	// strictProvenance is set when the session accepted the
+	// acs-provenance profile: payloads are validated against the strict
+	// *.acs-provenance.json variants (schema.go).
+	strictProvenance bool
 }
 
 // New checks cfg and returns a Guardian.

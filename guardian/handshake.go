@@ -143,6 +143,19 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 			g.cfg.Logger.Error("guardian: couldn't resume session", "session_id", req.sessionID, "err", err)
 			return g.errorResponse(req.id, refuse(rpcerr.InternalError, ReasonLedgerUnavailable, "the session's chain could not be read back"), signer)
 		}
+		if s.sealed {
+			// ACS hooks, sessionEnd: "The Guardian seals the chain at
+			// this point." The ledger says so after any restart.
+			return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, ReasonSessionSealed,
+				fmt.Sprintf("session %s ended with steps/sessionEnd, which sealed its chain; it cannot be resumed, start a new session", req.sessionID)), signer)
+		}
+		if s.boundKey != "" && s.boundKey != keyID {
+			// ACS §10: the session stays bound to the key that signed its
+			// requests, across restarts; another trusted key naming the
+			// same agent does not take it over.
+			return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, "session_bound_elsewhere",
+				fmt.Sprintf("session %s is bound to the key that signed its recorded requests, not to key_id %q", req.sessionID, keyID)), signer)
+		}
 	case errors.Is(err, ledger.ErrNotFound):
 	default:
 		g.cfg.Logger.Error("guardian: couldn't load session", "session_id", req.sessionID, "err", err)
@@ -186,7 +199,11 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 		PolicyRequiresProvenance:     g.cfg.RequireProvenance,
 		ProfilesAccepted:             g.profiles(ch, s),
 		AgbomSerializations:          []string{"canonical"},
+		// ACS §4: whether the Guardian emits OTel for the Trace pillar
+		// (--acs-trace, Config.TraceSteps); it emits no OCSF itself.
+		TraceEmission: traceEmission{OTelEnabled: g.cfg.TraceSteps},
 	}
+	s.strictProvenance = slices.Contains(sh.ProfilesAccepted, "acs-provenance")
 	for m, d := range g.cfg.PerMethodTimeout {
 		if sh.TimeoutConfig.PerMethodMS == nil {
 			sh.TimeoutConfig.PerMethodMS = map[string]int64{}
@@ -209,11 +226,19 @@ func implementedPattern(m string) bool {
 }
 
 // profiles selects profiles_accepted: the client's profiles this Guardian
-// implements for the session (ACS §4). acs-audit is implemented because
-// every entry carries request_hash (§8.1); acs-crypto only when the keys
-// support what the profile requires (cryptoProfile).
+// implements for the session (ACS §4). acs-audit is accepted for a client
+// that produces provenance: every entry carries request_hash (§8.1, the
+// MUST) and provenance_summary (the SHOULD), which a session without
+// provenance cannot fill. acs-provenance is accepted for a client whose
+// provenance_producer is deterministic (conformance, ACS-Provenance), and
+// then its payloads are held to the strict schemas (checkProvenance);
+// acs-crypto only when the keys support what the profile requires
+// (cryptoProfile).
 func (g *Guardian) profiles(ch clientHello, s *session) []string {
-	ours := []string{"acs-core", "acs-audit"}
+	ours := []string{"acs-core"}
+	if ch.ProvenanceProducer == "deterministic" {
+		ours = append(ours, "acs-audit", "acs-provenance")
+	}
 	if g.cryptoProfile(s.signer) {
 		ours = append(ours, "acs-crypto")
 	}

@@ -194,17 +194,23 @@ func TestIntentExtension(t *testing.T) {
 		t.Fatalf("policy saw intent %+v", in)
 	}
 
-	// Scope this_request: the next step alone sees the grant, and its
-	// entry records it; Intent.parsed does not grow.
+	// Scope this_request: the grant applies to the in-flight request it
+	// answers only (§9.1), the paused pay call the agent sends again, not
+	// to whatever step comes next; its entry records it; Intent.parsed
+	// does not grow.
 	ask2 := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("pay"), nil)))
 	askID = ask2.str("request_id")
 	once := approval(alice, func(a *guardian.Approval) { a.IntentExtension.Scope = "this_request" })
 	if _, err := e.s.g.ResolveAsk(t.Context(), once); err != nil {
 		t.Fatalf("this_request grant: %v", err)
 	}
-	r = decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)))
+	decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)))
+	if got := pol.last().Grants; len(got) != 0 {
+		t.Fatalf("a read_file call saw the this_request grant made for the pay call: %v", got)
+	}
+	r = decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("pay"), nil)))
 	if got := pol.last().Grants; !slices.Equal(got, []string{"payments.send"}) || len(pol.last().Intent.Extensions) != 1 {
-		t.Fatalf("the step after a this_request grant saw grants %v, intent %+v", got, pol.last().Intent)
+		t.Fatalf("the pay call a this_request grant answered saw grants %v, intent %+v", got, pol.last().Intent)
 	}
 	entries = verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
 	var g struct {
@@ -214,7 +220,7 @@ func TestIntentExtension(t *testing.T) {
 	if !slices.Equal(g.Grants, []string{"payments.send"}) {
 		t.Errorf("entry %s lacks this_request_grants", entries[len(entries)-1].Content)
 	}
-	decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)))
+	decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("pay"), nil)))
 	if got := pol.last().Grants; len(got) != 0 {
 		t.Fatalf("a this_request grant outlived its request: %v", got)
 	}

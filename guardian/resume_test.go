@@ -220,15 +220,21 @@ func TestAsksAcrossResume(t *testing.T) {
 			t.Fatalf("a denied ASK answered again after resuming: %v, want ErrNoPendingAsk", err)
 		}
 
-		// A this_request grant reaches the next step after a loss.
+		// A this_request grant reaches the request it answers after a
+		// loss, and no other step (§9.1).
 		ask3 := e.send(t, "steps/toolCallRequest", toolCall("pay"))
 		if _, err := e.g.ResolveAsk(t.Context(), signedApproval(t, alice, e.a.sessionID, ask3.str("request_id"), guardian.Allow, "this_request")); err != nil {
 			t.Fatal(err)
 		}
 		lose(t, e)
-		r := e.send(t, "steps/toolCallRequest", toolCall("read_file"))
+		e.send(t, "steps/toolCallRequest", toolCall("read_file"))
+		if got := pol.last().Grants; len(got) != 0 {
+			t.Fatalf("after resuming, a read_file call saw the grant made for the pay call: %v", got)
+		}
+		lose(t, e)
+		r := e.send(t, "steps/toolCallRequest", toolCall("pay"))
 		if got := pol.last().Grants; !slices.Equal(got, []string{"payments.send"}) {
-			t.Fatalf("after resuming, the step after a this_request grant saw grants %v", got)
+			t.Fatalf("after resuming, the pay call a this_request grant answered saw grants %v", got)
 		}
 		verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
 	})

@@ -64,6 +64,10 @@ type contextEntry struct {
 	AuditEvents []string      `json:"audit_events,omitempty"`
 	Grants      []string      `json:"this_request_grants,omitempty"`
 	Metadata    entryMetadata `json:"metadata"`
+	// ProvenanceSummary is the entry-level summary of the provenance the
+	// step's payload carried (§8.3), on the entries of sessions that
+	// produce provenance (provenance.go, provenanceSummary).
+	ProvenanceSummary *provenanceSummary `json:"provenance_summary,omitempty"`
 }
 
 // entryMetadata is the session state the policy's input held
@@ -118,6 +122,9 @@ func (g *Guardian) step(ctx context.Context, req *request) []byte {
 			"supported_versions", []string{Version}), s.signer)
 	}
 	if e := g.negotiated(req, s); e != nil {
+		return g.errorResponse(req.id, e, s.signer)
+	}
+	if e := s.checkProvenance(req); e != nil {
 		return g.errorResponse(req.id, e, s.signer)
 	}
 	if e := checkSkillPayload(req.method, req.payload); e != nil {
@@ -185,8 +192,10 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	if intentEvent != "" {
 		audit = append(audit, intentEvent)
 	}
-	// Grants for this request only are used up once the step is chained.
-	grants := s.grants
+	// Grants for this request only (§9.1) apply to the request they
+	// answer, and are used up once it is chained.
+	key := requestKey(req.method, req.payload)
+	grants := s.grantsFor(key)
 	switch {
 	case req.clientHead != "" && req.clientHead != state.ChainHash && !s.knownToAgent(req.clientHead):
 		// ACS §8.6: the client's view of the head disagrees with ours.
@@ -262,6 +271,9 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		Grants:      grants,
 		Metadata:    entryMetadata{ApproverCapable: state.ApproverCapable, Deferrals: state.Deferrals},
 	}
+	if s.hello.ProvenanceProducer == "deterministic" {
+		entry.ProvenanceSummary = summarizeProvenance(req.paramsDoc["payload"])
+	}
 	entryJSON, err := json.Marshal(entry)
 	if err != nil {
 		return g.errorResponse(req.id, refuse(rpcerr.InternalError, "", "internal error"), s.signer)
@@ -319,12 +331,12 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	} else {
 		s.prov.Add(req.payload)
 	}
-	s.commitStep(req.requestID, req.method, newIntent, d.Disposition, d.Ask)
+	s.commitStep(req.requestID, req.method, key, newIntent, d.Disposition, d.Ask)
 	s.commitSkill(req.method, req.payload, d.Disposition)
 	s.agentHead = &head
-	if req.method == "steps/sessionEnd" {
-		// The session is over: forget its in-memory state. A later
-		// request for it needs a new handshake (docs/guardian.md).
+	if req.method == MethodSessionEnd {
+		// The session is over and its chain sealed: forget its in-memory
+		// state. A later handshake for it is refused (handshake.go).
 		g.mu.Lock()
 		delete(g.sessions, s.id)
 		g.mu.Unlock()
