@@ -189,8 +189,8 @@ type session struct {
 	// askRequests names, for each pending ASK by step_id, the request
 	// it paused (requestKey), so that a this_request grant binds to it.
 	askRequests map[string]string
-	prov      ProvenanceLog           // provenance objects seen in committed steps
-	seen      seenSet                 // request_ids and nonces recorded for the session
+	prov        ProvenanceLog // provenance objects seen in committed steps
+	seen        seenSet       // request_ids and nonces recorded for the session
 
 	// agentHead is the head last published to the agent in a signed
 	// response; entries the Guardian wrote since (approver resolutions)
