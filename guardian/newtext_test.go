@@ -25,32 +25,26 @@ func coreHello(h map[string]any) {
 	h["methods_implemented"] = []string{"steps/*", "agbom/*", "protocols/MCP/*", "system/ping"}
 }
 
-// withoutProvenance returns a copy of v with every "provenance" member
+// withoutProvenance returns v as JSON with every "provenance" member
 // removed, at any depth.
 func withoutProvenance(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := map[string]any{}
-		for k, c := range v {
-			if k != "provenance" {
-				out[k] = withoutProvenance(c)
+	b, _ := json.Marshal(v)
+	var doc any
+	_ = json.Unmarshal(b, &doc)
+	var drop func(v any)
+	drop = func(v any) {
+		if m, ok := v.(map[string]any); ok {
+			delete(m, "provenance")
+			for _, c := range m {
+				drop(c)
 			}
 		}
-		return out
-	case []map[string]any:
-		out := make([]any, len(v))
-		for i, c := range v {
-			out[i] = withoutProvenance(c)
+		for _, c := range asSlice(v) {
+			drop(c)
 		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, c := range v {
-			out[i] = withoutProvenance(c)
-		}
-		return out
 	}
-	return v
+	drop(doc)
+	return doc
 }
 
 // chainedMethods are every chained method of TestAllHooks, sessionEnd
@@ -260,79 +254,62 @@ func lastStepEntry(t *testing.T, e *errEnv, head string) stepEntry {
 // stores; an approval of an ASK the session left pending is refused too;
 // the chain is unchanged.
 func TestSealedSession(t *testing.T) {
-	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
-			pol := askPolicy()
-			alice, edit := approverSetup(t, pol)
-			e := newResumeEnv(t, kind, edit)
-			e.send(t, "steps/sessionStart", map[string]any{})
-			ask := e.send(t, "steps/toolCallRequest", toolCall("pay"))
-			end := e.send(t, guardian.MethodSessionEnd, map[string]any{"session_reason": "completed"})
-			refused := func(tp transport) {
-				t.Helper()
-				r := decode(t, tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil)))
-				mustError(t, r, -32000, guardian.ReasonSessionSealed, "steps/sessionEnd")
-			}
-			refused(e.tp)
-			if _, err := e.g.ResolveAsk(t.Context(), signedApproval(t, alice, e.a.sessionID, ask.str("request_id"), guardian.Allow, "session")); !errors.Is(err, guardian.ErrSessionSealed) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		e := newAskedEnv(t, kind)
+		end := e.send(t, guardian.MethodSessionEnd, map[string]any{"session_reason": "completed"})
+		refused := func(tp transport, g *guardian.Guardian) {
+			t.Helper()
+			r := decode(t, tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil)))
+			mustError(t, r, -32000, guardian.ReasonSessionSealed, "steps/sessionEnd")
+			if _, err := g.ResolveAsk(t.Context(), e.approve(t, e.ask.str("request_id"), guardian.Allow, "session")); !errors.Is(err, guardian.ErrSessionSealed) {
 				t.Errorf("approval in a sealed session: %v, want ErrSessionSealed", err)
 			}
-			g2, err := guardian.New(e.s.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tp2 := newHTTP(t, g2)
-			refused(tp2)
-			if _, err := g2.ResolveAsk(t.Context(), signedApproval(t, alice, e.a.sessionID, ask.str("request_id"), guardian.Allow, "session")); !errors.Is(err, guardian.ErrSessionSealed) {
-				t.Errorf("approval in a sealed session after a restart: %v, want ErrSessionSealed", err)
-			}
-			mustError(t, decode(t, tp2.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), nil))), -32003, "no_handshake", "handshake/hello")
-			verifyStoredChain(t, e.s.store, e.a.sessionID, end.str("chain_hash"))
-		})
-	}
+		}
+		refused(e.tp, e.g)
+		g2, err := guardian.New(e.s.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp2 := newHTTP(t, g2)
+		refused(tp2, g2)
+		mustError(t, decode(t, tp2.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), nil))), -32003, "no_handshake", "handshake/hello")
+		verifyStoredChain(t, e.s.store, e.a.sessionID, end.str("chain_hash"))
+	})
 }
 
 // TestGrantBeforeAgentReturns: an approver's grant does not wait for the
-// agent: after an ASK the Guardian restarts (or forgets the idle
-// session), the grant is accepted from the ledger with no new handshake,
-// and the agent's next step, after its handshake, sees it (ACS §9, §9.1).
+// agent: after an ASK the Guardian restarts, the grant is accepted from
+// the ledger with no new handshake, and the agent's next step, after its
+// handshake, sees it (ACS §9, §9.1).
 func TestGrantBeforeAgentReturns(t *testing.T) {
-	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
-			pol := askPolicy()
-			alice, edit := approverSetup(t, pol)
-			e := newResumeEnv(t, kind, edit)
-			e.send(t, "steps/sessionStart", intentPayload("invoice.read"))
-			ask := e.send(t, "steps/toolCallRequest", toolCall("pay"))
-			if ask.decision() != "ask" {
-				t.Fatalf("want ASK: %s", ask.raw)
-			}
-			// Restart: a new Guardian over the same ledger; the agent,
-			// paused on the ASK, does not shake hands.
-			g2, err := guardian.New(e.s.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := g2.ResolveAsk(t.Context(), signedApproval(t, alice, e.a.sessionID, ask.str("request_id"), guardian.Allow, "session"))
-			if err != nil {
-				t.Fatalf("grant after a restart, before the agent returns: %v", err)
-			}
-			// The same approval again is refused: the ASK is answered.
-			if _, err := g2.ResolveAsk(t.Context(), signedApproval(t, alice, e.a.sessionID, ask.str("request_id"), guardian.Allow, "session")); !errors.Is(err, guardian.ErrNoPendingAsk) {
-				t.Errorf("a second answer: %v, want ErrNoPendingAsk", err)
-			}
-			e.g, e.tp = g2, newHTTP(t, g2)
-			mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
-			r := e.send(t, "steps/toolCallRequest", toolCall("read_file"))
-			if got := parsedOf(pol.last().Intent); !slices.Equal(got, []string{"invoice.read", "payments.send"}) {
-				t.Fatalf("the agent's next step saw intent %v", got)
-			}
-			if r.str("previous_chain_hash") != res.ChainHash {
-				t.Errorf("previous_chain_hash %q, want the grant's head %s", r.str("previous_chain_hash"), res.ChainHash)
-			}
-			verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
-		})
-	}
+	forEachStore(t, func(t *testing.T, kind string) {
+		e := newAskedEnv(t, kind)
+		// Restart: a new Guardian over the same ledger; the agent, paused
+		// on the ASK, does not shake hands.
+		g2, err := guardian.New(e.s.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grant := e.approve(t, e.ask.str("request_id"), guardian.Allow, "session")
+		res, err := g2.ResolveAsk(t.Context(), grant)
+		if err != nil {
+			t.Fatalf("grant after a restart, before the agent returns: %v", err)
+		}
+		// The same approval again is refused: the ASK is answered.
+		if _, err := g2.ResolveAsk(t.Context(), grant); !errors.Is(err, guardian.ErrNoPendingAsk) {
+			t.Errorf("a second answer: %v, want ErrNoPendingAsk", err)
+		}
+		e.g, e.tp = g2, newHTTP(t, g2)
+		mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
+		r := e.send(t, "steps/toolCallRequest", toolCall("read_file"))
+		if got := parsedOf(e.pol.last().Intent); !slices.Equal(got, []string{"invoice.read", "payments.send"}) {
+			t.Fatalf("the agent's next step saw intent %v", got)
+		}
+		if r.str("previous_chain_hash") != res.ChainHash {
+			t.Errorf("previous_chain_hash %q, want the grant's head %s", r.str("previous_chain_hash"), res.ChainHash)
+		}
+		verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
+	})
 }
 
 // TestKeyBindingSurvivesRestart: a session stays bound to the key that

@@ -67,10 +67,17 @@ var losses = []struct {
 
 // forEachLoss runs f for both stores and both ways of losing the session.
 func forEachLoss(t *testing.T, f func(t *testing.T, kind string, lose func(*testing.T, *resumeEnv))) {
-	for _, kind := range []string{"sqlite", "postgres"} {
+	forEachStore(t, func(t *testing.T, kind string) {
 		for _, l := range losses {
-			t.Run(kind+"/"+l.name, func(t *testing.T) { f(t, kind, l.lose) })
+			t.Run(l.name, func(t *testing.T) { f(t, kind, l.lose) })
 		}
+	})
+}
+
+// forEachStore runs f as a subtest per store kind, sqlite and postgres.
+func forEachStore(t *testing.T, f func(t *testing.T, kind string)) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) { f(t, kind) })
 	}
 }
 
@@ -181,22 +188,42 @@ func signedApproval(t *testing.T, alice *sig.PrivateKey, sid, askID string, d gu
 	return b
 }
 
+// askedEnv is a session whose Intent is invoice.read and whose pay call
+// waits on alice's answer to the ASK the policy raised.
+type askedEnv struct {
+	*resumeEnv
+	pol   *recordingPolicy
+	alice *sig.PrivateKey
+	ask   reply
+}
+
+func newAskedEnv(t *testing.T, kind string) *askedEnv {
+	t.Helper()
+	pol := askPolicy()
+	alice, edit := approverSetup(t, pol)
+	e := &askedEnv{resumeEnv: newResumeEnv(t, kind, edit), pol: pol, alice: alice}
+	e.send(t, "steps/sessionStart", intentPayload("invoice.read"))
+	e.ask = e.send(t, "steps/toolCallRequest", toolCall("pay"))
+	if e.ask.decision() != "ask" {
+		t.Fatalf("want ASK: %s", e.ask.raw)
+	}
+	return e
+}
+
+// approve is alice's signed answer d to the ASK askID of the session.
+func (e *askedEnv) approve(t *testing.T, askID string, d guardian.Disposition, scope string) []byte {
+	return signedApproval(t, e.alice, e.a.sessionID, askID, d, scope)
+}
+
 // TestAsksAcrossResume: a pending ASK can still be answered after a
 // restart or an idle eviction, an answered one cannot be answered again,
 // and a grant of scope session or this_request made before the loss still
 // reaches the policy after it (ACS §9, §9.1).
 func TestAsksAcrossResume(t *testing.T) {
 	forEachLoss(t, func(t *testing.T, kind string, lose func(*testing.T, *resumeEnv)) {
-		pol := askPolicy()
-		alice, edit := approverSetup(t, pol)
-		e := newResumeEnv(t, kind, edit)
-		e.send(t, "steps/sessionStart", intentPayload("invoice.read"))
-
 		// A pending ASK survives.
-		ask := e.send(t, "steps/toolCallRequest", toolCall("pay"))
-		if ask.decision() != "ask" {
-			t.Fatalf("want ASK: %s", ask.raw)
-		}
+		ae := newAskedEnv(t, kind)
+		e, pol, alice, ask := ae.resumeEnv, ae.pol, ae.alice, ae.ask
 		lose(t, e)
 		if _, err := e.g.ResolveAsk(t.Context(), signedApproval(t, alice, e.a.sessionID, ask.str("request_id"), guardian.Allow, "session")); err != nil {
 			t.Fatalf("answering the ASK after resuming: %v", err)
