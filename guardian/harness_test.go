@@ -516,3 +516,22 @@ func checkPublishedHeads(t *testing.T, st ledger.GuardianStore, sessionID string
 		t.Fatalf("%d responses checked, %d entries", hc.Responses(), len(lines))
 	}
 }
+
+// another is a second Guardian over the same ledger, keys and clock: a
+// restarted process, or a replica beside the first.
+func (s *setup) another(t *testing.T) *guardian.Guardian {
+	t.Helper()
+	g, err := guardian.New(s.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// withHead is an envelope edit that sends head as the client's view of the
+// chain (metadata.session_state.chain_hash, ACS §8.6).
+func withHead(head string) func(p map[string]any) {
+	return func(p map[string]any) {
+		p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": head}
+	}
+}

@@ -266,10 +266,7 @@ func TestSealedSession(t *testing.T) {
 			}
 		}
 		refused(e.tp, e.g)
-		g2, err := guardian.New(e.s.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g2 := e.s.another(t)
 		tp2 := newHTTP(t, g2)
 		refused(tp2, g2)
 		mustError(t, decode(t, tp2.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), nil))), -32003, "no_handshake", "handshake/hello")
@@ -286,10 +283,7 @@ func TestGrantBeforeAgentReturns(t *testing.T) {
 		e := newAskedEnv(t, kind)
 		// Restart: a new Guardian over the same ledger; the agent, paused
 		// on the ASK, does not shake hands.
-		g2, err := guardian.New(e.s.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g2 := e.s.another(t)
 		grant := e.approve(t, e.ask.str("request_id"), guardian.Allow, "session")
 		res, err := g2.ResolveAsk(t.Context(), grant)
 		if err != nil {
@@ -318,10 +312,7 @@ func TestGrantBeforeAgentReturns(t *testing.T) {
 func TestKeyBindingSurvivesRestart(t *testing.T) {
 	e := newResumeEnv(t, "sqlite", nil)
 	e.send(t, "steps/sessionStart", map[string]any{})
-	g2, err := guardian.New(e.s.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g2 := e.s.another(t)
 	tp := newHTTP(t, g2)
 	thief := newAgent(t, mustKeys(t).other, e.s.clock.Now)
 	thief.sessionID, thief.agentID = e.a.sessionID, e.a.agentID
