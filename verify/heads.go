@@ -403,12 +403,8 @@ func orNone(h string) string {
 // ACS §3) and agbom/*. Entries written for approver grants
 // (intent_extension, ask_resolution) answer no request.
 func contentBearing(stepType string) bool {
-	for _, p := range []string{"steps/", "protocols/", "wrapped:", "agbom/"} {
-		if strings.HasPrefix(stepType, p) {
-			return true
-		}
-	}
-	return false
+	return strings.HasPrefix(stepType, "steps/") || strings.HasPrefix(stepType, "protocols/") ||
+		strings.HasPrefix(stepType, "wrapped:") || strings.HasPrefix(stepType, "agbom/")
 }
 
 // Finish returns the findings held about responses whose request_id names
