@@ -270,15 +270,9 @@ func New(cfg Config) (*Guardian, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.SkewWindow <= 0 {
-		c.SkewWindow = DefaultSkewWindow
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
+	positiveOr(&c.MaxBodyBytes, DefaultMaxBodyBytes)
+	positiveOr(&c.SkewWindow, DefaultSkewWindow)
+	positiveOr(&c.Timeout, DefaultTimeout)
 	switch c.OnDecisionFailure {
 	case "":
 		c.OnDecisionFailure = PostureDeny
@@ -291,23 +285,23 @@ func New(cfg Config) (*Guardian, error) {
 			return nil, fmt.Errorf("guardian: approver type %q is not human, agent or service", t)
 		}
 	}
-	if c.MaxDeferrals <= 0 {
-		c.MaxDeferrals = DefaultMaxDeferrals
-	}
-	if c.DeferTimeout <= 0 {
-		c.DeferTimeout = DefaultDeferTimeout
-	}
-	if c.SessionIdle <= 0 {
-		c.SessionIdle = DefaultSessionIdle
-	}
-	if c.PolicyWorkers <= 0 {
-		c.PolicyWorkers = 2 * runtime.GOMAXPROCS(0)
-	}
+	positiveOr(&c.MaxDeferrals, DefaultMaxDeferrals)
+	positiveOr(&c.DeferTimeout, DefaultDeferTimeout)
+	positiveOr(&c.SessionIdle, DefaultSessionIdle)
+	positiveOr(&c.PolicyWorkers, 2*runtime.GOMAXPROCS(0))
 	if c.EvaluatorVersion == "" {
 		c.EvaluatorVersion = "acsledger-guardian/" + Version
 	}
 	g.evals = newEvalPool(c.PolicyWorkers)
 	return g, nil
+}
+
+// positiveOr sets *v to d when it is zero or negative: the zero value of a
+// Config field means its default.
+func positiveOr[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // session returns the live session id and marks it used.
