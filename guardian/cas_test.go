@@ -17,13 +17,9 @@ import (
 // the head again, so its next step is decided, and chained, against it.
 func TestHeadMovedUnderGuardian(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
-		s := newSetup(t, kind, nil)
-		g2 := s.another(t)
-		tp1, tp2 := newHTTP(t, s.g), newHTTP(t, g2)
-		a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
-		for _, tp := range []transport{tp1, tp2} {
-			mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
-		}
+		s, tps, a := newReplicas(t, kind)
+		tp1, tp2 := tps[0], tps[1]
+		a.shakeHands(t, tp1, tp2)
 		first := decode(t, tp1.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)))
 		if first.decision() != "allow" {
 			t.Fatalf("first step: %s", first.raw)

@@ -294,7 +294,7 @@ func TestGrantBeforeAgentReturns(t *testing.T) {
 			t.Errorf("a second answer: %v, want ErrNoPendingAsk", err)
 		}
 		e.g, e.tp = g2, newHTTP(t, g2)
-		mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
+		e.a.shakeHands(t, e.tp)
 		r := e.send(t, "steps/toolCallRequest", toolCall("read_file"))
 		if got := parsedOf(e.pol.last().Intent); !slices.Equal(got, []string{"invoice.read", "payments.send"}) {
 			t.Fatalf("the agent's next step saw intent %v", got)
@@ -319,7 +319,7 @@ func TestKeyBindingSurvivesRestart(t *testing.T) {
 	otherSigner, _ := mustKeys(t).other.Signer(e.a.sessionID)
 	thief.signer = otherSigner
 	mustError(t, decode(t, tp.send(t, thief.envelope(t, guardian.MethodHello, thief.hello(t, nil), nil))), -32000, "session_bound_elsewhere", "bound to the key")
-	mustResult(t, decode(t, tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
+	e.a.shakeHands(t, tp)
 }
 
 // TestServerHelloTraceEmission: trace_emission says whether the Guardian
@@ -368,6 +368,6 @@ func TestPingCarriesServerTimestamp(t *testing.T) {
 	x, empty := "x", ""
 	check("no session", nil)
 	check("no session, empty echo", &empty)
-	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
+	e.a.shakeHands(t, e.tp)
 	check("in a session", &x)
 }

@@ -30,7 +30,7 @@ func newResumeEnv(t *testing.T, kind string, edit func(*guardian.Config)) *resum
 		}
 	})
 	e := &resumeEnv{s: s, g: s.g, tp: newHTTP(t, s.g), a: newAgent(t, mustKeys(t).hmac, s.clock.Now)}
-	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
+	e.a.shakeHands(t, e.tp)
 	return e
 }
 
@@ -51,14 +51,14 @@ var losses = []struct {
 	{"restart", func(t *testing.T, e *resumeEnv) {
 		g := e.s.another(t)
 		e.g, e.tp = g, newHTTP(t, g)
-		mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
+		e.a.shakeHands(t, e.tp)
 	}},
 	{"idle eviction", func(t *testing.T, e *resumeEnv) {
 		e.s.clock.Set(e.s.clock.Now().Add(11 * time.Minute))
 		other := newAgent(t, mustKeys(t).hmac, e.s.clock.Now)
-		mustResult(t, decode(t, e.tp.send(t, other.envelope(t, guardian.MethodHello, other.hello(t, nil), nil))))
+		other.shakeHands(t, e.tp)
 		mustError(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), nil))), -32003, "no_handshake", "handshake/hello")
-		mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
+		e.a.shakeHands(t, e.tp)
 	}},
 }
 

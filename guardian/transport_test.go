@@ -53,7 +53,7 @@ func TestPing(t *testing.T) {
 		t.Errorf("ping created a session in the ledger: %v", err)
 	}
 	// After the handshake too, pings leave the chain alone.
-	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
+	e.a.shakeHands(t, e.tp)
 	step := decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", map[string]any{}, nil)))
 	for range 3 {
 		p := decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodPing, map[string]any{"echo": "y"}, nil)))
@@ -194,13 +194,13 @@ func testRestart(t *testing.T, kind string) {
 	s := newSetup(t, kind, nil)
 	a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
 	tp := newHTTP(t, s.g)
-	mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+	a.shakeHands(t, tp)
 	startBody := a.envelope(t, "steps/sessionStart", map[string]any{}, nil)
 	first := decode(t, tp.send(t, startBody))
 
 	g2 := s.another(t)
 	tp2 := newHTTP(t, g2)
-	mustResult(t, decode(t, tp2.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+	a.shakeHands(t, tp2)
 	// The replay history is the ledger's, so it survives the restart: the
 	// new Guardian has no memory of the request, the ledger refuses it.
 	mustError(t, decode(t, tp2.send(t, startBody)), -32005, "replay_detected", "has already seen request_id")
@@ -250,9 +250,9 @@ func TestIdleSessionsForgotten(t *testing.T) {
 	first := decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", map[string]any{}, nil)))
 	e.s.clock.Set(t0.Add(11 * time.Minute))
 	other := newAgent(t, mustKeys(t).hmac, e.s.clock.Now)
-	mustResult(t, decode(t, e.tp.send(t, other.envelope(t, guardian.MethodHello, other.hello(t, nil), nil))))
+	other.shakeHands(t, e.tp)
 	mustError(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), nil))), -32003, "no_handshake", "handshake/hello")
-	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
+	e.a.shakeHands(t, e.tp)
 	r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), withHead(first.str("chain_hash")))))
 	if r.decision() != "allow" {
 		t.Fatalf("after re-handshake: %s", r.raw)
@@ -281,13 +281,8 @@ func TestHTTPPostOnly(t *testing.T) {
 // and none carries a decision.
 func TestConcurrentReplay(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
-		s := newSetup(t, kind, nil)
-		g2 := s.another(t)
-		tps := []*httpTransport{newHTTP(t, s.g), newHTTP(t, g2)}
-		a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
-		for _, tp := range tps {
-			mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
-		}
+		s, tps, a := newReplicas(t, kind)
+		a.shakeHands(t, tps[0], tps[1])
 		body := a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)
 		const copies = 6
 		answers := make([][]byte, copies)
@@ -340,11 +335,9 @@ func TestConcurrentReplay(t *testing.T) {
 // second Guardian over the same ledger, so the ledger refuses it.
 func TestRefusedReplayLeavesNoHistory(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
-		s := newSetup(t, kind, nil)
-		g2 := s.another(t)
-		tp, tp2 := newHTTP(t, s.g), newHTTP(t, g2)
-		a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
-		mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+		s, tps, a := newReplicas(t, kind)
+		tp, tp2 := tps[0], tps[1]
+		a.shakeHands(t, tp)
 		with := func(requestID, nonce string) func(p map[string]any) {
 			return func(p map[string]any) { p["request_id"], p["nonce"] = requestID, nonce }
 		}
@@ -355,7 +348,7 @@ func TestRefusedReplayLeavesNoHistory(t *testing.T) {
 		// The second Guardian takes the session up where the ledger
 		// has it (a Guardian that decided against an older head would
 		// be refused: TestHeadMovedUnderGuardian).
-		mustResult(t, decode(t, tp2.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+		a.shakeHands(t, tp2)
 		mustError(t, decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(second, "nonce-aaaaaaaaaaaaaaaa")))),
 			-32005, "replay_detected", "or its nonce")
 		r := decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(second, "nonce-bbbbbbbbbbbbbbbb"))))
