@@ -275,34 +275,49 @@ func TestSealedSession(t *testing.T) {
 }
 
 // TestGrantBeforeAgentReturns: an approver's grant does not wait for the
-// agent: after an ASK the Guardian restarts, the grant is accepted from
-// the ledger with no new handshake, and the agent's next step, after its
-// handshake, sees it (ACS §9, §9.1).
+// agent: after an ASK the Guardian restarts, or forgets the idle session,
+// the grant is accepted from the ledger with no new handshake, and the
+// agent's next step, after its handshake, sees it (ACS §9, §9.1).
 func TestGrantBeforeAgentReturns(t *testing.T) {
+	forgets := []struct {
+		name string
+		// forget makes the Guardian lose the session without the agent
+		// shaking hands, and returns the Guardian that then serves it.
+		forget func(t *testing.T, e *askedEnv) *guardian.Guardian
+	}{
+		{"restart", func(t *testing.T, e *askedEnv) *guardian.Guardian { return e.s.another(t) }},
+		{"idle eviction", func(t *testing.T, e *askedEnv) *guardian.Guardian {
+			e.s.clock.Set(e.s.clock.Now().Add(11 * time.Minute))
+			newAgent(t, mustKeys(t).hmac, e.s.clock.Now).shakeHands(t, e.tp) // sweeps
+			return e.g
+		}},
+	}
 	forEachStore(t, func(t *testing.T, kind string) {
-		e := newAskedEnv(t, kind)
-		// Restart: a new Guardian over the same ledger; the agent, paused
-		// on the ASK, does not shake hands.
-		g2 := e.s.another(t)
-		grant := e.approve(t, e.ask.str("request_id"), guardian.Allow, "session")
-		res, err := g2.ResolveAsk(t.Context(), grant)
-		if err != nil {
-			t.Fatalf("grant after a restart, before the agent returns: %v", err)
+		for _, f := range forgets {
+			t.Run(f.name, func(t *testing.T) {
+				e := newAskedEnv(t, kind)
+				g := f.forget(t, e)
+				grant := e.approve(t, e.ask.str("request_id"), guardian.Allow, "session")
+				res, err := g.ResolveAsk(t.Context(), grant)
+				if err != nil {
+					t.Fatalf("grant before the agent returns: %v", err)
+				}
+				// The same approval again is refused: the ASK is answered.
+				if _, err := g.ResolveAsk(t.Context(), grant); !errors.Is(err, guardian.ErrNoPendingAsk) {
+					t.Errorf("a second answer: %v, want ErrNoPendingAsk", err)
+				}
+				e.g, e.tp = g, newHTTP(t, g)
+				e.a.shakeHands(t, e.tp)
+				r := e.send(t, "steps/toolCallRequest", toolCall("read_file"))
+				if got := parsedOf(e.pol.last().Intent); !slices.Equal(got, []string{"invoice.read", "payments.send"}) {
+					t.Fatalf("the agent's next step saw intent %v", got)
+				}
+				if r.str("previous_chain_hash") != res.ChainHash {
+					t.Errorf("previous_chain_hash %q, want the grant's head %s", r.str("previous_chain_hash"), res.ChainHash)
+				}
+				verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
+			})
 		}
-		// The same approval again is refused: the ASK is answered.
-		if _, err := g2.ResolveAsk(t.Context(), grant); !errors.Is(err, guardian.ErrNoPendingAsk) {
-			t.Errorf("a second answer: %v, want ErrNoPendingAsk", err)
-		}
-		e.g, e.tp = g2, newHTTP(t, g2)
-		e.a.shakeHands(t, e.tp)
-		r := e.send(t, "steps/toolCallRequest", toolCall("read_file"))
-		if got := parsedOf(e.pol.last().Intent); !slices.Equal(got, []string{"invoice.read", "payments.send"}) {
-			t.Fatalf("the agent's next step saw intent %v", got)
-		}
-		if r.str("previous_chain_hash") != res.ChainHash {
-			t.Errorf("previous_chain_hash %q, want the grant's head %s", r.str("previous_chain_hash"), res.ChainHash)
-		}
-		verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
 	})
 }
 
