@@ -177,6 +177,15 @@ func requestKey(method string, payload json.RawMessage) string {
 	return method + " " + acs.Hash(sha256.Sum256(c)).String()
 }
 
+// key is the request's requestKey, from the canonical form of its params
+// when serve made one.
+func (req *request) key() string {
+	if p := acs.CanonicalMember(req.canonParams, "payload"); p != nil {
+		return req.method + " " + acs.Hash(sha256.Sum256(p)).String()
+	}
+	return requestKey(req.method, req.payload)
+}
+
 // grantsFor returns the capabilities granted for the request key.
 func (s *session) grantsFor(key string) []string {
 	var caps []string

@@ -193,8 +193,12 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		audit = append(audit, intentEvent)
 	}
 	// Grants for this request only (§9.1) apply to the request they
-	// answer, and are used up once it is chained.
-	key := requestKey(req.method, req.payload)
+	// answer, and are used up once it is chained. The request's key is
+	// computed only when a grant may match it or an ASK may pause it.
+	key := ""
+	if len(s.grants) > 0 {
+		key = req.key()
+	}
 	grants := s.grantsFor(key)
 	switch {
 	case req.clientHead != "" && req.clientHead != state.ChainHash && !s.knownToAgent(req.clientHead):
@@ -330,6 +334,9 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		s.prov.walk(payload)
 	} else {
 		s.prov.Add(req.payload)
+	}
+	if key == "" && d.Disposition == Ask {
+		key = req.key()
 	}
 	s.commitStep(req.requestID, req.method, key, newIntent, d.Disposition, d.Ask)
 	s.commitSkill(req.method, req.payload, d.Disposition)
