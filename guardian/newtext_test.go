@@ -22,7 +22,7 @@ import (
 func coreHello(h map[string]any) {
 	h["provenance_producer"] = "none"
 	h["profiles_supported"] = []string{"acs-core"}
-	h["methods_implemented"] = []string{"steps/*", "agbom/*", "protocols/MCP/*", "system/ping"}
+	h["methods_implemented"] = []string{"steps/*", "agbom/*", "protocols/MCP/*", wrappedToolsCall, "system/ping"}
 }
 
 // withoutProvenance returns v as JSON with every "provenance" member
@@ -47,11 +47,22 @@ func withoutProvenance(v any) any {
 	return doc
 }
 
-// chainedMethods are every chained method of TestAllHooks, sessionEnd
-// last.
+// wrappedToolsCall is MCP's tools/call in the version-pinned form (ACS §3),
+// of the version the test agent declares in wrapped_protocols.
+const wrappedToolsCall = "wrapped:mcp-2025-06-18/tools/call"
+
+// chainedMethods are every chained method of TestAllHooks and the
+// version-pinned MCP form, sessionEnd last.
 func chainedMethods() []string {
 	ms := slices.DeleteFunc(slices.Clone(guardian.Steps), func(m string) bool { return m == guardian.MethodSessionEnd })
-	return append(ms, "agbom/snapshot", "agbom/changed", "protocols/MCP/tools/call", "protocols/MCP/resources/read", guardian.MethodSessionEnd)
+	return append(ms, "agbom/snapshot", "agbom/changed", "protocols/MCP/tools/call", "protocols/MCP/resources/read", wrappedToolsCall, guardian.MethodSessionEnd)
+}
+
+// newTextPayloads are hookPayloads with the version-pinned MCP form.
+func newTextPayloads() map[string]map[string]any {
+	p := hookPayloads()
+	p[wrappedToolsCall] = p["protocols/MCP/tools/call"]
+	return p
 }
 
 // everything answers d to every step, with the details d requires.
@@ -86,7 +97,7 @@ func TestHooksWithoutProvenance(t *testing.T) {
 			if got := asSlice(hello.Result["profiles_accepted"]); len(got) != 1 || got[0] != "acs-core" {
 				t.Fatalf("profiles_accepted %v, want [acs-core]", got)
 			}
-			payloads := hookPayloads()
+			payloads := newTextPayloads()
 			head := ""
 			for _, m := range chainedMethods() {
 				p := withoutProvenance(payloads[m])
@@ -175,7 +186,7 @@ func TestDispositionTable(t *testing.T) {
 			alice, edit := approverSetup(t, pol)
 			e := newErrEnv(t, func(c *guardian.Config) { edit(c); c.MaxDeferrals = 1000 }, false)
 			mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, coreHello), nil))))
-			payloads := hookPayloads()
+			payloads := newTextPayloads()
 			deferrals := 0
 			for _, m := range chainedMethods() {
 				allowed, section := guardian.AllowedDispositions(m)
