@@ -49,6 +49,8 @@ func approvalStatus(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, ErrNoPendingAsk), errors.Is(err, ErrUnknownSession):
 		return http.StatusNotFound
+	case errors.Is(err, ErrSessionSealed):
+		return http.StatusConflict
 	}
 	return http.StatusInternalServerError
 }

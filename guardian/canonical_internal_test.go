@@ -79,3 +79,30 @@ func checkCanonicalParams(t *testing.T, body []byte) {
 		t.Errorf("RequestHash is not the SHA-256 of the canonical params")
 	}
 }
+
+// TestRequestKeyFromCanonicalParams: the key of a this_request grant is the
+// same whether it is cut from the canonical params serve made or computed
+// from the payload as received (batch elements, and resume from the stored
+// params), whatever the member order, spacing and escapes.
+func TestRequestKeyFromCanonicalParams(t *testing.T) {
+	for _, params := range []string{
+		`{"payload":{"tool":{"name":"pay"},"arguments":{"amount":{"value":1.0}}}}`,
+		` { "payload" : { "arguments" : { "amount" : { "value" : 1E0 } } , "tool" : { "name" : "p\u0061y" } } , "a" : 1 } `,
+	} {
+		canon, err := acs.Canonicalize([]byte(params))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p struct {
+			Payload json.RawMessage `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(params), &p); err != nil {
+			t.Fatal(err)
+		}
+		cut := (&request{method: "steps/toolCallRequest", canonParams: canon, payload: p.Payload}).key()
+		whole := (&request{method: "steps/toolCallRequest", payload: p.Payload}).key()
+		if cut != whole || cut != requestKey("steps/toolCallRequest", json.RawMessage(`{"arguments":{"amount":{"value":1}},"tool":{"name":"pay"}}`)) {
+			t.Errorf("%s: key %q from the canonical params, %q from the payload", params, cut, whole)
+		}
+	}
+}

@@ -54,6 +54,11 @@ func (g *Guardian) appendRefused(ctx context.Context, req *request, s *session, 
 // created: the Guardian never signs a chain it did not write.
 const ReasonForeignSession = "session_not_guardian"
 
+// ReasonSessionSealed refuses a handshake, and ResolveAsk refuses an
+// approval (ErrSessionSealed), for a session whose chain ends in
+// steps/sessionEnd.
+const ReasonSessionSealed = "session_sealed"
+
 // resync sets the session's head to the ledger's, when it can be read.
 // Called with s.mu held.
 func (g *Guardian) resync(ctx context.Context, s *session) {

@@ -192,17 +192,13 @@ func TestChainMismatch(t *testing.T) {
 	first := decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", map[string]any{}, nil)))
 	head := first.str("chain_hash")
 	bogus := strings.Repeat("ab", 32)
-	r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), func(p map[string]any) {
-		p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": bogus}
-	})))
+	r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), withHead(bogus))))
 	mustResult(t, r)
 	if r.decision() != "deny" || !slices.Equal(r.reasonCodes(), []string{"chain_mismatch"}) || !strings.Contains(r.str("reasoning"), bogus) || !strings.Contains(r.str("reasoning"), head) {
 		t.Fatalf("chain mismatch answer: %s", r.raw)
 	}
 	hmacChecker(t, e.a.sessionID, r.raw)
-	ok := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), func(p map[string]any) {
-		p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": r.str("chain_hash")}
-	})))
+	ok := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), withHead(r.str("chain_hash")))))
 	if ok.decision() != "allow" {
 		t.Fatalf("matching chain_hash: %s", ok.raw)
 	}

@@ -187,7 +187,7 @@ func TestErrors(t *testing.T) {
 			// HMAC key is derived per session, which would refuse it
 			// anyway).
 			victim := newAgent(t, k.agent, e.s.clock.Now)
-			mustResult(t, decode(t, e.tp.send(t, victim.envelope(t, guardian.MethodHello, victim.hello(t, nil), nil))))
+			victim.shakeHands(t, e.tp)
 			other := newAgent(t, k.agent, e.s.clock.Now)
 			b := other.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)
 			if r := decode(t, e.tp.send(t, victim.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil))); r.decision() != "allow" {

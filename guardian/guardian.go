@@ -37,8 +37,8 @@ const (
 // Store is what the Guardian calls on the ledger (ledger.GuardianStore
 // documents each contract): it reads a session's head, appends the entry
 // of an intent, appends a step's entry with its signed response, params and
-// replay key in one transaction (ledger.ErrReplay for a key seen before), and
-// records a request's replay key on its own (ACS §10.3). Entries and
+// seen key in one transaction (ledger.ErrReplay for a key seen before), and
+// records a request's seen key on its own (ACS §10.3). Entries and
 // Request read a session's chain and the params beside it back when the
 // session resumes after a restart or idle eviction (resume.go). Every append is
 // the Guardian's (ledger.WriterGuardian) and a compare-and-swap on the head
@@ -58,7 +58,7 @@ type Store interface {
 // Config configures a Guardian. Store, Policy and at least one signing key
 // are required; every other zero value means the default named beside it.
 type Config struct {
-	// Store holds the chains, the signed responses and the replay history.
+	// Store holds the chains, the signed responses and the history of seen requests.
 	Store Store
 	// Policy decides on every content-bearing step.
 	Policy Policy
@@ -162,7 +162,7 @@ type Guardian struct {
 // session is the Guardian's in-memory SessionContext (§8): the binding made
 // at handshake and the state the chain does not hold.
 type session struct {
-	// mu serializes the session's requests, from the replay check to the
+	// mu serializes the session's requests, from the seen-request check to the
 	// answer, so appends never fight each other's compare-and-swap.
 	mu sync.Mutex
 
@@ -185,9 +185,12 @@ type session struct {
 	intent    *Intent
 	asks      map[string]acs.Approver // pending ASKs by step_id
 	requested map[string][]string     // their requested capabilities
-	grants    []string                // this_request grants for the next step
-	prov      ProvenanceLog           // provenance objects seen in committed steps
-	seen      seenSet                 // request_ids and nonces recorded for the session
+	grants    []grant                 // this_request grants, each bound to the request it answers
+	// askRequests names, for each pending ASK by step_id, the request
+	// it paused (requestKey), so that a this_request grant binds to it.
+	askRequests map[string]string
+	prov        ProvenanceLog // provenance objects seen in committed steps
+	seen        seenSet       // request_ids and nonces recorded for the session
 
 	// agentHead is the head last published to the agent in a signed
 	// response; entries the Guardian wrote since (approver resolutions)
@@ -201,6 +204,17 @@ type session struct {
 	modifyCapable bool
 	// skills are the session's skill registrations by skill_id (skills.go).
 	skills map[string]skillRegistration
+	// sealed is set once the chain ends in steps/sessionEnd: the session
+	// accepts no handshake, step or resolution after it (resume.go).
+	sealed bool
+	// boundKey is the key_id that signed the session's stored requests,
+	// read back from the ledger on resume ("" when none is stored): a
+	// resumed session stays bound to it (resume.go).
+	boundKey string
+	// strictProvenance is set when the session accepted the
+	// acs-provenance profile: payloads are validated against the strict
+	// *.acs-provenance.json variants (schema.go).
+	strictProvenance bool
 }
 
 // New checks cfg and returns a Guardian.
@@ -256,15 +270,9 @@ func New(cfg Config) (*Guardian, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.SkewWindow <= 0 {
-		c.SkewWindow = DefaultSkewWindow
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
+	positiveOr(&c.MaxBodyBytes, DefaultMaxBodyBytes)
+	positiveOr(&c.SkewWindow, DefaultSkewWindow)
+	positiveOr(&c.Timeout, DefaultTimeout)
 	switch c.OnDecisionFailure {
 	case "":
 		c.OnDecisionFailure = PostureDeny
@@ -277,23 +285,23 @@ func New(cfg Config) (*Guardian, error) {
 			return nil, fmt.Errorf("guardian: approver type %q is not human, agent or service", t)
 		}
 	}
-	if c.MaxDeferrals <= 0 {
-		c.MaxDeferrals = DefaultMaxDeferrals
-	}
-	if c.DeferTimeout <= 0 {
-		c.DeferTimeout = DefaultDeferTimeout
-	}
-	if c.SessionIdle <= 0 {
-		c.SessionIdle = DefaultSessionIdle
-	}
-	if c.PolicyWorkers <= 0 {
-		c.PolicyWorkers = 2 * runtime.GOMAXPROCS(0)
-	}
+	positiveOr(&c.MaxDeferrals, DefaultMaxDeferrals)
+	positiveOr(&c.DeferTimeout, DefaultDeferTimeout)
+	positiveOr(&c.SessionIdle, DefaultSessionIdle)
+	positiveOr(&c.PolicyWorkers, 2*runtime.GOMAXPROCS(0))
 	if c.EvaluatorVersion == "" {
 		c.EvaluatorVersion = "acsledger-guardian/" + Version
 	}
 	g.evals = newEvalPool(c.PolicyWorkers)
 	return g, nil
+}
+
+// positiveOr sets *v to d when it is zero or negative: the zero value of a
+// Config field means its default.
+func positiveOr[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // session returns the live session id and marks it used.

@@ -143,6 +143,19 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 			g.cfg.Logger.Error("guardian: couldn't resume session", "session_id", req.sessionID, "err", err)
 			return g.errorResponse(req.id, refuse(rpcerr.InternalError, ReasonLedgerUnavailable, "the session's chain could not be read back"), signer)
 		}
+		if s.sealed {
+			// ACS hooks, sessionEnd: "The Guardian seals the chain at
+			// this point." The ledger says so after any restart.
+			return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, ReasonSessionSealed,
+				fmt.Sprintf("session %s ended with steps/sessionEnd, which sealed its chain; it cannot be resumed, start a new session", req.sessionID)), signer)
+		}
+		if s.boundKey != "" && s.boundKey != keyID {
+			// ACS §10: the session stays bound to the key that signed its
+			// requests, across restarts; another trusted key naming the
+			// same agent does not take it over.
+			return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, "session_bound_elsewhere",
+				fmt.Sprintf("session %s is bound to the key that signed its recorded requests, not to key_id %q", req.sessionID, keyID)), signer)
+		}
 	case errors.Is(err, ledger.ErrNotFound):
 	default:
 		g.cfg.Logger.Error("guardian: couldn't load session", "session_id", req.sessionID, "err", err)
@@ -186,7 +199,11 @@ func (g *Guardian) hello(ctx context.Context, req *request, transport string) []
 		PolicyRequiresProvenance:     g.cfg.RequireProvenance,
 		ProfilesAccepted:             g.profiles(ch, s),
 		AgbomSerializations:          []string{"canonical"},
+		// ACS §4: whether the Guardian emits OTel for the Trace pillar
+		// (--acs-trace, Config.TraceSteps); it emits no OCSF itself.
+		TraceEmission: traceEmission{OTelEnabled: g.cfg.TraceSteps},
 	}
+	s.strictProvenance = slices.Contains(sh.ProfilesAccepted, "acs-provenance")
 	for m, d := range g.cfg.PerMethodTimeout {
 		if sh.TimeoutConfig.PerMethodMS == nil {
 			sh.TimeoutConfig.PerMethodMS = map[string]int64{}
@@ -209,11 +226,19 @@ func implementedPattern(m string) bool {
 }
 
 // profiles selects profiles_accepted: the client's profiles this Guardian
-// implements for the session (ACS §4). acs-audit is implemented because
-// every entry carries request_hash (§8.1); acs-crypto only when the keys
-// support what the profile requires (cryptoProfile).
+// implements for the session (ACS §4). acs-audit is accepted for a client
+// that produces provenance: every entry carries request_hash (§8.1, the
+// MUST) and provenance_summary (the SHOULD), which a session without
+// provenance cannot fill. acs-provenance is accepted for a client whose
+// provenance_producer is deterministic (conformance, ACS-Provenance), and
+// then its payloads are held to the strict schemas (checkProvenance);
+// acs-crypto only when the keys support what the profile requires
+// (cryptoProfile).
 func (g *Guardian) profiles(ch clientHello, s *session) []string {
-	ours := []string{"acs-core", "acs-audit"}
+	ours := []string{"acs-core"}
+	if ch.ProvenanceProducer == "deterministic" {
+		ours = append(ours, "acs-audit", "acs-provenance")
+	}
 	if g.cryptoProfile(s.signer) {
 		ours = append(ours, "acs-crypto")
 	}
@@ -278,78 +303,4 @@ func signatureError(err error) *rpcerr.Error {
 		reason = "signature_mismatch"
 	}
 	return refuse(rpcerr.SignatureInvalid, reason, err.Error())
-}
-
-// checkFresh enforces the skew window of ACS §10.3.
-func (g *Guardian) checkFresh(req *request) *rpcerr.Error {
-	now := g.cfg.Clock()
-	skew := now.Sub(req.timestamp)
-	if skew < 0 {
-		skew = -skew
-	}
-	if skew > g.cfg.SkewWindow {
-		return refuse(rpcerr.TimestampOutOfWindow, "timestamp_out_of_window",
-			fmt.Sprintf("timestamp %s is %s away from the Guardian's clock %s; the window is %s",
-				req.timestamp.UTC().Format(timeFormat), skew.Round(timeRound), now.UTC().Format(timeFormat), g.cfg.SkewWindow),
-			"skew_window_ms", g.cfg.SkewWindow.Milliseconds())
-	}
-	return nil
-}
-
-// recordRequest enforces request_id and nonce uniqueness within the session
-// (ACS §10.3) through the ledger's durable replay history. It returns the
-// refusal of a replay, or the store's error when the history could not be
-// written.
-func (g *Guardian) recordRequest(ctx context.Context, req *request) (*rpcerr.Error, error) {
-	err := g.cfg.Store.RecordRequest(ctx, req.sessionID, req.requestID, req.nonce, g.cfg.Clock())
-	switch {
-	case err == nil:
-		return nil, nil
-	case errors.Is(err, ledger.ErrReplay):
-		return replayRefusal(req), nil
-	default:
-		return nil, fmt.Errorf("couldn't record request %s of session %s: %w", req.requestID, req.sessionID, err)
-	}
-}
-
-// replayRefusal is the answer to a request whose request_id or nonce its
-// session has already seen.
-func replayRefusal(req *request) *rpcerr.Error {
-	what := fmt.Sprintf("request_id %s", req.requestID)
-	if req.nonce != "" {
-		what += " or its nonce"
-	}
-	return refuse(rpcerr.ReplayDetected, "replay_detected",
-		fmt.Sprintf("session %s has already seen %s", req.sessionID, what), "request_id", req.requestID)
-}
-
-// seenSet is the in-memory part of a session's replay history: the
-// request_ids and nonces this Guardian has recorded for it. It only saves
-// replays a trip to the ledger and a policy evaluation; the ledger's
-// history is the authority (it survives restarts).
-type seenSet struct {
-	ids    map[string]struct{}
-	nonces map[string]struct{}
-}
-
-// maxSeen bounds a session's set; past it, the set starts over and the
-// ledger alone catches older replays.
-const maxSeen = 1 << 16
-
-func (s *seenSet) has(requestID, nonce string) bool {
-	if _, ok := s.ids[requestID]; ok {
-		return true
-	}
-	_, ok := s.nonces[nonce]
-	return ok && nonce != ""
-}
-
-func (s *seenSet) add(requestID, nonce string) {
-	if s.ids == nil || len(s.ids) >= maxSeen {
-		s.ids, s.nonces = make(map[string]struct{}), make(map[string]struct{})
-	}
-	s.ids[requestID] = struct{}{}
-	if nonce != "" {
-		s.nonces[nonce] = struct{}{}
-	}
 }

@@ -516,3 +516,41 @@ func checkPublishedHeads(t *testing.T, st ledger.GuardianStore, sessionID string
 		t.Fatalf("%d responses checked, %d entries", hc.Responses(), len(lines))
 	}
 }
+
+// another is a second Guardian over the same ledger, keys and clock: a
+// restarted process, or a replica beside the first.
+func (s *setup) another(t *testing.T) *guardian.Guardian {
+	t.Helper()
+	g, err := guardian.New(s.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// withHead is an envelope edit that sends head as the client's view of the
+// chain (metadata.session_state.chain_hash, ACS §8.6).
+func withHead(head string) func(p map[string]any) {
+	return func(p map[string]any) {
+		p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": head}
+	}
+}
+
+// shakeHands sends the agent's default ClientHello over each transport and
+// requires a ServerHello.
+func (a *agent) shakeHands(t *testing.T, tps ...transport) {
+	t.Helper()
+	for _, tp := range tps {
+		mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+	}
+}
+
+// newReplicas is a setup with a second Guardian over the same ledger (two
+// replicas, or a second process under the same keys), each behind its own
+// HTTP server, and an agent that has shaken hands with neither.
+func newReplicas(t *testing.T, kind string) (*setup, [2]*httpTransport, *agent) {
+	t.Helper()
+	s := newSetup(t, kind, nil)
+	tps := [2]*httpTransport{newHTTP(t, s.g), newHTTP(t, s.another(t))}
+	return s, tps, newAgent(t, mustKeys(t).hmac, s.clock.Now)
+}

@@ -49,9 +49,7 @@ func TestPostCompactNeverDenied(t *testing.T) {
 		{name: "policy deny", edit: func(c *guardian.Config) {
 			c.Policy = &guardian.TestPolicy{Rules: []guardian.TestRule{{ID: "no", Decision: guardian.Decision{Disposition: guardian.Deny, Reasoning: "summary leaks a secret", ReasonCodes: []string{"pii_detected"}}}}}
 		}, codes: []string{"pii_detected", "post_compact_not_denied"}, event: "post_compact_deny_not_sent"},
-		{name: "chain_mismatch", param: func(p map[string]any) {
-			p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": strings.Repeat("ab", 32)}
-		}, codes: []string{"chain_mismatch", "post_compact_not_denied"}, event: "post_compact_deny_not_sent"},
+		{name: "chain_mismatch", param: withHead(strings.Repeat("ab", 32)), codes: []string{"chain_mismatch", "post_compact_not_denied"}, event: "post_compact_deny_not_sent"},
 		{name: "deferral_limit", edit: func(c *guardian.Config) { c.MaxDeferrals = 1; c.Policy = deferPolicy },
 			setup: func(t *testing.T, e *errEnv) {
 				if r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), nil))); r.decision() != "defer" {

@@ -134,6 +134,7 @@ var (
 	ErrExtensionRefused  = errors.New("intent extension refused")
 	ErrApprovalForged    = errors.New("approval signature does not verify")
 	ErrUnknownSession    = errors.New("unknown session")
+	ErrSessionSealed     = errors.New("session sealed by steps/sessionEnd")
 	errApproverKeysUnset = errors.New("no approver keys configured")
 )
 
@@ -161,11 +162,22 @@ func (g *Guardian) ResolveAsk(ctx context.Context, approval []byte) (Resolution,
 		return Resolution{}, fmt.Errorf("%w: decision must be allow or deny, not %q (approvers must not return ASK, §9)", ErrApprovalInvalid, a.Decision)
 	}
 	s := g.session(a.SessionID)
-	if s == nil {
-		return Resolution{}, fmt.Errorf("%w: %s", ErrUnknownSession, a.SessionID)
+	live := s != nil
+	if !live {
+		// After a restart or an idle eviction the approver need not wait
+		// for the agent, which is paused on the ASK and may never shake
+		// hands again: the session is rebuilt from the ledger, read-only,
+		// as resume does, and the resolution chained onto its head.
+		var err error
+		if s, err = g.rebuild(ctx, a.SessionID); err != nil {
+			return Resolution{}, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.sealed {
+		return Resolution{}, fmt.Errorf("%w: %s", ErrSessionSealed, a.SessionID)
+	}
 	asked, ok := s.asks[a.AskStepID]
 	if !ok {
 		return Resolution{}, fmt.Errorf("%w: %s in session %s", ErrNoPendingAsk, a.AskStepID, a.SessionID)
@@ -203,10 +215,54 @@ func (g *Guardian) ResolveAsk(ctx context.Context, approval []byte) (Resolution,
 		}
 		return Resolution{}, fmt.Errorf("couldn't record the resolution of ASK %s in session %s: %w", a.AskStepID, s.id, err)
 	}
+	before := s.expected()
 	head := app.EntryHash
 	s.head, s.length = &head, app.Position+1
 	s.applyResolution(se, se.StepID)
+	if !live {
+		g.catchUp(s.id, before, se, app)
+	}
 	return Resolution{Decision: a.Decision, ChainHash: app.EntryHash.String()}, nil
+}
+
+// rebuild reads a session that is not in memory back from the ledger, as
+// resume does, without registering it: it is only the state a resolution
+// is checked against and chained onto.
+func (g *Guardian) rebuild(ctx context.Context, id string) (*session, error) {
+	stored, err := g.cfg.Store.Session(ctx, id)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return nil, fmt.Errorf("%w: %s", ErrUnknownSession, id)
+	case err != nil:
+		return nil, fmt.Errorf("couldn't load session %s: %w", id, err)
+	case stored.Writer != ledger.WriterGuardian:
+		return nil, fmt.Errorf("%w: %s was not written by this Guardian", ErrUnknownSession, id)
+	}
+	s := &session{id: id, agentID: stored.AgentID, asks: map[string]acs.Approver{}, requested: map[string][]string{}}
+	if err := g.resume(ctx, s, stored); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// catchUp applies a resolution chained from a rebuilt session to the live
+// session of the same id, if the agent shook hands while it was being
+// made and the live session was read back before the resolution's entry
+// (its head is still the one the resolution was chained onto). A live
+// session read back after it already holds it.
+func (g *Guardian) catchUp(id string, before *ledger.Head, se storedEntry, app ledger.Appended) {
+	live := g.session(id)
+	if live == nil {
+		return
+	}
+	live.mu.Lock()
+	defer live.mu.Unlock()
+	if *live.expected() != *before {
+		return
+	}
+	head := app.EntryHash
+	live.head, live.length = &head, app.Position+1
+	live.applyResolution(se, se.StepID)
 }
 
 // checkApprovalSignature authenticates an approval (ACS §9: approver

@@ -13,6 +13,7 @@ import (
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
+	"github.com/acsledger/acsledger/ledger"
 )
 
 func intentPayload(parsed ...string) map[string]any {
@@ -40,15 +41,7 @@ func TestIntentImmutable(t *testing.T) {
 	}
 	r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/agentTrigger", intentPayload("invoice.read", "payments.send"), nil)))
 	mustResult(t, r)
-	entries := verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
-	var c struct {
-		AuditEvents []string `json:"audit_events"`
-		Intent      any      `json:"intent"`
-	}
-	_ = json.Unmarshal(entries[1].Content, &c)
-	if !slices.Equal(c.AuditEvents, []string{"intent_modification_ignored"}) || c.Intent != nil {
-		t.Fatalf("second intent: entry %s", entries[1].Content)
-	}
+	mustIgnoreIntent(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
 	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("pay"), nil))))
 	if got := parsedOf(pol.last().Intent); !slices.Equal(got, []string{"invoice.read"}) {
 		t.Fatalf("after an ignored change the policy saw intent %v", got)
@@ -62,6 +55,23 @@ func TestIntentImmutable(t *testing.T) {
 		delete(bad["intent"].(map[string]any), "parser_provenance")
 		mustError(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", bad, nil))), -32602, "invalid_params", "parser_provenance is required")
 	})
+}
+
+// mustIgnoreIntent checks a session whose chain ends at head and whose
+// second entry is a step that tried to set the Intent again: the entry
+// holds no intent and records the attempt as the audit event
+// intent_modification_ignored (ACS §8.4).
+func mustIgnoreIntent(t *testing.T, st ledger.Store, sessionID, head string) {
+	t.Helper()
+	entries := verifyStoredChain(t, st, sessionID, head)
+	var c struct {
+		AuditEvents []string `json:"audit_events"`
+		Intent      any      `json:"intent"`
+	}
+	_ = json.Unmarshal(entries[1].Content, &c)
+	if !slices.Equal(c.AuditEvents, []string{"intent_modification_ignored"}) || c.Intent != nil {
+		t.Fatalf("an Intent set again: entry %s", entries[1].Content)
+	}
 }
 
 // TestIntentExtension: an approver's grant with scope session extends
@@ -183,9 +193,7 @@ func TestIntentExtension(t *testing.T) {
 
 	// The next step's policy input carries the extended intent, with the
 	// extension's provenance apart from the parser's.
-	r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), func(p map[string]any) {
-		p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": res.ChainHash}
-	})))
+	r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), withHead(res.ChainHash))))
 	if r.decision() != "allow" {
 		t.Fatalf("after the grant: %s", r.raw)
 	}
@@ -194,17 +202,23 @@ func TestIntentExtension(t *testing.T) {
 		t.Fatalf("policy saw intent %+v", in)
 	}
 
-	// Scope this_request: the next step alone sees the grant, and its
-	// entry records it; Intent.parsed does not grow.
+	// Scope this_request: the grant applies to the in-flight request it
+	// answers only (§9.1), the paused pay call the agent sends again, not
+	// to whatever step comes next; its entry records it; Intent.parsed
+	// does not grow.
 	ask2 := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("pay"), nil)))
 	askID = ask2.str("request_id")
 	once := approval(alice, func(a *guardian.Approval) { a.IntentExtension.Scope = "this_request" })
 	if _, err := e.s.g.ResolveAsk(t.Context(), once); err != nil {
 		t.Fatalf("this_request grant: %v", err)
 	}
-	r = decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)))
+	decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)))
+	if got := pol.last().Grants; len(got) != 0 {
+		t.Fatalf("a read_file call saw the this_request grant made for the pay call: %v", got)
+	}
+	r = decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("pay"), nil)))
 	if got := pol.last().Grants; !slices.Equal(got, []string{"payments.send"}) || len(pol.last().Intent.Extensions) != 1 {
-		t.Fatalf("the step after a this_request grant saw grants %v, intent %+v", got, pol.last().Intent)
+		t.Fatalf("the pay call a this_request grant answered saw grants %v, intent %+v", got, pol.last().Intent)
 	}
 	entries = verifyStoredChain(t, e.s.store, e.a.sessionID, r.str("chain_hash"))
 	var g struct {
@@ -214,7 +228,7 @@ func TestIntentExtension(t *testing.T) {
 	if !slices.Equal(g.Grants, []string{"payments.send"}) {
 		t.Errorf("entry %s lacks this_request_grants", entries[len(entries)-1].Content)
 	}
-	decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)))
+	decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("pay"), nil)))
 	if got := pol.last().Grants; len(got) != 0 {
 		t.Fatalf("a this_request grant outlived its request: %v", got)
 	}

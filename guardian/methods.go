@@ -43,13 +43,14 @@ var Steps = []string{
 	MethodSkillLoad,
 	MethodSkillUnload,
 	"steps/turnEnd",
-	"steps/sessionEnd",
+	MethodSessionEnd,
 }
 
 // Method names outside steps/*.
 const (
 	MethodHello         = "handshake/hello"
 	MethodPing          = "system/ping"
+	MethodSessionEnd    = "steps/sessionEnd"
 	MethodAgbomSnapshot = "agbom/snapshot"
 	MethodAgbomChanged  = "agbom/changed"
 	mcpPrefix           = "protocols/MCP/"

@@ -194,3 +194,52 @@ func StepProvenance(payloads []json.RawMessage, params json.RawMessage, intent *
 	}
 	return l.Lineage(doc, intent)
 }
+
+// provenanceSummary is provenance-summary.json at the entry level (ACS
+// §8.3): the origins of the Provenance objects that entered at one step.
+// All its fields are optional; the Guardian fills the origin counts.
+type provenanceSummary struct {
+	OriginsSeen        []string       `json:"origins_seen"`
+	EntryCount         int            `json:"entry_count"`
+	EntryCountByOrigin map[string]int `json:"entry_count_by_origin,omitempty"`
+}
+
+// origins are the values of Provenance.origin (ACS §7), the only keys
+// provenance-summary.json allows.
+var origins = []string{"user_input", "system", "tool_output", "retrieved", "agent_generated", "a2a_inbound", "external"}
+
+// summarizeProvenance summarizes every Provenance object (a "provenance"
+// or "parser_provenance" member with a string origin) in payload, a
+// step's params.payload decoded. ACS-Audit deployments SHOULD populate
+// provenance_summary on every ContextEntry (conformance, ACS-Audit).
+func summarizeProvenance(payload any) *provenanceSummary {
+	sum := &provenanceSummary{OriginsSeen: []string{}}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, c := range v {
+				if m, ok := c.(map[string]any); ok && (k == "provenance" || k == "parser_provenance") {
+					if o, ok := m["origin"].(string); ok && slices.Contains(origins, o) {
+						sum.EntryCount++
+						if sum.EntryCountByOrigin == nil {
+							sum.EntryCountByOrigin = map[string]int{}
+						}
+						sum.EntryCountByOrigin[o]++
+					}
+				}
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(payload)
+	sum.OriginsSeen = slices.Sorted(maps.Keys(sum.EntryCountByOrigin))
+	if sum.OriginsSeen == nil {
+		sum.OriginsSeen = []string{}
+	}
+	return sum
+}

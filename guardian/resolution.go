@@ -50,8 +50,8 @@ type extensionProvenance struct {
 // canon, and returns it both as resume reads it and as JSON.
 func (g *Guardian) resolutionEntry(a Approval, canon []byte, granted bool) (storedEntry, []byte, error) {
 	e := resolutionEntry{
-		EntryID:     newUUID(),
-		StepID:      newUUID(),
+		EntryID:     acs.NewUUID(),
+		StepID:      acs.NewUUID(),
 		StepType:    StepAskResolution,
 		Timestamp:   g.cfg.Clock().UTC().Format(timeFormat),
 		RequestHash: acs.Hash(sha256.Sum256(canon)).String(),

@@ -2,6 +2,7 @@ package guardian
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,10 +92,18 @@ func (g *Guardian) replayEntry(ctx context.Context, s *session, e ledger.Entry) 
 	switch {
 	case err == nil:
 		var p struct {
-			Payload json.RawMessage `json:"payload"`
+			Payload   json.RawMessage `json:"payload"`
+			Signature struct {
+				KeyID string `json:"key_id"`
+			} `json:"signature"`
 		}
 		if json.Unmarshal(params, &p) == nil {
 			payload = p.Payload
+			if s.boundKey == "" {
+				// ACS §10: the session is bound to the key that signed
+				// its requests; the ledger keeps it across restarts.
+				s.boundKey = p.Signature.KeyID
+			}
 		}
 	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrErased):
 		// Erased params take their provenance with them; the policy
@@ -106,17 +115,25 @@ func (g *Guardian) replayEntry(ctx context.Context, s *session, e ledger.Entry) 
 		s.prov.Add(payload)
 	}
 	published := e.EntryHash
-	s.commitStep(se.StepID, se.StepType, se.Intent, se.Decision.Disposition, se.Decision.Ask)
+	key := ""
+	if payload != nil {
+		key = requestKey(se.StepType, payload)
+	}
+	s.commitStep(se.StepID, se.StepType, key, se.Intent, se.Decision.Disposition, se.Decision.Ask)
 	s.commitSkill(se.StepType, payload, se.Decision.Disposition)
 	s.agentHead = &published
 	return nil
 }
 
 // commitStep updates s after a step's entry is committed, live or read
-// back from the ledger: the one place the two must agree. (The step's
+// back from the ledger: the one place the two must agree. key is the
+// step's requestKey ("" when its payload is not at hand). (The step's
 // provenance is added by the caller, from the payload it has at hand.)
-func (s *session) commitStep(stepID, method string, intent *Intent, d Disposition, ask *acs.AskDetails) {
-	s.grants = nil
+func (s *session) commitStep(stepID, method, key string, intent *Intent, d Disposition, ask *acs.AskDetails) {
+	s.grants = slices.DeleteFunc(s.grants, func(gr grant) bool { return gr.request == key })
+	if method == MethodSessionEnd {
+		s.sealed = true
+	}
 	if d == Defer {
 		s.deferrals++
 	}
@@ -129,20 +146,75 @@ func (s *session) commitStep(stepID, method string, intent *Intent, d Dispositio
 	if d == Ask && ask != nil {
 		s.asks[stepID] = ask.Approver
 		s.requested[stepID] = slices.Clone(ask.RequestedCapabilities)
+		if key != "" {
+			if s.askRequests == nil {
+				s.askRequests = map[string]string{}
+			}
+			s.askRequests[stepID] = key
+		}
 	}
+}
+
+// grant is an approver's grant of scope this_request (§9.1): its
+// capabilities apply to the in-flight request it answers only, the request
+// the ASK paused, which the agent sends again once the ASK is resolved.
+// request is that request's requestKey.
+type grant struct {
+	capabilities []string
+	request      string
+}
+
+// requestKey identifies a request for a this_request grant: its method
+// and the SHA-256 of the RFC 8785 form of its payload, so that the agent's
+// new submission of the paused request (new request_id, timestamp, nonce
+// and signature) matches and any other request does not. "" when the
+// payload has no canonical form; it matches nothing.
+func requestKey(method string, payload json.RawMessage) string {
+	c, err := acs.Canonicalize(payload)
+	if err != nil {
+		return ""
+	}
+	return method + " " + acs.Hash(sha256.Sum256(c)).String()
+}
+
+// key is the request's requestKey, from the canonical form of its params
+// when serve made one.
+func (req *request) key() string {
+	if p := acs.CanonicalMember(req.canonParams, "payload"); p != nil {
+		return req.method + " " + acs.Hash(sha256.Sum256(p)).String()
+	}
+	return requestKey(req.method, req.payload)
+}
+
+// grantsFor returns the capabilities granted for the request key.
+func (s *session) grantsFor(key string) []string {
+	var caps []string
+	for _, gr := range s.grants {
+		if key != "" && gr.request == key {
+			caps = append(caps, gr.capabilities...)
+		}
+	}
+	return caps
 }
 
 // applyResolution updates s after an approver's resolution entry: the ASK
 // is answered, and a grant extends the Intent (scope session) or the next
 // step's grants (scope this_request).
 func (s *session) applyResolution(se storedEntry, stepID string) {
+	request := s.askRequests[se.AskStepID]
 	delete(s.asks, se.AskStepID)
 	delete(s.requested, se.AskStepID)
+	delete(s.askRequests, se.AskStepID)
 	if se.StepType != StepIntentExtension || len(se.Capabilities) == 0 {
 		return
 	}
 	if se.Scope != "session" {
-		s.grants = append(s.grants, se.Capabilities...)
+		// ACS §9.1: this_request capabilities apply only to the
+		// in-flight request; a grant whose request is unknown (its params
+		// were erased) applies to none.
+		if request != "" {
+			s.grants = append(s.grants, grant{capabilities: slices.Clone(se.Capabilities), request: request})
+		}
 		return
 	}
 	s.intent = s.intent.Extend(IntentExtension{Capabilities: se.Capabilities, Approver: se.Approver, AskStepID: se.AskStepID, StepID: stepID})

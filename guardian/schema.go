@@ -65,6 +65,22 @@ func validateRequest(raw []byte, method string) (map[string]any, *rpcerr.Error) 
 	return params, nil
 }
 
+// checkProvenance validates the payload of a session that accepted the
+// acs-provenance profile against the strict variant of its hook schema,
+// which requires provenance on every data-bearing field (ACS §7,
+// conformance "ACS-Provenance"). Other sessions are ACS-Core: the base
+// schemas (validateRequest) leave provenance optional.
+func (s *session) checkProvenance(req *request) *rpcerr.Error {
+	if !s.strictProvenance {
+		return nil
+	}
+	strict := schemas.Strict(payloadSchemas[req.method])
+	if strict == "" {
+		return nil
+	}
+	return schemaError(strict, "/params/payload", req.paramsDoc["payload"])
+}
+
 func schemaError(name, prefix string, doc any) *rpcerr.Error {
 	err := schemas.ValidateValue(name, doc)
 	if err == nil {

@@ -2,7 +2,6 @@ package guardian
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,6 +64,10 @@ type contextEntry struct {
 	AuditEvents []string      `json:"audit_events,omitempty"`
 	Grants      []string      `json:"this_request_grants,omitempty"`
 	Metadata    entryMetadata `json:"metadata"`
+	// ProvenanceSummary is the entry-level summary of the provenance the
+	// step's payload carried (§8.3), on the entries of sessions that
+	// produce provenance (provenance.go, provenanceSummary).
+	ProvenanceSummary *provenanceSummary `json:"provenance_summary,omitempty"`
 }
 
 // entryMetadata is the session state the policy's input held
@@ -121,6 +124,9 @@ func (g *Guardian) step(ctx context.Context, req *request) []byte {
 	if e := g.negotiated(req, s); e != nil {
 		return g.errorResponse(req.id, e, s.signer)
 	}
+	if e := s.checkProvenance(req); e != nil {
+		return g.errorResponse(req.id, e, s.signer)
+	}
 	if e := checkSkillPayload(req.method, req.payload); e != nil {
 		return g.errorResponse(req.id, e, s.signer)
 	}
@@ -134,11 +140,11 @@ func (g *Guardian) step(ctx context.Context, req *request) []byte {
 	if e != nil {
 		return g.errorResponse(req.id, e, s.signer)
 	}
-	// The durable replay check is made with the append (AppendRequest);
+	// The durable seen-request check is made with the append (AppendRequest);
 	// a request this Guardian already saw in the session is refused here,
 	// before the policy runs.
 	if s.seen.has(req.requestID, req.nonce) {
-		return g.errorResponse(req.id, replayRefusal(req), s.signer)
+		return g.errorResponse(req.id, refuseSeenRequest(req), s.signer)
 	}
 	return g.decideAndAppend(ctx, req, s, newIntent, intentEvent)
 }
@@ -186,8 +192,14 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	if intentEvent != "" {
 		audit = append(audit, intentEvent)
 	}
-	// Grants for this request only are used up once the step is chained.
-	grants := s.grants
+	// Grants for this request only (§9.1) apply to the request they
+	// answer, and are used up once it is chained. The request's key is
+	// computed only when a grant may match it or an ASK may pause it.
+	key := ""
+	if len(s.grants) > 0 {
+		key = req.key()
+	}
+	grants := s.grantsFor(key)
 	switch {
 	case req.clientHead != "" && req.clientHead != state.ChainHash && !s.knownToAgent(req.clientHead):
 		// ACS §8.6: the client's view of the head disagrees with ours.
@@ -211,7 +223,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		if err != nil {
 			g.cfg.Logger.Error("guardian: policy failed", "session_id", s.id, "method", req.method, "err", err)
 			if g.cfg.OnDecisionFailure != PostureDeny {
-				// No entry is written, so the replay history is
+				// No entry is written, so the seen-request history is
 				// written on its own.
 				if e, err := g.recordRequest(ctx, req); err != nil {
 					return g.ledgerFailure(ctx, req, s, Decision{}, err)
@@ -243,7 +255,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		return g.errorResponse(req.id, refuse(rpcerr.InternalError, "", "internal error"), s.signer)
 	}
 	entry := contextEntry{
-		EntryID:     newUUID(),
+		EntryID:     acs.NewUUID(),
 		StepID:      req.requestID,
 		StepType:    req.method,
 		Timestamp:   g.cfg.Clock().UTC().Format(timeFormat),
@@ -262,6 +274,9 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		AuditEvents: audit,
 		Grants:      grants,
 		Metadata:    entryMetadata{ApproverCapable: state.ApproverCapable, Deferrals: state.Deferrals},
+	}
+	if s.hello.ProvenanceProducer == "deterministic" {
+		entry.ProvenanceSummary = summarizeProvenance(req.paramsDoc["payload"])
 	}
 	entryJSON, err := json.Marshal(entry)
 	if err != nil {
@@ -282,7 +297,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	// the signature, and leaves only after the ledger committed both. The
 	// params go beside the entry, which holds only their hash, so that a
 	// replay can rebuild the policy's input from the ledger alone.
-	// The replay key is recorded in the same transaction, so a replay is
+	// The request's seen key is recorded in the same transaction, so a repeat is
 	// refused before any answer leaves (ACS §10.3).
 	seen := ledger.Seen{RequestID: req.requestID, Nonce: req.nonce, At: g.cfg.Clock()}
 	actx, appendSpan := startAppend(ctx)
@@ -300,7 +315,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	if errors.Is(err, ledger.ErrReplay) {
 		// Not remembered: a refused request leaves no history of its
 		// own (its request_id with a fresh nonce, say, is not a replay).
-		return g.errorResponse(req.id, replayRefusal(req), s.signer)
+		return g.errorResponse(req.id, refuseSeenRequest(req), s.signer)
 	}
 	if out := g.appendRefused(ctx, req, s, err); out != nil {
 		return out
@@ -320,12 +335,15 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	} else {
 		s.prov.Add(req.payload)
 	}
-	s.commitStep(req.requestID, req.method, newIntent, d.Disposition, d.Ask)
+	if key == "" && d.Disposition == Ask {
+		key = req.key()
+	}
+	s.commitStep(req.requestID, req.method, key, newIntent, d.Disposition, d.Ask)
 	s.commitSkill(req.method, req.payload, d.Disposition)
 	s.agentHead = &head
-	if req.method == "steps/sessionEnd" {
-		// The session is over: forget its in-memory state. A later
-		// request for it needs a new handshake (docs/guardian.md).
+	if req.method == MethodSessionEnd {
+		// The session is over and its chain sealed: forget its in-memory
+		// state. A later handshake for it is refused (handshake.go).
 		g.mu.Lock()
 		delete(g.sessions, s.id)
 		g.mu.Unlock()
@@ -333,7 +351,7 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 	return out
 }
 
-// ledgerFailure answers a step whose replay record or entry could not be
+// ledgerFailure answers a step whose seen-request record or entry could not be
 // written. Nothing
 // was published, so the answer carries no chain_hash; it is a signed DENY
 // under posture deny and a signed error under posture proceed (ACS §6.4),
@@ -423,13 +441,4 @@ func nonNilRefs(s []acs.PolicyReference) []acs.PolicyReference {
 		return []acs.PolicyReference{}
 	}
 	return s
-}
-
-// newUUID returns a random (version 4) UUID.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

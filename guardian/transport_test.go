@@ -53,7 +53,7 @@ func TestPing(t *testing.T) {
 		t.Errorf("ping created a session in the ledger: %v", err)
 	}
 	// After the handshake too, pings leave the chain alone.
-	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
+	e.a.shakeHands(t, e.tp)
 	step := decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", map[string]any{}, nil)))
 	for range 3 {
 		p := decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodPing, map[string]any{"echo": "y"}, nil)))
@@ -120,68 +120,66 @@ func TestBatch(t *testing.T) {
 // TestConcurrentSessions: concurrent requests of one session are serialized
 // (no lost or forked appends), while sessions proceed in parallel.
 func TestConcurrentSessions(t *testing.T) {
-	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
-			s := newSetup(t, kind, nil)
-			tp := newHTTP(t, s.g)
-			const sessions, workers, steps = 3, 4, 5
-			agents := make([]*agent, sessions)
-			for i := range agents {
-				agents[i] = newAgent(t, mustKeys(t).hmac, s.clock.Now)
-				mustResult(t, decode(t, tp.send(t, agents[i].envelope(t, guardian.MethodHello, agents[i].hello(t, nil), nil))))
+	forEachStore(t, func(t *testing.T, kind string) {
+		s := newSetup(t, kind, nil)
+		tp := newHTTP(t, s.g)
+		const sessions, workers, steps = 3, 4, 5
+		agents := make([]*agent, sessions)
+		for i := range agents {
+			agents[i] = newAgent(t, mustKeys(t).hmac, s.clock.Now)
+			mustResult(t, decode(t, tp.send(t, agents[i].envelope(t, guardian.MethodHello, agents[i].hello(t, nil), nil))))
+		}
+		// Bodies are made up front: t.Fatal must stay on this goroutine.
+		bodies := make([][][]byte, sessions*workers)
+		for i := range bodies {
+			a := agents[i%sessions]
+			for range steps {
+				bodies[i] = append(bodies[i], a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil))
 			}
-			// Bodies are made up front: t.Fatal must stay on this goroutine.
-			bodies := make([][][]byte, sessions*workers)
-			for i := range bodies {
-				a := agents[i%sessions]
-				for range steps {
-					bodies[i] = append(bodies[i], a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil))
-				}
-			}
-			answers := make([][][]byte, len(bodies))
-			errs := make(chan error, len(bodies))
-			var wg sync.WaitGroup
-			for i := range bodies {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for _, b := range bodies[i] {
-						resp, err := http.Post(tp.url, "application/json", bytes.NewReader(b))
-						if err != nil {
-							errs <- err
-							return
-						}
-						ans, err := io.ReadAll(resp.Body)
-						resp.Body.Close()
-						if err != nil {
-							errs <- err
-							return
-						}
-						answers[i] = append(answers[i], ans)
+		}
+		answers := make([][][]byte, len(bodies))
+		errs := make(chan error, len(bodies))
+		var wg sync.WaitGroup
+		for i := range bodies {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, b := range bodies[i] {
+					resp, err := http.Post(tp.url, "application/json", bytes.NewReader(b))
+					if err != nil {
+						errs <- err
+						return
 					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
-			for _, as := range answers {
-				for _, ans := range as {
-					if r := decode(t, ans); r.decision() != "allow" {
-						t.Errorf("concurrent step: %s", r.raw)
+					ans, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err != nil {
+						errs <- err
+						return
 					}
+					answers[i] = append(answers[i], ans)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		for _, as := range answers {
+			for _, ans := range as {
+				if r := decode(t, ans); r.decision() != "allow" {
+					t.Errorf("concurrent step: %s", r.raw)
 				}
 			}
-			for _, a := range agents {
-				sess, err := s.store.Session(context.Background(), a.sessionID)
-				if err != nil || sess.Length != workers*steps {
-					t.Fatalf("session %s: %+v, %v; want %d entries", a.sessionID, sess, err, workers*steps)
-				}
-				verifyStoredChain(t, s.store, a.sessionID, sess.Head.String())
+		}
+		for _, a := range agents {
+			sess, err := s.store.Session(context.Background(), a.sessionID)
+			if err != nil || sess.Length != workers*steps {
+				t.Fatalf("session %s: %+v, %v; want %d entries", a.sessionID, sess, err, workers*steps)
 			}
-		})
-	}
+			verifyStoredChain(t, s.store, a.sessionID, sess.Head.String())
+		}
+	})
 }
 
 // TestRestart: a Guardian started over an existing ledger continues a
@@ -196,25 +194,20 @@ func testRestart(t *testing.T, kind string) {
 	s := newSetup(t, kind, nil)
 	a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
 	tp := newHTTP(t, s.g)
-	mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+	a.shakeHands(t, tp)
 	startBody := a.envelope(t, "steps/sessionStart", map[string]any{}, nil)
 	first := decode(t, tp.send(t, startBody))
 
-	g2, err := guardian.New(s.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g2 := s.another(t)
 	tp2 := newHTTP(t, g2)
-	mustResult(t, decode(t, tp2.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
+	a.shakeHands(t, tp2)
 	// The replay history is the ledger's, so it survives the restart: the
 	// new Guardian has no memory of the request, the ledger refuses it.
 	mustError(t, decode(t, tp2.send(t, startBody)), -32005, "replay_detected", "has already seen request_id")
 	if sess, err := s.store.Session(context.Background(), a.sessionID); err != nil || sess.Length != 1 {
 		t.Fatalf("after the replay: %+v, %v; want the one entry", sess, err)
 	}
-	r := decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), func(p map[string]any) {
-		p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": first.str("chain_hash")}
-	})))
+	r := decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), withHead(first.str("chain_hash")))))
 	if r.decision() != "allow" {
 		t.Fatalf("after restart: %s", r.raw)
 	}
@@ -257,12 +250,10 @@ func TestIdleSessionsForgotten(t *testing.T) {
 	first := decode(t, e.tp.send(t, e.a.envelope(t, "steps/sessionStart", map[string]any{}, nil)))
 	e.s.clock.Set(t0.Add(11 * time.Minute))
 	other := newAgent(t, mustKeys(t).hmac, e.s.clock.Now)
-	mustResult(t, decode(t, e.tp.send(t, other.envelope(t, guardian.MethodHello, other.hello(t, nil), nil))))
+	other.shakeHands(t, e.tp)
 	mustError(t, decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), nil))), -32003, "no_handshake", "handshake/hello")
-	mustResult(t, decode(t, e.tp.send(t, e.a.envelope(t, guardian.MethodHello, e.a.hello(t, nil), nil))))
-	r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), func(p map[string]any) {
-		p["metadata"].(map[string]any)["session_state"] = map[string]any{"chain_hash": first.str("chain_hash")}
-	})))
+	e.a.shakeHands(t, e.tp)
+	r := decode(t, e.tp.send(t, e.a.envelope(t, "steps/toolCallRequest", toolCall("x"), withHead(first.str("chain_hash")))))
 	if r.decision() != "allow" {
 		t.Fatalf("after re-handshake: %s", r.raw)
 	}
@@ -289,62 +280,52 @@ func TestHTTPPostOnly(t *testing.T) {
 // memory decides), is chained once; every other copy is REPLAY_DETECTED,
 // and none carries a decision.
 func TestConcurrentReplay(t *testing.T) {
-	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
-			s := newSetup(t, kind, nil)
-			g2, err := guardian.New(s.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tps := []*httpTransport{newHTTP(t, s.g), newHTTP(t, g2)}
-			a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
-			for _, tp := range tps {
-				mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
-			}
-			body := a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)
-			const copies = 6
-			answers := make([][]byte, copies)
-			errs := make([]error, copies)
-			var wg sync.WaitGroup
-			for i := range copies {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					resp, err := http.Post(tps[i%2].url, "application/json", bytes.NewReader(body))
-					if err != nil {
-						errs[i] = err
-						return
-					}
-					defer resp.Body.Close()
-					answers[i], errs[i] = io.ReadAll(resp.Body)
-				}()
-			}
-			wg.Wait()
-			allowed := 0
-			var head string
-			for i, ans := range answers {
-				if errs[i] != nil {
-					t.Fatal(errs[i])
+	forEachStore(t, func(t *testing.T, kind string) {
+		s, tps, a := newReplicas(t, kind)
+		a.shakeHands(t, tps[0], tps[1])
+		body := a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), nil)
+		const copies = 6
+		answers := make([][]byte, copies)
+		errs := make([]error, copies)
+		var wg sync.WaitGroup
+		for i := range copies {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := http.Post(tps[i%2].url, "application/json", bytes.NewReader(body))
+				if err != nil {
+					errs[i] = err
+					return
 				}
-				r := decode(t, ans)
-				if r.Error == nil {
-					if r.decision() != "allow" {
-						t.Fatalf("copy %d: %s", i, r.raw)
-					}
-					allowed++
-					head = r.str("chain_hash")
-					continue
+				defer resp.Body.Close()
+				answers[i], errs[i] = io.ReadAll(resp.Body)
+			}()
+		}
+		wg.Wait()
+		allowed := 0
+		var head string
+		for i, ans := range answers {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			r := decode(t, ans)
+			if r.Error == nil {
+				if r.decision() != "allow" {
+					t.Fatalf("copy %d: %s", i, r.raw)
 				}
-				mustError(t, r, -32005, "replay_detected", "has already seen request_id")
+				allowed++
+				head = r.str("chain_hash")
+				continue
 			}
-			if allowed != 1 {
-				t.Fatalf("%d copies allowed, want exactly 1", allowed)
-			}
-			if es := verifyStoredChain(t, s.store, a.sessionID, head); len(es) != 1 {
-				t.Fatalf("%d entries stored, want 1", len(es))
-			}
-		})
-	}
+			mustError(t, r, -32005, "replay_detected", "has already seen request_id")
+		}
+		if allowed != 1 {
+			t.Fatalf("%d copies allowed, want exactly 1", allowed)
+		}
+		if es := verifyStoredChain(t, s.store, a.sessionID, head); len(es) != 1 {
+			t.Fatalf("%d entries stored, want 1", len(es))
+		}
+	})
 }
 
 // TestRefusedReplayLeavesNoHistory: a request refused as a replay (its
@@ -353,37 +334,30 @@ func TestConcurrentReplay(t *testing.T) {
 // answered steps and nothing of the refused one. The replay goes to a
 // second Guardian over the same ledger, so the ledger refuses it.
 func TestRefusedReplayLeavesNoHistory(t *testing.T) {
-	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
-			s := newSetup(t, kind, nil)
-			g2, err := guardian.New(s.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tp, tp2 := newHTTP(t, s.g), newHTTP(t, g2)
-			a := newAgent(t, mustKeys(t).hmac, s.clock.Now)
-			mustResult(t, decode(t, tp.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
-			with := func(requestID, nonce string) func(p map[string]any) {
-				return func(p map[string]any) { p["request_id"], p["nonce"] = requestID, nonce }
-			}
-			first, second := uuid(), uuid()
-			if r := decode(t, tp.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(first, "nonce-aaaaaaaaaaaaaaaa")))); r.decision() != "allow" {
-				t.Fatalf("first: %s", r.raw)
-			}
-			// The second Guardian takes the session up where the ledger
-			// has it (a Guardian that decided against an older head would
-			// be refused: TestHeadMovedUnderGuardian).
-			mustResult(t, decode(t, tp2.send(t, a.envelope(t, guardian.MethodHello, a.hello(t, nil), nil))))
-			mustError(t, decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(second, "nonce-aaaaaaaaaaaaaaaa")))),
-				-32005, "replay_detected", "or its nonce")
-			r := decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(second, "nonce-bbbbbbbbbbbbbbbb"))))
-			if r.decision() != "allow" {
-				t.Fatalf("refused request_id with a fresh nonce: %s", r.raw)
-			}
-			es := verifyStoredChain(t, s.store, a.sessionID, r.str("chain_hash"))
-			if len(es) != 2 || es[0].StepID != first || es[1].StepID != second {
-				t.Fatalf("stored steps %+v, want %s then %s", es, first, second)
-			}
-		})
-	}
+	forEachStore(t, func(t *testing.T, kind string) {
+		s, tps, a := newReplicas(t, kind)
+		tp, tp2 := tps[0], tps[1]
+		a.shakeHands(t, tp)
+		with := func(requestID, nonce string) func(p map[string]any) {
+			return func(p map[string]any) { p["request_id"], p["nonce"] = requestID, nonce }
+		}
+		first, second := uuid(), uuid()
+		if r := decode(t, tp.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(first, "nonce-aaaaaaaaaaaaaaaa")))); r.decision() != "allow" {
+			t.Fatalf("first: %s", r.raw)
+		}
+		// The second Guardian takes the session up where the ledger
+		// has it (a Guardian that decided against an older head would
+		// be refused: TestHeadMovedUnderGuardian).
+		a.shakeHands(t, tp2)
+		mustError(t, decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(second, "nonce-aaaaaaaaaaaaaaaa")))),
+			-32005, "replay_detected", "or its nonce")
+		r := decode(t, tp2.send(t, a.envelope(t, "steps/toolCallRequest", toolCall("read_file"), with(second, "nonce-bbbbbbbbbbbbbbbb"))))
+		if r.decision() != "allow" {
+			t.Fatalf("refused request_id with a fresh nonce: %s", r.raw)
+		}
+		es := verifyStoredChain(t, s.store, a.sessionID, r.str("chain_hash"))
+		if len(es) != 2 || es[0].StepID != first || es[1].StepID != second {
+			t.Fatalf("stored steps %+v, want %s then %s", es, first, second)
+		}
+	})
 }

@@ -398,10 +398,13 @@ func orNone(h string) string {
 }
 
 // contentBearing reports whether a step of this type gets a response that
-// must publish its head (ACS §8.6): steps/*, wrapped protocols and agbom/*.
-// Entries written for approver grants (intent_extension) answer no request.
+// must publish its head (ACS §8.6): steps/*, wrapped protocols in either
+// form (protocols/MCP/... and the version-pinned wrapped:mcp-<version>/...,
+// ACS §3) and agbom/*. Entries written for approver grants
+// (intent_extension, ask_resolution) answer no request.
 func contentBearing(stepType string) bool {
-	return strings.HasPrefix(stepType, "steps/") || strings.HasPrefix(stepType, "protocols/") || strings.HasPrefix(stepType, "agbom/")
+	return strings.HasPrefix(stepType, "steps/") || strings.HasPrefix(stepType, "protocols/") ||
+		strings.HasPrefix(stepType, "wrapped:") || strings.HasPrefix(stepType, "agbom/")
 }
 
 // Finish returns the findings held about responses whose request_id names

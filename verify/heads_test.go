@@ -209,3 +209,32 @@ func TestHeadCheckerPreviousChainHash(t *testing.T) {
 		})
 	}
 }
+
+// TestEntryWithoutResponseStepTypes: every step type the Guardian chains
+// for a request, the version-pinned wrapped:mcp-<version>/... form
+// included, needs a response publishing its head; an entry of one without
+// a response is entry_without_response. Entries the Guardian writes for an
+// approver's resolution answer no request.
+func TestEntryWithoutResponseStepTypes(t *testing.T) {
+	t.Parallel()
+	keys, _ := sig.NewKeySet()
+	for stepType, want := range map[string]bool{
+		"steps/toolCallRequest":             true,
+		"protocols/MCP/tools/call":          true,
+		"wrapped:mcp-2025-06-18/tools/call": true,
+		"agbom/snapshot":                    true,
+		"intent_extension":                  false,
+		"ask_resolution":                    false,
+	} {
+		e, err := acs.ParseEntry([]byte(`{"entry_id":"e0","step_id":"r0","step_type":"` + stepType + `"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := acs.EntryHash(e.Content, nil)
+		e.EntryHash = &h
+		fs := NewHeadChecker(keys, "s").CheckEntry(0, e, h, false)
+		if got := len(fs) == 1 && fs[0].Code == CodeEntryWithoutResponse; got != want || (!want && len(fs) != 0) {
+			t.Errorf("%s without a response: findings %v, want entry_without_response %v", stepType, fs, want)
+		}
+	}
+}

@@ -8,6 +8,15 @@
 // context-entry.json, ask-details.json and defer-details.json. Each says so
 // in its $comment.
 //
+// The hook payload schemas come in two forms, named as the newest ACS text
+// names them (ACS §7, conformance "ACS-Provenance"): the base schema
+// hooks/X.json, where provenance is OPTIONAL so that ACS-Core payloads
+// validate, and the strict variant hooks/X.acs-provenance.json, which
+// restores provenance to the required set. The copies we could obtain are
+// the older strict ones, so each is served verbatim as the strict variant
+// and the base is derived from it by removing "provenance" from every
+// required list, nothing else (Derived reports which; official/SOURCES.md).
+//
 // Every schema is registered under the canonical ACS base URL
 // ([BaseURL] + its path), whatever $id the copy carries: the older copies
 // use https://acs.org/schema/v0.1.0/..., and relative $refs between files
@@ -23,6 +32,7 @@ package schemas
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -58,6 +68,30 @@ const (
 //go:embed official/*.json official/hooks/*.json official/agbom/*.json ours/*.json
 var files embed.FS
 
+// strictSuffix names the ACS-Provenance variant of a hook payload schema.
+const strictSuffix = ".acs-provenance.json"
+
+// Strict returns the name of the ACS-Provenance variant of hook payload
+// schema name (hooks/X.json -> hooks/X.acs-provenance.json), or "" when
+// name has none.
+func Strict(name string) string {
+	base, ok := strings.CutSuffix(name, ".json")
+	if !ok || !strings.HasPrefix(name, "hooks/") || strings.HasSuffix(name, strictSuffix) {
+		return ""
+	}
+	if _, err := fs.Stat(files, "official/"+name); err != nil {
+		return ""
+	}
+	return base + strictSuffix
+}
+
+// Derived reports whether the schema at path is a base hook schema that
+// acsledger derived from the official strict copy (provenance optional).
+func Derived(path string) bool {
+	path, _, _ = strings.Cut(path, "#")
+	return Strict(path) != ""
+}
+
 // Ours reports whether the schema at path was written by acsledger rather
 // than copied from the ACS publication.
 func Ours(path string) bool {
@@ -77,18 +111,69 @@ func Names() []string {
 			return nil
 		})
 	}
+	for _, n := range slices.Clone(names) {
+		if s := Strict(n); s != "" {
+			names = append(names, s)
+		}
+	}
 	slices.Sort(names)
 	return names
 }
 
 // Source returns the embedded bytes of the schema at path.
 func Source(path string) ([]byte, error) {
+	if base, ok := strings.CutSuffix(path, strictSuffix); ok && strings.HasPrefix(path, "hooks/") {
+		return files.ReadFile("official/" + base + ".json")
+	}
+	if Derived(path) {
+		return deriveBase(path)
+	}
 	for _, dir := range []string{"official", "ours"} {
 		if b, err := files.ReadFile(dir + "/" + path); err == nil {
 			return b, nil
 		}
 	}
 	return nil, fmt.Errorf("no embedded schema %q", path)
+}
+
+// deriveBase returns the base form of the official strict hook schema at
+// path: the same document with "provenance" removed from every required
+// list (ACS §7: "The base hook payload schemas therefore mark provenance
+// OPTIONAL so that ACS-Core ... validates").
+func deriveBase(path string) ([]byte, error) {
+	src, err := files.ReadFile("official/" + path)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(src))
+	if err != nil {
+		return nil, fmt.Errorf("embedded schema %s: %w", path, err)
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("embedded schema %s is not an object", path)
+	}
+	dropProvenance(m)
+	m["$comment"] = "Derived by acsledger from the official strict copy (served as " + Strict(path) + "): provenance removed from every required list, as ACS §7 says the base hook schemas mark it OPTIONAL. Not an official ACS file."
+	return json.Marshal(m)
+}
+
+// dropProvenance removes "provenance" from every required list in v.
+func dropProvenance(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, c := range v {
+			if req, ok := c.([]any); ok && k == "required" {
+				v[k] = slices.DeleteFunc(slices.Clone(req), func(x any) bool { return x == "provenance" })
+				continue
+			}
+			dropProvenance(c)
+		}
+	case []any:
+		for _, c := range v {
+			dropProvenance(c)
+		}
+	}
 }
 
 var (

@@ -12,7 +12,7 @@
 // nd_builtin_cache; the signed response records the full verdict
 // (modifications, ask and defer details, policy_data, cited provenance);
 // and the request's params are stored beside the entry
-// (ledger.GuardianStore.Request), apart from what the chain commits to so
+// (Store.Request), apart from what the chain commits to so
 // that they can be erased. The params are checked against the entry's
 // request_hash (ACS §8.1) before anything is evaluated. The provenance the
 // policy saw, the step's lineage among the objects of the session's
@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/guardian"
@@ -155,24 +156,61 @@ type recordedMetadata struct {
 	Deferrals       *int  `json:"deferrals"`
 }
 
-// Store is what replay reads of the ledger: the entries (ledger.Store),
-// the request params and signed response stored beside each, and the
-// recorded policy bundles (ledger.GuardianStore documents each).
+// StepFinder finds a step's entries by step_id (ledger.Store.EntriesByStep,
+// whose contract it shares): in one session, or in every session when
+// sessionID is "".
+type StepFinder interface {
+	EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error)
+}
+
+// Store is what replay reads of the ledger, each method with the contract
+// ledger.GuardianStore gives it: the step's entry (EntriesByStep) and the
+// session's earlier entries (Entries, a page from a position), the params
+// and the signed response stored beside an entry (Request and Response,
+// ledger.ErrNotFound when none was stored, an error matching
+// ledger.ErrErased when the params were erased), and the policy bundle a
+// decision cites (PolicyBundle, ledger.ErrNotFound for an unknown
+// version).
 type Store interface {
-	ledger.Store
+	StepFinder
+	Entries(ctx context.Context, sessionID string, from int64, limit int) ([]ledger.Entry, error)
 	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)
 	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
 	PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error)
 }
 
+// entriesBefore yields the entries of a session before position end, in
+// chain order, a page at a time; it stops after the first error.
+func entriesBefore(ctx context.Context, store Store, sessionID string, end int64) iter.Seq2[ledger.Entry, error] {
+	return func(yield func(ledger.Entry, error) bool) {
+		var from int64
+		for from < end {
+			page, err := store.Entries(ctx, sessionID, from, ledger.MaxPageSize)
+			if err != nil {
+				yield(ledger.Entry{}, err)
+				return
+			}
+			for _, e := range page {
+				if e.Position >= end || !yield(e, nil) {
+					return
+				}
+			}
+			if len(page) < ledger.MaxPageSize {
+				return
+			}
+			from += int64(len(page))
+		}
+	}
+}
+
 // FindEntry finds the entry whose step_id is requestID (a Guardian step's
 // step_id is its request_id): in session sessionID, or in any session when
 // sessionID is "". Either way it is one indexed lookup
-// (ledger.Store.EntriesByStep), whose cost does not grow with the ledger.
+// (StepFinder.EntriesByStep), whose cost does not grow with the ledger.
 // It returns ledger.ErrNotFound when no entry matches, and ErrAmbiguous,
 // naming two of the sessions, when the step_id is in several sessions and
 // no session was named.
-func FindEntry(ctx context.Context, store ledger.Store, requestID, sessionID string) (ledger.Entry, error) {
+func FindEntry(ctx context.Context, store StepFinder, requestID, sessionID string) (ledger.Entry, error) {
 	es, err := store.EntriesByStep(ctx, requestID, sessionID)
 	if err != nil {
 		return ledger.Entry{}, err
@@ -384,12 +422,9 @@ func guardianInput(ctx context.Context, store Store, e ledger.Entry, rec *record
 	provenanceComplete := true
 	deferrals := 0
 	if e.Position > 0 {
-		for prev, err := range ledger.AllEntries(ctx, store, e.SessionID) {
+		for prev, err := range entriesBefore(ctx, store, e.SessionID, e.Position) {
 			if err != nil {
 				return guardian.Input{}, fmt.Errorf("couldn't read session %s: %w", e.SessionID, err)
-			}
-			if prev.Position >= e.Position {
-				break
 			}
 			var p recordedEntry
 			if err := json.Unmarshal(prev.Content, &p); err != nil {
