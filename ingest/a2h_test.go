@@ -378,3 +378,86 @@ func TestOPAMapsDecodeAsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestA2HBoundMeaning: what a resolution means comes from what the Hub
+// signed, as spec §6 and v0.3 §9.2 say, and a v0.2 delivery, whose
+// payload no signature covers, says so on its entry.
+func TestA2HBoundMeaning(t *testing.T) {
+	secret := []byte("hub secret")
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	cb := "https://ledger.example/api/v1/ingest/a2h"
+	m := A2HMapper{Verifier: A2HVerifier{Keys: []A2HKey{{ID: "h", HMAC: secret}}}}
+	// body is a Response; defaulted is left out when nil, response when
+	// actor is "".
+	body := func(version, resolution string, defaulted *bool, actor string) []byte {
+		r := map[string]any{
+			"a2h_version": version, "in_reply_to": "msg_1", "resolution_id": "res_" + resolution,
+			"agent": map[string]string{"id": "bot", "run_id": "r1"}, "resolution": resolution,
+		}
+		if actor != "" {
+			r["response"] = map[string]any{"value": "hold", "actor": actor, "resolved_at": "2026-12-01T10:00:00Z"}
+		}
+		if defaulted != nil {
+			r["defaulted"] = *defaulted
+		}
+		b, _ := json.Marshal(r)
+		return b
+	}
+	no := false
+	for i, tc := range []struct {
+		name          string
+		body          []byte
+		reason        string // "" accepted
+		expiryDefault bool
+		flags         []string
+	}{
+		{"the system's actor answering", body("0.3", "answered", nil, expiryActor), ReasonExpiryDefaultResolution, false, nil},
+		{"the system's actor answering, defaulted false", body("0.3", "answered", &no, expiryActor), ReasonExpiryDefaultResolution, false, nil},
+		{"the system's actor declining, v0.2", body("0.2", "declined", nil, expiryActor), ReasonExpiryDefaultResolution, false, nil},
+		{"an expiry default without defaulted", body("0.3", "expired", nil, expiryActor), "", true, nil},
+		{"an expiry default, defaulted false", body("0.3", "expired", &no, expiryActor), "", true, nil},
+		{"a human answer", body("0.3", "answered", nil, "human:alice"), "", false, nil},
+		{"a human's expired ask", body("0.3", "expired", nil, "human:alice"), "", false, nil},
+		{"answered without a response", body("0.3", "answered", nil, ""), ReasonSchemaInvalid, false, nil},
+		{"answered without a response, v0.2", body("0.2", "answered", nil, ""), ReasonSchemaInvalid, false, nil},
+		{"a task dismissed without a response", body("0.3", "dismissed", nil, ""), "", false, nil},
+		{"v0.2 is flagged unbound", body("0.2", "answered", nil, "human:alice"), "", false, []string{FlagUnboundPayload}},
+		{"a v0.2 expiry default is flagged unbound", body("0.2", "expired", nil, expiryActor), "", true, []string{FlagUnboundPayload}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jti := fmt.Sprintf("j%d", i)
+			line, err := DeliveryLine(at.Add(3*time.Second), cb, hubSign(t, tc.body, cb, at, jti, secret, nil), tc.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := m.Map(t.Context(), Raw{File: "a2h.jsonl", Record: 1, Bytes: line})
+			if tc.reason != "" {
+				if rec.Quarantine == nil || rec.Quarantine.Reason != tc.reason {
+					t.Fatalf("got %+v, want quarantined %s", rec.Quarantine, tc.reason)
+				}
+				return
+			}
+			if rec.Quarantine != nil {
+				t.Fatalf("quarantined: %+v", rec.Quarantine)
+			}
+			var e struct {
+				Resolution struct {
+					Defaulted *bool `json:"defaulted"`
+				} `json:"resolution"`
+				Flags []string `json:"flags"`
+			}
+			if err := json.Unmarshal(rec.Entry.Entry, &e); err != nil {
+				t.Fatal(err)
+			}
+			if e.Resolution.Defaulted == nil || *e.Resolution.Defaulted != tc.expiryDefault {
+				t.Errorf("entry defaulted, want %v: %s", tc.expiryDefault, rec.Entry.Entry)
+			}
+			if !reflect.DeepEqual(e.Flags, tc.flags) || !reflect.DeepEqual(rec.Flags, tc.flags) {
+				t.Errorf("entry flags %q, record flags %q, want %q", e.Flags, rec.Flags, tc.flags)
+			}
+			if tc.flags == nil && strings.Contains(string(rec.Entry.Entry), `"flags"`) {
+				t.Errorf("a bound resolution's entry names flags: %s", rec.Entry.Entry)
+			}
+		})
+	}
+}

@@ -59,14 +59,21 @@ const (
 	ReasonReplayedJTI       = ledger.ReasonReplayedJTI
 	ReasonDefaultedActor    = "defaulted_non_system_actor"
 	ReasonResolutionType    = "resolution_not_allowed_for_type"
+	// ReasonExpiryDefaultResolution: the actor is system:default_on_expire
+	// but the resolution is not "expired" (spec §6).
+	ReasonExpiryDefaultResolution = "expiry_default_not_expired"
 )
 
-// Flags set on bash-guard entries, queryable with IngestStore.Flagged.
+// Flags set on bash-guard and A2H entries, queryable with
+// IngestStore.Flagged.
 const (
 	FlagFailOpen          = "fail_open"
 	FlagFailOpenKeyless   = "fail_open_keyless"
 	FlagUnlockBypass      = "unlock_bypass"
 	FlagUnlockFilterError = "unlock_filter_error"
+	// FlagUnboundPayload marks an A2H v0.2 resolution: its signature
+	// binds no response payload (spec §9.2 binds it from v0.3).
+	FlagUnboundPayload = "unbound_payload"
 )
 
 // Raw is one source record as read: its exact bytes and where it is.
