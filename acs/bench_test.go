@@ -125,3 +125,31 @@ func BenchmarkCanonicalize(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMembers walks the members of a 1 KiB canonical ContextEntry, as
+// the Guardian and the verifier do: one member looked up by name (the
+// last, so every member before it is skipped) and every member visited.
+func BenchmarkMembers(b *testing.B) {
+	canon, err := Canonicalize(benchEntry(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var last []byte
+	CanonicalMembers(canon, func(name, _ []byte) bool { last = name; return true })
+	b.Run("member", func(b *testing.B) {
+		b.SetBytes(int64(len(canon)))
+		for b.Loop() {
+			if CanonicalMember(canon, string(last)) == nil {
+				b.Fatal("no member")
+			}
+		}
+	})
+	b.Run("members", func(b *testing.B) {
+		b.SetBytes(int64(len(canon)))
+		for b.Loop() {
+			if !CanonicalMembers(canon, func(_, _ []byte) bool { return true }) {
+				b.Fatal("malformed")
+			}
+		}
+	})
+}

@@ -217,94 +217,34 @@ func firstByte(b []byte) byte {
 // member returns the value of the top-level member name of the JSON object
 // obj, which must be valid JSON (the event passed acs.Canonicalize), without
 // decoding the rest of it.
-func member(obj []byte, name string) (json.RawMessage, bool) {
-	i := skipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
-	}
-	i++
-	for {
-		i = skipWS(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return nil, false
-		}
-		kEnd := skipString(obj, i)
-		key := obj[i:kEnd]
-		i = skipWS(obj, kEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return nil, false
-		}
-		vStart := skipWS(obj, i+1)
-		vEnd := skipJSONValue(obj, vStart)
+func member(obj []byte, name string) (v json.RawMessage, found bool) {
+	acs.JSONMembers(obj, func(key, value []byte) bool {
 		if keyIs(key, name) {
-			return json.RawMessage(obj[vStart:vEnd]), true
+			v, found = value, true
 		}
-		i = skipWS(obj, vEnd)
-		if i >= len(obj) || obj[i] != ',' {
-			return nil, false
-		}
-		i++
-	}
+		return !found
+	})
+	return v, found
 }
 
-// keyIs compares a quoted JSON key with name, unescaping only when needed.
-func keyIs(quoted []byte, name string) bool {
-	if bytes.IndexByte(quoted, '\\') < 0 {
-		return string(quoted[1:len(quoted)-1]) == name
+// keyIs compares a JSON member name, as written between its quotes, with
+// name, unescaping only when needed.
+func keyIs(key []byte, name string) bool {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return string(key) == name // no allocation
+	}
+	k, err := unquote(key)
+	return err == nil && k == name
+}
+
+// unquote decodes a JSON string as written between its quotes.
+func unquote(s []byte) (string, error) {
+	if bytes.IndexByte(s, '\\') < 0 {
+		return string(s), nil
 	}
 	var k string
-	return json.Unmarshal(quoted, &k) == nil && k == name
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string starting at b[i] ('"').
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// skipJSONValue returns the index after the value starting at b[i].
-func skipJSONValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	return i
+	err := json.Unmarshal(append(append([]byte{'"'}, s...), '"'), &k)
+	return k, err
 }
 
 // decodeOPAEvent decodes the members of an event the mapping reads, in
@@ -412,30 +352,19 @@ func opaBundles(v []byte) (map[string]opaBundle, error) {
 // eachMember calls fn with every top-level member of the JSON object obj
 // (valid JSON), its key unescaped and its value's exact bytes.
 func eachMember(obj []byte, fn func(key string, v []byte) error) error {
-	i := skipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
+	var err error
+	ok := acs.JSONMembers(obj, func(name, v []byte) bool {
+		var key string
+		if key, err = unquote(name); err == nil {
+			err = fn(key, v)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return errors.New("not a JSON object")
-	}
-	i = skipWS(obj, i+1)
-	if i < len(obj) && obj[i] == '}' {
-		return nil
-	}
-	for i < len(obj) {
-		kEnd := skipString(obj, i)
-		key, err := jsonString(obj[i:kEnd])
-		if err != nil {
-			return err
-		}
-		vStart := skipWS(obj, skipWS(obj, kEnd)+1) // past the ':'
-		vEnd := skipJSONValue(obj, vStart)
-		if err := fn(key, obj[vStart:vEnd]); err != nil {
-			return err
-		}
-		i = skipWS(obj, vEnd)
-		if i >= len(obj) || obj[i] != ',' {
-			return nil
-		}
-		i = skipWS(obj, i+1)
 	}
 	return nil
 }
