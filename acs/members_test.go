@@ -92,28 +92,51 @@ func TestCanonicalElements(t *testing.T) {
 	}
 }
 
-func TestCanonicalMembers(t *testing.T) {
+// TestMembers: CanonicalMembers walks canonical bytes, JSONMembers any
+// JSON a strict parser accepted (whitespace between tokens); both pass
+// names as written, escapes and all, and stop at the first malformed byte.
+func TestMembers(t *testing.T) {
 	t.Parallel()
+	walkers := map[string]func([]byte, func(k, v []byte) bool) bool{"CanonicalMembers": CanonicalMembers, "JSONMembers": JSONMembers}
 	for _, tc := range []struct {
-		obj  string
-		want []string
-		ok   bool
+		walkers []string
+		obj     string
+		want    []string
+		ok      bool
 	}{
-		{`{}`, nil, true},
-		{`{"a":1,"b\"c":"}","d":{"e":[]}}`, []string{`a=1`, `b\"c="}"`, `d={"e":[]}`}, true},
-		{`{"a":1,}`, []string{`a=1`}, false},
-		{`{"a":}`, nil, false},
-		{`{"a":1}x`, []string{`a=1`}, false},
-		{`{"a":1`, nil, false},
-		{`[]`, nil, false},
+		{nil, `{}`, nil, true},
+		{nil, `{"a":1,"b\"c":"}","d":{"e":[]}}`, []string{`a=1`, `b\"c="}"`, `d={"e":[]}`}, true},
+		{nil, `{"a":1,}`, []string{`a=1`}, false},
+		{nil, `{"a":}`, nil, false},
+		{nil, `{"a":1}x`, []string{`a=1`}, false},
+		{nil, `{"a":1`, nil, false},
+		{nil, `[]`, nil, false},
+		{[]string{"JSONMembers"}, " {} ", nil, true},
+		{[]string{"JSONMembers"}, "{\n}", nil, true},
+		{[]string{"JSONMembers"}, ` { "a" : 1 , "b\"c":"}" ,"d" : { "e" : [ ] } , "n":-1.5e3 } `, []string{`a=1`, `b\"c="}"`, `d={ "e" : [ ] }`, `n=-1.5e3`}, true},
+		{[]string{"JSONMembers"}, "{\"t\":true\n}", []string{`t=true`}, true},
+		{[]string{"JSONMembers"}, `{"a":1 ,}`, []string{`a=1`}, false},
+		{[]string{"JSONMembers"}, `{"a": }`, nil, false},
+		{[]string{"JSONMembers"}, `{"a":1} x`, []string{`a=1`}, false},
+		{[]string{"JSONMembers"}, ` [ ]`, nil, false},
+		// Whitespace is not canonical: the walk stops where it is.
+		{[]string{"CanonicalMembers"}, `{"a":1 }`, []string{`a=1`}, false},
+		{[]string{"CanonicalMembers"}, `{ "a":1}`, nil, false},
+		{[]string{"CanonicalMembers"}, ` {}`, nil, false},
 	} {
-		var got []string
-		ok := CanonicalMembers([]byte(tc.obj), func(k, v []byte) bool {
-			got = append(got, string(k)+"="+string(v))
-			return true
-		})
-		if ok != tc.ok || fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("CanonicalMembers(%s) = %q, %v; want %q, %v", tc.obj, got, ok, tc.want, tc.ok)
+		names := tc.walkers
+		if names == nil {
+			names = []string{"CanonicalMembers", "JSONMembers"}
+		}
+		for _, name := range names {
+			var got []string
+			ok := walkers[name]([]byte(tc.obj), func(k, v []byte) bool {
+				got = append(got, string(k)+"="+string(v))
+				return true
+			})
+			if ok != tc.ok || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("%s(%s) = %q, %v; want %q, %v", name, tc.obj, got, ok, tc.want, tc.ok)
+			}
 		}
 	}
 }
@@ -264,36 +287,6 @@ func TestCanonicalMemberSpan(t *testing.T) {
 		}
 		if rest := string(obj[:start]) + string(obj[end:]); rest != tc.remaining {
 			t.Errorf("without %q: %s, want %s", tc.name, rest, tc.remaining)
-		}
-	}
-}
-
-// TestJSONMembers: the walk over JSON a strict parser accepted, whitespace
-// and all; names come as written, escapes and all.
-func TestJSONMembers(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		obj  string
-		want []string
-		ok   bool
-	}{
-		{" {} ", nil, true},
-		{"{\n}", nil, true},
-		{` { "a" : 1 , "b\"c":"}" ,"d" : { "e" : [ ] } , "n":-1.5e3 } `, []string{`a=1`, `b\"c="}"`, `d={ "e" : [ ] }`, `n=-1.5e3`}, true},
-		{"{\"t\":true\n}", []string{`t=true`}, true},
-		{`{"a":1 ,}`, []string{`a=1`}, false},
-		{`{"a": }`, nil, false},
-		{`{"a":1} x`, []string{`a=1`}, false},
-		{`{"a":1`, nil, false},
-		{` [ ]`, nil, false},
-	} {
-		var got []string
-		ok := JSONMembers([]byte(tc.obj), func(k, v []byte) bool {
-			got = append(got, string(k)+"="+string(v))
-			return true
-		})
-		if ok != tc.ok || fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("JSONMembers(%s) = %q, %v; want %q, %v", tc.obj, got, ok, tc.want, tc.ok)
 		}
 	}
 }

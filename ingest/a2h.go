@@ -379,17 +379,13 @@ type a2hResolution struct {
 // A2HKeyOf returns the natural key of a Response: (in_reply_to,
 // resolution_id) as a JSON array, which no pair of ids shares.
 func A2HKeyOf(inReplyTo, resolutionID string) string {
-	b, _ := json.Marshal([2]string{inReplyTo, resolutionID})
-	return string(b)
+	return naturalKey(inReplyTo, resolutionID)
 }
 
 // Map implements Mapper.
 func (m A2HMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
-	if raw.Err != nil {
-		return quarantine(A2H, raw, "", ReasonMalformedJSON, "%v", raw.Err)
-	}
-	if _, err := acs.Canonicalize(raw.Bytes); err != nil {
-		return quarantine(A2H, raw, "", ReasonMalformedJSON, "%v", err)
+	if q := malformed(A2H, raw); q != nil {
+		return *q
 	}
 	var d A2HDelivery
 	if err := strictDecode(raw.Bytes, &d); err != nil {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ingest/schemas"
 	"github.com/acsledger/acsledger/ledger"
 )
@@ -102,11 +101,8 @@ func bashGuardFlags(source string) []string {
 
 // Map implements Mapper.
 func (BashGuardMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
-	if raw.Err != nil {
-		return quarantine(BashGuard, raw, "", ReasonMalformedJSON, "%v", raw.Err)
-	}
-	if _, err := acs.Canonicalize(raw.Bytes); err != nil {
-		return quarantine(BashGuard, raw, "", ReasonMalformedJSON, "%v", err)
+	if q := malformed(BashGuard, raw); q != nil {
+		return *q
 	}
 	doc, err := schemas.Decode(raw.Bytes)
 	if err != nil {
@@ -228,11 +224,8 @@ var auditSources = []string{"opa", "fail-open", "fail-closed", "cached", "opa-un
 
 // Map implements Mapper.
 func (m BashGuardAuditMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
-	if raw.Err != nil {
-		return quarantine(BashGuardAudit, raw, "", ReasonMalformedJSON, "%v", raw.Err)
-	}
-	if _, err := acs.Canonicalize(raw.Bytes); err != nil {
-		return quarantine(BashGuardAudit, raw, "", ReasonMalformedJSON, "%v", err)
+	if q := malformed(BashGuardAudit, raw); q != nil {
+		return *q
 	}
 	var a auditLine
 	if err := strictDecode(raw.Bytes, &a); err != nil {

@@ -92,11 +92,8 @@ type policyVersion struct {
 
 // Map implements Mapper.
 func (m OPAMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
-	if raw.Err != nil {
-		return quarantine(OPA, raw, "", ReasonMalformedJSON, "%v", raw.Err)
-	}
-	if _, err := acs.Canonicalize(raw.Bytes); err != nil {
-		return quarantine(OPA, raw, "", ReasonMalformedJSON, "%v", err)
+	if q := malformed(OPA, raw); q != nil {
+		return *q
 	}
 	if t := firstByte(raw.Bytes); t != '{' {
 		return quarantine(OPA, raw, "", ReasonSchemaInvalid, "an OPA decision event must be a JSON object")
