@@ -14,13 +14,10 @@ import (
 
 type corpusManifest struct {
 	Cases []struct {
-		File     string `json:"file"`
-		Entries  int    `json:"entries"`
-		Head     string `json:"head"`
-		Findings []struct {
-			Code       string `json:"code"`
-			EntryIndex int    `json:"entry_index"`
-		} `json:"findings"`
+		File     string        `json:"file"`
+		Entries  int           `json:"entries"`
+		Head     string        `json:"head"`
+		Findings []codeAtIndex `json:"findings"`
 	} `json:"cases"`
 	Heads []struct {
 		Entries   string        `json:"entries"`
@@ -42,12 +39,13 @@ type codeAtIndex struct {
 	EntryIndex int    `json:"entry_index"`
 }
 
+// codes lists findings as wantCodes lists a manifest's.
 func codes(fs []Finding) []string {
-	var out []string
-	for _, f := range fs {
-		out = append(out, f.Code+"@"+strconv.Itoa(f.EntryIndex))
+	cs := make([]codeAtIndex, len(fs))
+	for i, f := range fs {
+		cs[i] = codeAtIndex{f.Code, f.EntryIndex}
 	}
-	return out
+	return wantCodes(cs)
 }
 
 func wantCodes(fs []codeAtIndex) []string {
