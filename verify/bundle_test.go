@@ -15,12 +15,9 @@ import (
 type bundleManifest struct {
 	Session string `json:"session"`
 	Cases   []struct {
-		File     string        `json:"file"`
-		Mutation string        `json:"mutation"`
-		Trust    bool          `json:"trust"`
-		HMACIKM  string        `json:"hmac_ikm"`
-		Findings []codeAtIndex `json:"findings"`
-		Notices  []codeAtIndex `json:"notices"`
+		File  string `json:"file"`
+		Trust bool   `json:"trust"`
+		verdict
 	} `json:"cases"`
 }
 

@@ -20,18 +20,25 @@ type corpusManifest struct {
 		Findings []codeAtIndex `json:"findings"`
 	} `json:"cases"`
 	Heads []struct {
-		Entries   string        `json:"entries"`
-		Responses string        `json:"responses"`
-		Mutation  string        `json:"mutation"`
-		Session   string        `json:"session"`
-		HMACIKM   string        `json:"hmac_ikm"`
-		Findings  []codeAtIndex `json:"findings"`
-		Notices   []codeAtIndex `json:"notices"`
+		Entries   string `json:"entries"`
+		Responses string `json:"responses"`
+		Session   string `json:"session"`
+		verdict
 	} `json:"heads"`
 	Requests []struct {
 		Params      json.RawMessage `json:"params"`
 		RequestHash string          `json:"request_hash"`
 	} `json:"requests"`
+}
+
+// verdict is what a manifest expects of a case that signed responses
+// take part in: the mutation made, the HMAC IKM the check is given
+// (KEY_ID=HEX, or ""), and the findings and notices, in order.
+type verdict struct {
+	Mutation string        `json:"mutation"`
+	HMACIKM  string        `json:"hmac_ikm"`
+	Findings []codeAtIndex `json:"findings"`
+	Notices  []codeAtIndex `json:"notices"`
 }
 
 type codeAtIndex struct {
