@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -49,17 +48,7 @@ func readTrust(t testing.TB, ikm string) *Trust {
 // exactly the findings and notices its manifest lists, in order.
 func TestBundleCorpus(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("testdata", "bundles", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m bundleManifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Cases) == 0 {
-		t.Fatal("no cases")
-	}
+	m := readManifestFile(t, "bundles", func(m bundleManifest) int { return len(m.Cases) })
 	seen := map[string]bool{}
 	for _, c := range m.Cases {
 		t.Run(c.File+"/"+c.Mutation, func(t *testing.T) {

@@ -122,16 +122,23 @@ func TestCorpusHeads(t *testing.T) {
 
 func readManifest(t testing.TB) corpusManifest {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "corpus", "manifest.json"))
+	return readManifestFile(t, "corpus", func(m corpusManifest) int { return len(m.Cases) })
+}
+
+// readManifestFile reads testdata/dir/manifest.json, which must list at
+// least one case.
+func readManifestFile[M any](t testing.TB, dir string, cases func(M) int) M {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", dir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m corpusManifest
+	var m M
 	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("manifest.json: %v", err)
+		t.Fatalf("%s/manifest.json: %v", dir, err)
 	}
-	if len(m.Cases) == 0 {
-		t.Fatal("manifest.json lists no cases")
+	if cases(m) == 0 {
+		t.Fatalf("%s/manifest.json lists no cases", dir)
 	}
 	return m
 }
