@@ -94,18 +94,17 @@ func generate(alg Algorithm) (privateMaterial, error) {
 func parsePrivate(alg Algorithm, b []byte) (privateMaterial, error) {
 	switch alg {
 	case ECDSAP256:
-		ek, err := x509Key(b, "ECDSA-P256 private key", "PKCS #8", x509.ParsePKCS8PrivateKey,
-			"a P-256 key", func(k *ecdsa.PrivateKey) bool { return k.Curve == elliptic.P256() })
+		ek, err := x509Key(b, "ECDSA-P256 private key", "PKCS #8", x509.ParsePKCS8PrivateKey, "a P-256 key", func(k *ecdsa.PrivateKey) error {
+			return p256(k.Curve)
+		})
 		if err != nil {
 			return nil, err
 		}
 		return ecdsaPrivate{ek}, nil
 	case RSAPSSSHA256:
-		rk, err := x509Key(b, "RSA-PSS-SHA256 private key", "PKCS #8", x509.ParsePKCS8PrivateKey,
-			"an RSA key", func(k *rsa.PrivateKey) bool { return true })
-		if err == nil {
-			err = rsaModulus("private", rk.N.BitLen())
-		}
+		rk, err := x509Key(b, "RSA-PSS-SHA256 private key", "PKCS #8", x509.ParsePKCS8PrivateKey, "an RSA key", func(k *rsa.PrivateKey) error {
+			return rsaModulus(k.N.BitLen())
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -131,18 +130,17 @@ func parsePrivate(alg Algorithm, b []byte) (privateMaterial, error) {
 func parsePublic(alg Algorithm, b []byte) (publicMaterial, error) {
 	switch alg {
 	case ECDSAP256:
-		ek, err := x509Key(b, "ECDSA-P256 public key", "PKIX", x509.ParsePKIXPublicKey,
-			"a P-256 key", func(k *ecdsa.PublicKey) bool { return k.Curve == elliptic.P256() })
+		ek, err := x509Key(b, "ECDSA-P256 public key", "PKIX", x509.ParsePKIXPublicKey, "a P-256 key", func(k *ecdsa.PublicKey) error {
+			return p256(k.Curve)
+		})
 		if err != nil {
 			return nil, err
 		}
 		return ecdsaPublic{ek}, nil
 	case RSAPSSSHA256:
-		rk, err := x509Key(b, "RSA-PSS-SHA256 public key", "PKIX", x509.ParsePKIXPublicKey,
-			"an RSA key", func(k *rsa.PublicKey) bool { return true })
-		if err == nil {
-			err = rsaModulus("public", rk.N.BitLen())
-		}
+		rk, err := x509Key(b, "RSA-PSS-SHA256 public key", "PKIX", x509.ParsePKIXPublicKey, "an RSA key", func(k *rsa.PublicKey) error {
+			return rsaModulus(k.N.BitLen())
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -174,25 +172,42 @@ func parsePublic(alg Algorithm, b []byte) (publicMaterial, error) {
 }
 
 // x509Key parses b, a key in form (PKCS #8 or PKIX), with parse and wants
-// a K that fits reports fits; want names such a key and what the key
-// parsed, in errors.
-func x509Key[K any](b []byte, what, form string, parse func([]byte) (any, error), want string, fits func(K) bool) (K, error) {
+// a K that check accepts. what names the key in errors; want names the key
+// wanted when b holds another, or when check says errOtherKey.
+func x509Key[K any](b []byte, what, form string, parse func([]byte) (any, error), want string, check func(K) error) (K, error) {
 	var zero K
 	k, err := parse(b)
 	if err != nil {
 		return zero, fmt.Errorf("%s: %w", what, err)
 	}
 	kk, ok := k.(K)
-	if !ok || !fits(kk) {
+	if ok {
+		err = check(kk)
+	}
+	switch {
+	case !ok || err == errOtherKey:
 		return zero, fmt.Errorf("%s: %s holds a %T, not %s", what, form, k, want)
+	case err != nil:
+		return zero, fmt.Errorf("%s: %w", what, err)
 	}
 	return kk, nil
 }
 
+// errOtherKey is a check's answer to a key of the right type that is not
+// the key wanted (an ECDSA key on another curve).
+var errOtherKey = errors.New("another key")
+
+func p256(c elliptic.Curve) error {
+	if c != elliptic.P256() {
+		return errOtherKey
+	}
+	return nil
+}
+
 // rsaModulus refuses an RSA modulus shorter than minRSABits.
-func rsaModulus(kind string, bits int) error {
+func rsaModulus(bits int) error {
 	if bits < minRSABits {
-		return fmt.Errorf("RSA-PSS-SHA256 %s key: %d-bit modulus, want at least %d", kind, bits, minRSABits)
+		return fmt.Errorf("%d-bit modulus, want at least %d", bits, minRSABits)
 	}
 	return nil
 }
