@@ -300,20 +300,12 @@ func decodeOPAEvent(event []byte) (*opaEvent, error) {
 // string, any other value an error), without reflection: every OPA event
 // has labels, and encoding/json's map decoding was a fifth of Map's CPU.
 func stringMap(v []byte) (map[string]string, error) {
-	if string(v) == "null" {
-		return nil, nil
-	}
-	m := make(map[string]string)
-	err := eachMember(v, func(key string, v []byte) error {
-		var s string
-		var err error
-		if string(v) != "null" {
-			s, err = jsonString(v)
+	return objectMap(v, func(_ string, v []byte) (string, error) {
+		if string(v) == "null" {
+			return "", nil
 		}
-		m[key] = s
-		return err
+		return jsonString(v)
 	})
-	return m, err
 }
 
 // opaBundles decodes the bundles member as encoding/json decodes it into a
@@ -321,27 +313,37 @@ func stringMap(v []byte) (map[string]string, error) {
 // member, matched without regard to case as encoding/json matches a
 // field, is a string or null; its other members are ignored.
 func opaBundles(v []byte) (map[string]opaBundle, error) {
+	return objectMap(v, func(name string, v []byte) (opaBundle, error) {
+		var b opaBundle
+		if string(v) == "null" {
+			return b, nil
+		}
+		err := eachMember(v, func(key string, v []byte) error {
+			if !strings.EqualFold(key, "revision") || string(v) == "null" {
+				return nil
+			}
+			var err error
+			b.Revision, err = jsonString(v)
+			return err
+		})
+		if err != nil {
+			return b, fmt.Errorf("bundle %q: %w", name, err)
+		}
+		return b, nil
+	})
+}
+
+// objectMap decodes a JSON object as encoding/json decodes it into a
+// map[string]V, each member's value by elem: null is a nil map.
+func objectMap[V any](v []byte, elem func(name string, v []byte) (V, error)) (map[string]V, error) {
 	if string(v) == "null" {
 		return nil, nil
 	}
-	m := make(map[string]opaBundle)
+	m := make(map[string]V)
 	err := eachMember(v, func(name string, v []byte) error {
-		var b opaBundle
-		if string(v) != "null" {
-			err := eachMember(v, func(key string, v []byte) error {
-				if !strings.EqualFold(key, "revision") || string(v) == "null" {
-					return nil
-				}
-				var err error
-				b.Revision, err = jsonString(v)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("bundle %q: %w", name, err)
-			}
-		}
-		m[name] = b
-		return nil
+		e, err := elem(name, v)
+		m[name] = e
+		return err
 	})
 	return m, err
 }
