@@ -8,7 +8,8 @@
 // Merkle log and the offline verifier link no database driver; and OPA
 // reaches the web server only through the Guardian's packages. The rules
 // are in layering_test.go, a table keyed by directory prefix, so a package
-// that splits keeps its rule and a new one is one row. They read the build
+// that splits keeps its rule and a new one is one row; a new top-level
+// directory without a row fails until it has one. They read the build
 // graph with `go list`, non-test dependencies only, so a test helper may
 // reach further than the code it tests.
 package layering
