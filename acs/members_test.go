@@ -92,28 +92,51 @@ func TestCanonicalElements(t *testing.T) {
 	}
 }
 
-func TestCanonicalMembers(t *testing.T) {
+// TestMembers: CanonicalMembers walks canonical bytes, JSONMembers any
+// JSON a strict parser accepted (whitespace between tokens); both pass
+// names as written, escapes and all, and stop at the first malformed byte.
+func TestMembers(t *testing.T) {
 	t.Parallel()
+	walkers := map[string]func([]byte, func(k, v []byte) bool) bool{"CanonicalMembers": CanonicalMembers, "JSONMembers": JSONMembers}
 	for _, tc := range []struct {
-		obj  string
-		want []string
-		ok   bool
+		walkers []string
+		obj     string
+		want    []string
+		ok      bool
 	}{
-		{`{}`, nil, true},
-		{`{"a":1,"b\"c":"}","d":{"e":[]}}`, []string{`a=1`, `b\"c="}"`, `d={"e":[]}`}, true},
-		{`{"a":1,}`, []string{`a=1`}, false},
-		{`{"a":}`, nil, false},
-		{`{"a":1}x`, []string{`a=1`}, false},
-		{`{"a":1`, nil, false},
-		{`[]`, nil, false},
+		{nil, `{}`, nil, true},
+		{nil, `{"a":1,"b\"c":"}","d":{"e":[]}}`, []string{`a=1`, `b\"c="}"`, `d={"e":[]}`}, true},
+		{nil, `{"a":1,}`, []string{`a=1`}, false},
+		{nil, `{"a":}`, nil, false},
+		{nil, `{"a":1}x`, []string{`a=1`}, false},
+		{nil, `{"a":1`, nil, false},
+		{nil, `[]`, nil, false},
+		{[]string{"JSONMembers"}, " {} ", nil, true},
+		{[]string{"JSONMembers"}, "{\n}", nil, true},
+		{[]string{"JSONMembers"}, ` { "a" : 1 , "b\"c":"}" ,"d" : { "e" : [ ] } , "n":-1.5e3 } `, []string{`a=1`, `b\"c="}"`, `d={ "e" : [ ] }`, `n=-1.5e3`}, true},
+		{[]string{"JSONMembers"}, "{\"t\":true\n}", []string{`t=true`}, true},
+		{[]string{"JSONMembers"}, `{"a":1 ,}`, []string{`a=1`}, false},
+		{[]string{"JSONMembers"}, `{"a": }`, nil, false},
+		{[]string{"JSONMembers"}, `{"a":1} x`, []string{`a=1`}, false},
+		{[]string{"JSONMembers"}, ` [ ]`, nil, false},
+		// Whitespace is not canonical: the walk stops where it is.
+		{[]string{"CanonicalMembers"}, `{"a":1 }`, []string{`a=1`}, false},
+		{[]string{"CanonicalMembers"}, `{ "a":1}`, nil, false},
+		{[]string{"CanonicalMembers"}, ` {}`, nil, false},
 	} {
-		var got []string
-		ok := CanonicalMembers([]byte(tc.obj), func(k, v []byte) bool {
-			got = append(got, string(k)+"="+string(v))
-			return true
-		})
-		if ok != tc.ok || fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("CanonicalMembers(%s) = %q, %v; want %q, %v", tc.obj, got, ok, tc.want, tc.ok)
+		names := tc.walkers
+		if names == nil {
+			names = []string{"CanonicalMembers", "JSONMembers"}
+		}
+		for _, name := range names {
+			var got []string
+			ok := walkers[name]([]byte(tc.obj), func(k, v []byte) bool {
+				got = append(got, string(k)+"="+string(v))
+				return true
+			})
+			if ok != tc.ok || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("%s(%s) = %q, %v; want %q, %v", name, tc.obj, got, ok, tc.want, tc.ok)
+			}
 		}
 	}
 }
@@ -143,6 +166,26 @@ func FuzzCanonicalMembers(f *testing.F) {
 			}
 			return c
 		}
+		// A ValueScanner ends a bracketed value or a string where it
+		// ends, in one piece or two; a number or literal at the end of
+		// the input is not known to have ended.
+		want := len(canon)
+		if c := canon[0]; c != '{' && c != '[' && c != '"' {
+			want = -1
+		}
+		var whole, halves ValueScanner
+		got := whole.End(canon, 0)
+		if half := len(canon) / 2; half > 0 {
+			if halves.End(canon[:half], 0) != -1 {
+				t.Fatalf("ValueScanner ended %s within its first %d bytes", canon, half)
+			}
+			if g := halves.End(canon, half); g != got {
+				t.Fatalf("ValueScanner ends %s at %d in one piece, at %d in two", canon, got, g)
+			}
+		}
+		if got != want {
+			t.Fatalf("ValueScanner ends %s at %d, want %d", canon, got, want)
+		}
 		switch canon[0] {
 		case '{':
 			var top map[string]json.RawMessage
@@ -168,6 +211,23 @@ func FuzzCanonicalMembers(f *testing.F) {
 			if !ok || n != len(top) {
 				t.Fatalf("CanonicalMembers(%s) saw %d members (ok %v); encoding/json decodes %d", canon, n, ok, len(top))
 			}
+			// JSONMembers reads the input as it came, whitespace and
+			// escapes and all, to the same members.
+			n = 0
+			ok = JSONMembers(in, func(k, v []byte) bool {
+				var name string
+				if err := json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &name); err != nil {
+					t.Fatalf("member name %q of %s: %v", k, in, err)
+				}
+				if raw, found := top[name]; !found || !bytes.Equal(canonOf(v), canonOf(raw)) {
+					t.Fatalf("member %q of %s: JSONMembers scanned %s", name, in, v)
+				}
+				n++
+				return true
+			})
+			if !ok || n != len(top) {
+				t.Fatalf("JSONMembers(%s) saw %d members (ok %v); encoding/json decodes %d", in, n, ok, len(top))
+			}
 		case '[':
 			var elems []json.RawMessage
 			if err := json.Unmarshal(canon, &elems); err != nil {
@@ -189,4 +249,85 @@ func FuzzCanonicalMembers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCanonicalMemberSpan: the place of a member is where its name's quote
+// and its value are, first member or not.
+func TestCanonicalMemberSpan(t *testing.T) {
+	t.Parallel()
+	obj := []byte(`{"a":1,"sig":{"k":"v"},"z":[]}`)
+	for _, tc := range []struct {
+		name             string
+		start, vs, end   int
+		ok               bool
+		value, remaining string
+	}{
+		{"a", 1, 5, 6, true, `1`, `{"sig":{"k":"v"},"z":[]}`},
+		{"sig", 7, 13, 22, true, `{"k":"v"}`, `{"a":1,"z":[]}`},
+		{"z", 23, 27, 29, true, `[]`, `{"a":1,"sig":{"k":"v"}}`},
+		{"k", 0, 0, 0, false, ``, ``},
+	} {
+		start, vs, end, ok := CanonicalMemberSpan(obj, tc.name)
+		if start != tc.start || vs != tc.vs || end != tc.end || ok != tc.ok {
+			t.Errorf("CanonicalMemberSpan(%q) = %d, %d, %d, %v; want %d, %d, %d, %v", tc.name, start, vs, end, ok, tc.start, tc.vs, tc.end, tc.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		// Cutting the pair out with the comma before it (or, for the
+		// first member, after it) leaves the canonical rest.
+		if obj[start-1] == ',' {
+			start--
+		} else {
+			end++
+		}
+		if v := string(obj[vs:tc.end]); v != tc.value {
+			t.Errorf("value of %q = %s, want %s", tc.name, v, tc.value)
+		}
+		if rest := string(obj[:start]) + string(obj[end:]); rest != tc.remaining {
+			t.Errorf("without %q: %s, want %s", tc.name, rest, tc.remaining)
+		}
+	}
+}
+
+// TestValueScannerInPieces: fed a value a piece at a time, split at every
+// byte, a ValueScanner finds the end it finds in one piece, escapes across
+// a split included; a number or literal at the end of its input is not yet
+// known to have ended.
+func TestValueScannerInPieces(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in  string
+		end int
+	}{
+		{`"a\"b\\"x`, 8},
+		{`"\\\""]`, 6},
+		{`{"a":["}",{"b":"\\"}]}, 1`, 22},
+		{`[1,[2,[3]],"]"]`, 15},
+		{`-1.5e3,`, 6},
+		{"true ", 4},
+		{`null}`, 4},
+		{`123`, -1},
+		{`{"a":1`, -1},
+		{`"abc\"`, -1},
+		{`]`, -2},
+		{`,`, -2},
+	} {
+		var whole ValueScanner
+		if got := whole.End([]byte(tc.in), 0); got != tc.end {
+			t.Errorf("End(%s) = %d, want %d", tc.in, got, tc.end)
+			continue
+		}
+		for split := 1; split < len(tc.in); split++ {
+			var s ValueScanner
+			got := s.End([]byte(tc.in[:split]), 0)
+			if got < 0 && got != -2 {
+				got = s.End([]byte(tc.in), split)
+			}
+			if got != tc.end {
+				t.Errorf("End(%s) split at %d = %d, want %d", tc.in, split, got, tc.end)
+			}
+		}
+	}
 }

@@ -80,6 +80,9 @@ func fail(reason, format string, args ...any) *a2hFailure {
 	return &a2hFailure{reason: reason, err: fmt.Errorf(format, args...)}
 }
 
+// expiryActor is the actor of an expiry-defaulted Response (spec §6).
+const expiryActor = "system:default_on_expire"
+
 // A2HVerifier checks pushed Responses (spec §6, §9.2).
 type A2HVerifier struct {
 	Keys []A2HKey
@@ -142,12 +145,19 @@ func (v A2HVerifier) check(d A2HDelivery) (*a2hChecked, *a2hFailure) {
 	}
 	// Spec §6: an expiry-defaulted Response carries the system actor,
 	// never a human one.
-	if resp.Defaulted != nil && *resp.Defaulted && (detail.Actor == nil || *detail.Actor != "system:default_on_expire") {
+	if resp.Defaulted != nil && *resp.Defaulted && (detail.Actor == nil || *detail.Actor != expiryActor) {
 		actor := "no actor"
 		if detail.Actor != nil {
 			actor = strconv.Quote(*detail.Actor)
 		}
-		return nil, fail(ReasonDefaultedActor, "defaulted is true but the actor is %s, not system:default_on_expire", actor)
+		return nil, fail(ReasonDefaultedActor, "defaulted is true but the actor is %s, not %s", actor, expiryActor)
+	}
+	// Spec §6 (v0.2 and v0.3): an expiry default resolves "expired". The
+	// actor says what the Response is, whatever defaulted says (v0.3 §9.2:
+	// defaulted is not bound, the actor is), so the system's actor on any
+	// other resolution is a contradiction, not an answer.
+	if detail.Actor != nil && *detail.Actor == expiryActor && resp.Resolution != "expired" {
+		return nil, fail(ReasonExpiryDefaultResolution, "the actor is %s but the resolution is %q, not \"expired\"", expiryActor, resp.Resolution)
 	}
 	doc, err := schemas.Decode(body)
 	if err != nil {
@@ -155,6 +165,12 @@ func (v A2HVerifier) check(d A2HDelivery) (*a2hChecked, *a2hFailure) {
 	}
 	if err := schemas.Validate(schema, doc); err != nil {
 		return nil, fail(ReasonSchemaInvalid, "%v", err)
+	}
+	// Spec §6: response is REQUIRED for an ask, and "answered" is a
+	// resolution only an ask has. The schema leaves response optional
+	// because a task may omit it.
+	if resp.Resolution == "answered" && len(resp.Response) == 0 {
+		return nil, fail(ReasonSchemaInvalid, "resolution \"answered\" (an ask) without a response (spec §6: response is required for an ask)")
 	}
 	window := v.Window
 	if window <= 0 {
@@ -179,6 +195,16 @@ func (v A2HVerifier) check(d A2HDelivery) (*a2hChecked, *a2hFailure) {
 		c.resolved = *detail.ResolvedAt
 	}
 	return c, nil
+}
+
+// expiryDefault reports whether the Response resolved by expiry default:
+// its actor is the system's and its resolution "expired" (spec §6). It is
+// derived from what the signature binds (v0.3: the actor through
+// payload_sha256, the resolution directly), never from the top-level
+// defaulted, which no version binds; check has refused a defaulted that
+// contradicts them.
+func (c *a2hChecked) expiryDefault() bool {
+	return c.actor == expiryActor && c.resp.Resolution == "expired"
 }
 
 func (v A2HVerifier) verifySig(msg, sig []byte) (string, bool) {
@@ -328,6 +354,7 @@ type a2hEntry struct {
 	Timestamp    string        `json:"timestamp"`
 	Resolution   a2hResolution `json:"resolution"`
 	Answers      *entryRef     `json:"answers,omitempty"`
+	Flags        []string      `json:"flags,omitempty"`
 	SourceFormat string        `json:"source_format"`
 	SourceRecord string        `json:"source_record"`
 }
@@ -352,17 +379,13 @@ type a2hResolution struct {
 // A2HKeyOf returns the natural key of a Response: (in_reply_to,
 // resolution_id) as a JSON array, which no pair of ids shares.
 func A2HKeyOf(inReplyTo, resolutionID string) string {
-	b, _ := json.Marshal([2]string{inReplyTo, resolutionID})
-	return string(b)
+	return naturalKey(inReplyTo, resolutionID)
 }
 
 // Map implements Mapper.
 func (m A2HMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
-	if raw.Err != nil {
-		return quarantine(A2H, raw, "", ReasonMalformedJSON, "%v", raw.Err)
-	}
-	if _, err := acs.Canonicalize(raw.Bytes); err != nil {
-		return quarantine(A2H, raw, "", ReasonMalformedJSON, "%v", err)
+	if q := malformed(A2H, raw); q != nil {
+		return *q
 	}
 	var d A2HDelivery
 	if err := strictDecode(raw.Bytes, &d); err != nil {
@@ -404,15 +427,23 @@ func (m A2HMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
 	if allowed, known := allowedResolutions[msgType]; known && !contains(allowed, r.Resolution) {
 		return quarantine(A2H, raw, key, ReasonResolutionType, "resolution %q does not answer a %s message (allowed: %s)", r.Resolution, msgType, strings.Join(allowed, ", "))
 	}
+	var flags []string
+	if r.Version == "0.2" {
+		// v0.2's signed_context binds no payload digest (spec §9.2, added
+		// in v0.3): the response (its value, actor, comment) and the state
+		// are unsigned, and whoever relayed the push could have changed
+		// them. The entry keeps them, and says so.
+		flags = []string{FlagUnboundPayload}
+	}
 	entry, err := json.Marshal(a2hEntry{
 		EntryID: "a2h:" + r.InReplyTo + ":" + r.ResolutionID, StepID: "a2h:" + r.InReplyTo + ":" + r.ResolutionID,
 		StepType: "ingest/a2h/resolution", Timestamp: d.ReceivedAt,
 		Resolution: a2hResolution{
 			Version: r.Version, InReplyTo: r.InReplyTo, ResolutionID: r.ResolutionID, Resolution: r.Resolution,
-			Defaulted: r.Defaulted != nil && *r.Defaulted, Actor: c.actor, ResolvedAt: c.resolved, MessageType: msgType,
+			Defaulted: c.expiryDefault(), Actor: c.actor, ResolvedAt: c.resolved, MessageType: msgType,
 			JTI: c.sig.JTI, T: c.sig.TS, KeyID: c.keyID, CallbackURL: d.CallbackURL, AgentID: r.Agent.ID, RunID: r.Agent.RunID,
 		},
-		Answers: answers, SourceFormat: string(A2H), SourceRecord: string(raw.Bytes),
+		Answers: answers, Flags: flags, SourceFormat: string(A2H), SourceRecord: string(raw.Bytes),
 	})
 	if err != nil {
 		return quarantine(A2H, raw, key, ReasonSchemaInvalid, "%v", err)
@@ -422,7 +453,7 @@ func (m A2HMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
 		// A Hub's redelivery carries a new t and jti but the same body: the
 		// body is what identifies the content.
 		Digest: sha256.Sum256([]byte(d.Body)),
-		File:   raw.File, Record: raw.Record, Raw: raw.Bytes,
+		File:   raw.File, Record: raw.Record, Raw: raw.Bytes, Flags: flags,
 		Entry: ledger.Record{SessionID: session, Entry: entry, Writer: writer},
 	}
 }

@@ -253,6 +253,10 @@ func TestA2HChecks(t *testing.T) {
 	deliver := func(body []byte, header string) A2HDelivery {
 		return A2HDelivery{ReceivedAt: at.Add(3 * time.Second).Format(time.RFC3339), CallbackURL: cb, Headers: map[string]string{"a2h-signature": header}, Body: string(body)}
 	}
+	// signed is body as the Hub signs it with secret, jti a fresh nonce.
+	signed := func(body []byte, jti string) A2HDelivery {
+		return deliver(body, hubSign(t, body, cb, at, jti, secret, nil))
+	}
 	good := responseBody("0.3", "msg_1", "res_1", "answered", false, "human:alice")
 	for _, tc := range []struct {
 		name   string
@@ -260,26 +264,18 @@ func TestA2HChecks(t *testing.T) {
 		reason string // "" accepted
 		key    string
 	}{
-		{"hmac v0.3", deliver(good, hubSign(t, good, cb, at, "j1", secret, nil)), "", "h"},
+		{"hmac v0.3", signed(good, "j1"), "", "h"},
 		{"ed25519 v0.3", deliver(good, hubSign(t, good, cb, at, "j2", nil, priv)), "", "e"},
-		{"v0.2 signs no payload digest", func() A2HDelivery {
-			b := responseBody("0.2", "msg_1", "res_1", "answered", false, "human:alice")
-			return deliver(b, hubSign(t, b, cb, at, "j3", secret, nil))
-		}(), "", "h"},
+		{"v0.2 signs no payload digest", signed(responseBody("0.2", "msg_1", "res_1", "answered", false, "human:alice"), "j3"), "", "h"},
 		{"v0.2 payload is not bound", func() A2HDelivery {
 			b := responseBody("0.2", "msg_1", "res_1", "answered", false, "human:alice")
 			h := hubSign(t, b, cb, at, "j3", secret, nil)
 			return deliver([]byte(strings.Replace(string(b), "ship", "hold", 1)), h)
 		}(), "", "h"},
 		{"v0.3 payload is bound", deliver([]byte(strings.Replace(string(good), "ship", "hold", 1)), hubSign(t, good, cb, at, "j4", secret, nil)), ReasonSignatureMismatch, ""},
-		{"other callback url", func() A2HDelivery {
-			d := deliver(good, hubSign(t, good, "https://evil.example/cb", at, "j5", secret, nil))
-			return d
-		}(), ReasonSignatureMismatch, ""},
+		{"other callback url", deliver(good, hubSign(t, good, "https://evil.example/cb", at, "j5", secret, nil)), ReasonSignatureMismatch, ""},
 		{"unknown key", deliver(good, hubSign(t, good, cb, at, "j6", []byte("nope"), nil)), ReasonSignatureMismatch, ""},
-		{"stale", func() A2HDelivery {
-			return deliver(good, hubSign(t, good, cb, at.Add(-5*time.Minute), "j7", secret, nil))
-		}(), ReasonStaleTimestamp, ""},
+		{"stale", deliver(good, hubSign(t, good, cb, at.Add(-5*time.Minute), "j7", secret, nil)), ReasonStaleTimestamp, ""},
 		{"no header", A2HDelivery{ReceivedAt: at.Format(time.RFC3339), CallbackURL: cb, Headers: map[string]string{}, Body: string(good)}, ReasonMalformedSigHdr, ""},
 		{"header without jti", deliver(good, "t=1,v1=AAAA"), ReasonMalformedSigHdr, ""},
 		{"header t twice", deliver(good, "t=1,t=2,jti=x,v1=AAAA"), ReasonMalformedSigHdr, ""},
@@ -287,26 +283,11 @@ func TestA2HChecks(t *testing.T) {
 		{"header t not a number", deliver(good, "t=+1,jti=x,v1=AAAA"), ReasonMalformedSigHdr, ""},
 		{"body not JSON", deliver([]byte(`{"a2h_version":"0.3",`), "t=1,jti=x,v1=AAAA"), ReasonMalformedJSON, ""},
 		{"duplicate member", deliver([]byte(`{"a2h_version":"0.3","a2h_version":"0.3"}`), "t=1,jti=x,v1=AAAA"), ReasonMalformedJSON, ""},
-		{"version 0.4", func() A2HDelivery {
-			b := responseBody("0.4", "msg_1", "res_1", "answered", false, "human:alice")
-			return deliver(b, hubSign(t, b, cb, at, "j8", secret, nil))
-		}(), ReasonUnsupportedVer, ""},
-		{"defaulted by a human", func() A2HDelivery {
-			b := responseBody("0.3", "msg_1", "res_1", "expired", true, "human:alice")
-			return deliver(b, hubSign(t, b, cb, at, "j9", secret, nil))
-		}(), ReasonDefaultedActor, ""},
-		{"defaulted by the system", func() A2HDelivery {
-			b := responseBody("0.3", "msg_1", "res_1", "expired", true, "system:default_on_expire")
-			return deliver(b, hubSign(t, b, cb, at, "j10", secret, nil))
-		}(), "", "h"},
-		{"schema: resolution ignored", func() A2HDelivery {
-			b := responseBody("0.3", "msg_1", "res_1", "ignored", false, "human:alice")
-			return deliver(b, hubSign(t, b, cb, at, "j11", secret, nil))
-		}(), ReasonSchemaInvalid, ""},
-		{"schema: bad actor", func() A2HDelivery {
-			b := responseBody("0.3", "msg_1", "res_1", "answered", false, "alice")
-			return deliver(b, hubSign(t, b, cb, at, "j12", secret, nil))
-		}(), ReasonSchemaInvalid, ""},
+		{"version 0.4", signed(responseBody("0.4", "msg_1", "res_1", "answered", false, "human:alice"), "j8"), ReasonUnsupportedVer, ""},
+		{"defaulted by a human", signed(responseBody("0.3", "msg_1", "res_1", "expired", true, "human:alice"), "j9"), ReasonDefaultedActor, ""},
+		{"defaulted by the system", signed(responseBody("0.3", "msg_1", "res_1", "expired", true, "system:default_on_expire"), "j10"), "", "h"},
+		{"schema: resolution ignored", signed(responseBody("0.3", "msg_1", "res_1", "ignored", false, "human:alice"), "j11"), ReasonSchemaInvalid, ""},
+		{"schema: bad actor", signed(responseBody("0.3", "msg_1", "res_1", "answered", false, "alice"), "j12"), ReasonSchemaInvalid, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, f := ver.check(tc.d)
@@ -376,5 +357,88 @@ func TestOPAMapsDecodeAsEncodingJSON(t *testing.T) {
 		if (err != nil) != (wantErr != nil) || wantErr == nil && !reflect.DeepEqual(got, want) {
 			t.Errorf("bundles %s: %#v, %v; encoding/json %#v, %v", v, got, err, want, wantErr)
 		}
+	}
+}
+
+// TestA2HBoundMeaning: what a resolution means comes from what the Hub
+// signed, as spec §6 and v0.3 §9.2 say, and a v0.2 delivery, whose
+// payload no signature covers, says so on its entry.
+func TestA2HBoundMeaning(t *testing.T) {
+	secret := []byte("hub secret")
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	cb := "https://ledger.example/api/v1/ingest/a2h"
+	m := A2HMapper{Verifier: A2HVerifier{Keys: []A2HKey{{ID: "h", HMAC: secret}}}}
+	// body is a Response; defaulted is left out when nil, response when
+	// actor is "".
+	body := func(version, resolution string, defaulted *bool, actor string) []byte {
+		r := map[string]any{
+			"a2h_version": version, "in_reply_to": "msg_1", "resolution_id": "res_" + resolution,
+			"agent": map[string]string{"id": "bot", "run_id": "r1"}, "resolution": resolution,
+		}
+		if actor != "" {
+			r["response"] = map[string]any{"value": "hold", "actor": actor, "resolved_at": "2026-12-01T10:00:00Z"}
+		}
+		if defaulted != nil {
+			r["defaulted"] = *defaulted
+		}
+		b, _ := json.Marshal(r)
+		return b
+	}
+	no := false
+	for i, tc := range []struct {
+		name          string
+		body          []byte
+		reason        string // "" accepted
+		expiryDefault bool
+		flags         []string
+	}{
+		{"the system's actor answering", body("0.3", "answered", nil, expiryActor), ReasonExpiryDefaultResolution, false, nil},
+		{"the system's actor answering, defaulted false", body("0.3", "answered", &no, expiryActor), ReasonExpiryDefaultResolution, false, nil},
+		{"the system's actor declining, v0.2", body("0.2", "declined", nil, expiryActor), ReasonExpiryDefaultResolution, false, nil},
+		{"an expiry default without defaulted", body("0.3", "expired", nil, expiryActor), "", true, nil},
+		{"an expiry default, defaulted false", body("0.3", "expired", &no, expiryActor), "", true, nil},
+		{"a human answer", body("0.3", "answered", nil, "human:alice"), "", false, nil},
+		{"a human's expired ask", body("0.3", "expired", nil, "human:alice"), "", false, nil},
+		{"answered without a response", body("0.3", "answered", nil, ""), ReasonSchemaInvalid, false, nil},
+		{"answered without a response, v0.2", body("0.2", "answered", nil, ""), ReasonSchemaInvalid, false, nil},
+		{"a task dismissed without a response", body("0.3", "dismissed", nil, ""), "", false, nil},
+		{"v0.2 is flagged unbound", body("0.2", "answered", nil, "human:alice"), "", false, []string{FlagUnboundPayload}},
+		{"a v0.2 expiry default is flagged unbound", body("0.2", "expired", nil, expiryActor), "", true, []string{FlagUnboundPayload}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jti := fmt.Sprintf("j%d", i)
+			line, err := DeliveryLine(at.Add(3*time.Second), cb, hubSign(t, tc.body, cb, at, jti, secret, nil), tc.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := m.Map(t.Context(), Raw{File: "a2h.jsonl", Record: 1, Bytes: line})
+			if tc.reason != "" {
+				if rec.Quarantine == nil || rec.Quarantine.Reason != tc.reason {
+					t.Fatalf("got %+v, want quarantined %s", rec.Quarantine, tc.reason)
+				}
+				return
+			}
+			if rec.Quarantine != nil {
+				t.Fatalf("quarantined: %+v", rec.Quarantine)
+			}
+			var e struct {
+				Resolution struct {
+					Defaulted *bool `json:"defaulted"`
+				} `json:"resolution"`
+				Flags []string `json:"flags"`
+			}
+			if err := json.Unmarshal(rec.Entry.Entry, &e); err != nil {
+				t.Fatal(err)
+			}
+			if e.Resolution.Defaulted == nil || *e.Resolution.Defaulted != tc.expiryDefault {
+				t.Errorf("entry defaulted, want %v: %s", tc.expiryDefault, rec.Entry.Entry)
+			}
+			if !reflect.DeepEqual(e.Flags, tc.flags) || !reflect.DeepEqual(rec.Flags, tc.flags) {
+				t.Errorf("entry flags %q, record flags %q, want %q", e.Flags, rec.Flags, tc.flags)
+			}
+			if tc.flags == nil && strings.Contains(string(rec.Entry.Entry), `"flags"`) {
+				t.Errorf("a bound resolution's entry names flags: %s", rec.Entry.Entry)
+			}
+		})
 	}
 }

@@ -79,17 +79,13 @@ type pairDecision struct {
 // ACSKeyOf returns the natural key of a pair: (session_id, request_id) as
 // a JSON array.
 func ACSKeyOf(sessionID, requestID string) string {
-	b, _ := json.Marshal([2]string{sessionID, requestID})
-	return string(b)
+	return naturalKey(sessionID, requestID)
 }
 
 // Map implements Mapper.
 func (m ACSMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
-	if raw.Err != nil {
-		return quarantine(ACS, raw, "", ReasonMalformedJSON, "%v", raw.Err)
-	}
-	if _, err := acs.Canonicalize(raw.Bytes); err != nil {
-		return quarantine(ACS, raw, "", ReasonMalformedJSON, "%v", err)
+	if q := malformed(ACS, raw); q != nil {
+		return *q
 	}
 	var p acsPair
 	if err := strictDecode(raw.Bytes, &p); err != nil || len(p.Request) == 0 || len(p.Response) == 0 {

@@ -9,15 +9,15 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
-	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ingest/schemas"
 	"github.com/acsledger/acsledger/ledger"
 )
 
-// BashGuardMapper maps bash-guard decisions (decision-output.v1, either
-// published form). A decision goes to the session of its
+// BashGuardMapper maps bash-guard decisions (decision-output.v1 as the seed
+// has it, or a published form beside it: bashGuardSchemas). A decision goes to the session of its
 // metadata.session_id; without one, to "bash-guard:host:" + its
 // metadata.hostname, or without that to "bash-guard:file:" + the base name
 // of the file it came from.
@@ -101,11 +101,8 @@ func bashGuardFlags(source string) []string {
 
 // Map implements Mapper.
 func (BashGuardMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
-	if raw.Err != nil {
-		return quarantine(BashGuard, raw, "", ReasonMalformedJSON, "%v", raw.Err)
-	}
-	if _, err := acs.Canonicalize(raw.Bytes); err != nil {
-		return quarantine(BashGuard, raw, "", ReasonMalformedJSON, "%v", err)
+	if q := malformed(BashGuard, raw); q != nil {
+		return *q
 	}
 	doc, err := schemas.Decode(raw.Bytes)
 	if err != nil {
@@ -115,12 +112,9 @@ func (BashGuardMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
 	if m, ok := doc.(map[string]any); ok {
 		key, _ = m["decision_id"].(string)
 	}
-	schema := schemas.BashGuardV1Base
-	if err := schemas.Validate(schema, doc); err != nil {
-		schema = schemas.BashGuardV1Unlock
-		if err2 := schemas.Validate(schema, doc); err2 != nil {
-			return quarantine(BashGuard, raw, key, ReasonSchemaInvalid, "valid against no decision-output.v1 schema: %v; %v", err, err2)
-		}
+	schema, err := bashGuardSchema(doc)
+	if err != nil {
+		return quarantine(BashGuard, raw, key, ReasonSchemaInvalid, "%v", err)
 	}
 	var d bashGuardDecision
 	if err := json.Unmarshal(raw.Bytes, &d); err != nil {
@@ -160,6 +154,51 @@ func (BashGuardMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
 	}
 }
 
+// bashGuardSchemas are the forms of decision-output.v1 a decision may take
+// (ingest/schemas/SOURCES.md), tried in this order: the base form, the
+// seed's (the version acsledger implements: base plus unlock keys), and
+// pi-opa-net's later one, which adds members (signals, more rule families,
+// pi_opa_net_version, dry_run) but no longer states that a reason has a
+// rule_id and a message.
+var bashGuardSchemas = []string{schemas.BashGuardV1Base, schemas.BashGuardV1Seed, schemas.BashGuardV1Unlock}
+
+// bashGuardSchema returns the first of bashGuardSchemas doc is valid
+// against. Whatever form it takes, each of its reasons holds to the seed's
+// Reason, which requires rule_id and message: the later form adds members
+// to v1, it does not make a reason's rule optional (the entry names the
+// rules that fired by rule_id).
+func bashGuardSchema(doc any) (string, error) {
+	var errs []string
+	for _, schema := range bashGuardSchemas {
+		err := schemas.Validate(schema, doc)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if schema == schemas.BashGuardV1Unlock {
+			if err := seedReasons(doc); err != nil {
+				return "", fmt.Errorf("%s: %w (the seed's decision-output.v1 requires rule_id and message)", schema, err)
+			}
+		}
+		return schema, nil
+	}
+	return "", fmt.Errorf("valid against no decision-output.v1 schema: %s", strings.Join(errs, "; "))
+}
+
+// seedReasons checks the reasons of doc, valid against a decision-output.v1
+// schema, for the members the seed's Reason requires.
+func seedReasons(doc any) error {
+	reasons, _ := doc.(map[string]any)["reasons"].([]any)
+	for i, r := range reasons {
+		for _, name := range []string{"rule_id", "message"} {
+			if _, ok := r.(map[string]any)[name]; !ok {
+				return fmt.Errorf("at /reasons/%d: missing property '%s'", i, name)
+			}
+		}
+	}
+	return nil
+}
+
 // BashGuardAuditMapper maps bash-guard audit lines. A line links to its
 // decision by decision_id: when the decision was ingested before, the
 // line goes to the decision's session and names its entry
@@ -185,11 +224,8 @@ var auditSources = []string{"opa", "fail-open", "fail-closed", "cached", "opa-un
 
 // Map implements Mapper.
 func (m BashGuardAuditMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
-	if raw.Err != nil {
-		return quarantine(BashGuardAudit, raw, "", ReasonMalformedJSON, "%v", raw.Err)
-	}
-	if _, err := acs.Canonicalize(raw.Bytes); err != nil {
-		return quarantine(BashGuardAudit, raw, "", ReasonMalformedJSON, "%v", err)
+	if q := malformed(BashGuardAudit, raw); q != nil {
+		return *q
 	}
 	var a auditLine
 	if err := strictDecode(raw.Bytes, &a); err != nil {

@@ -102,6 +102,21 @@ func anchoring(b *testing.B, l *tlog.Log) (stop func()) {
 	}
 }
 
+// benchPostgres opens the store of a new migrated PostgreSQL database,
+// closed when b ends, and its Merkle log.
+func benchPostgres(b *testing.B) (url string, s *pgstore.Store, l *tlog.Log) {
+	url = pgtest.NewDatabase(b)
+	if err := pgstore.Migrate(context.Background(), url); err != nil {
+		b.Fatal(err)
+	}
+	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return url, s, newBenchLog(b, s.LogStorage())
+}
+
 func newBenchLog(b *testing.B, st tlog.Storage) *tlog.Log {
 	key, _, err := tlog.KeyFromSeed("bench.test/log", tlog.Ed25519, [32]byte{7})
 	if err != nil {
@@ -123,21 +138,12 @@ func newBenchLog(b *testing.B, st tlog.Storage) *tlog.Log {
 // table the ingest wrote (copyBaseline).
 func BenchmarkBulkPostgres(b *testing.B) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(b)
-	if err := pgstore.Migrate(ctx, url); err != nil {
-		b.Fatal(err)
-	}
-	s, err := pgstore.Open(ctx, url, pgstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	url, s, l := benchPostgres(b)
 	owner, err := pgxpool.New(ctx, url)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer owner.Close()
-	l := newBenchLog(b, s.LogStorage())
 	const n = 50_000
 	var ingestSecs, entriesSecs, allSecs float64
 	var ingestCPU, entriesCPU, allCPU, goCPU time.Duration
@@ -295,17 +301,7 @@ func BenchmarkBulkSQLite(b *testing.B) {
 // arrays POSTed over loopback HTTP to /api/v1/ingest/opa/logs, two
 // uploads in flight, into Postgres, anchored.
 func BenchmarkOPAUploads(b *testing.B) {
-	ctx := context.Background()
-	url := pgtest.NewDatabase(b)
-	if err := pgstore.Migrate(ctx, url); err != nil {
-		b.Fatal(err)
-	}
-	s, err := pgstore.Open(ctx, url, pgstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	l := newBenchLog(b, s.LogStorage())
+	_, s, l := benchPostgres(b)
 	// OPA's plugin authenticates as a service does (services[].credentials
 	// .bearer); the server's default rate limits apply.
 	srv := httptest.NewServer(web.New(s, web.Options{Auth: web.AuthOptions{Bootstrap: benchToken}, Ingest: web.IngestOptions{Store: s}}))

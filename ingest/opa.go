@@ -92,11 +92,8 @@ type policyVersion struct {
 
 // Map implements Mapper.
 func (m OPAMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
-	if raw.Err != nil {
-		return quarantine(OPA, raw, "", ReasonMalformedJSON, "%v", raw.Err)
-	}
-	if _, err := acs.Canonicalize(raw.Bytes); err != nil {
-		return quarantine(OPA, raw, "", ReasonMalformedJSON, "%v", err)
+	if q := malformed(OPA, raw); q != nil {
+		return *q
 	}
 	if t := firstByte(raw.Bytes); t != '{' {
 		return quarantine(OPA, raw, "", ReasonSchemaInvalid, "an OPA decision event must be a JSON object")
@@ -217,94 +214,34 @@ func firstByte(b []byte) byte {
 // member returns the value of the top-level member name of the JSON object
 // obj, which must be valid JSON (the event passed acs.Canonicalize), without
 // decoding the rest of it.
-func member(obj []byte, name string) (json.RawMessage, bool) {
-	i := skipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
-	}
-	i++
-	for {
-		i = skipWS(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return nil, false
-		}
-		kEnd := skipString(obj, i)
-		key := obj[i:kEnd]
-		i = skipWS(obj, kEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return nil, false
-		}
-		vStart := skipWS(obj, i+1)
-		vEnd := skipJSONValue(obj, vStart)
+func member(obj []byte, name string) (v json.RawMessage, found bool) {
+	acs.JSONMembers(obj, func(key, value []byte) bool {
 		if keyIs(key, name) {
-			return json.RawMessage(obj[vStart:vEnd]), true
+			v, found = value, true
 		}
-		i = skipWS(obj, vEnd)
-		if i >= len(obj) || obj[i] != ',' {
-			return nil, false
-		}
-		i++
-	}
+		return !found
+	})
+	return v, found
 }
 
-// keyIs compares a quoted JSON key with name, unescaping only when needed.
-func keyIs(quoted []byte, name string) bool {
-	if bytes.IndexByte(quoted, '\\') < 0 {
-		return string(quoted[1:len(quoted)-1]) == name
+// keyIs compares a JSON member name, as written between its quotes, with
+// name, unescaping only when needed.
+func keyIs(key []byte, name string) bool {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return string(key) == name // no allocation
+	}
+	k, err := unquote(key)
+	return err == nil && k == name
+}
+
+// unquote decodes a JSON string as written between its quotes.
+func unquote(s []byte) (string, error) {
+	if bytes.IndexByte(s, '\\') < 0 {
+		return string(s), nil
 	}
 	var k string
-	return json.Unmarshal(quoted, &k) == nil && k == name
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string starting at b[i] ('"').
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// skipJSONValue returns the index after the value starting at b[i].
-func skipJSONValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	return i
+	err := json.Unmarshal(append(append([]byte{'"'}, s...), '"'), &k)
+	return k, err
 }
 
 // decodeOPAEvent decodes the members of an event the mapping reads, in
@@ -363,20 +300,12 @@ func decodeOPAEvent(event []byte) (*opaEvent, error) {
 // string, any other value an error), without reflection: every OPA event
 // has labels, and encoding/json's map decoding was a fifth of Map's CPU.
 func stringMap(v []byte) (map[string]string, error) {
-	if string(v) == "null" {
-		return nil, nil
-	}
-	m := make(map[string]string)
-	err := eachMember(v, func(key string, v []byte) error {
-		var s string
-		var err error
-		if string(v) != "null" {
-			s, err = jsonString(v)
+	return objectMap(v, func(_ string, v []byte) (string, error) {
+		if string(v) == "null" {
+			return "", nil
 		}
-		m[key] = s
-		return err
+		return jsonString(v)
 	})
-	return m, err
 }
 
 // opaBundles decodes the bundles member as encoding/json decodes it into a
@@ -384,27 +313,37 @@ func stringMap(v []byte) (map[string]string, error) {
 // member, matched without regard to case as encoding/json matches a
 // field, is a string or null; its other members are ignored.
 func opaBundles(v []byte) (map[string]opaBundle, error) {
+	return objectMap(v, func(name string, v []byte) (opaBundle, error) {
+		var b opaBundle
+		if string(v) == "null" {
+			return b, nil
+		}
+		err := eachMember(v, func(key string, v []byte) error {
+			if !strings.EqualFold(key, "revision") || string(v) == "null" {
+				return nil
+			}
+			var err error
+			b.Revision, err = jsonString(v)
+			return err
+		})
+		if err != nil {
+			return b, fmt.Errorf("bundle %q: %w", name, err)
+		}
+		return b, nil
+	})
+}
+
+// objectMap decodes a JSON object as encoding/json decodes it into a
+// map[string]V, each member's value by elem: null is a nil map.
+func objectMap[V any](v []byte, elem func(name string, v []byte) (V, error)) (map[string]V, error) {
 	if string(v) == "null" {
 		return nil, nil
 	}
-	m := make(map[string]opaBundle)
+	m := make(map[string]V)
 	err := eachMember(v, func(name string, v []byte) error {
-		var b opaBundle
-		if string(v) != "null" {
-			err := eachMember(v, func(key string, v []byte) error {
-				if !strings.EqualFold(key, "revision") || string(v) == "null" {
-					return nil
-				}
-				var err error
-				b.Revision, err = jsonString(v)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("bundle %q: %w", name, err)
-			}
-		}
-		m[name] = b
-		return nil
+		e, err := elem(name, v)
+		m[name] = e
+		return err
 	})
 	return m, err
 }
@@ -412,30 +351,19 @@ func opaBundles(v []byte) (map[string]opaBundle, error) {
 // eachMember calls fn with every top-level member of the JSON object obj
 // (valid JSON), its key unescaped and its value's exact bytes.
 func eachMember(obj []byte, fn func(key string, v []byte) error) error {
-	i := skipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
+	var err error
+	ok := acs.JSONMembers(obj, func(name, v []byte) bool {
+		var key string
+		if key, err = unquote(name); err == nil {
+			err = fn(key, v)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return errors.New("not a JSON object")
-	}
-	i = skipWS(obj, i+1)
-	if i < len(obj) && obj[i] == '}' {
-		return nil
-	}
-	for i < len(obj) {
-		kEnd := skipString(obj, i)
-		key, err := jsonString(obj[i:kEnd])
-		if err != nil {
-			return err
-		}
-		vStart := skipWS(obj, skipWS(obj, kEnd)+1) // past the ':'
-		vEnd := skipJSONValue(obj, vStart)
-		if err := fn(key, obj[vStart:vEnd]); err != nil {
-			return err
-		}
-		i = skipWS(obj, vEnd)
-		if i >= len(obj) || obj[i] != ',' {
-			return nil
-		}
-		i = skipWS(obj, i+1)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -15,12 +14,9 @@ import (
 type bundleManifest struct {
 	Session string `json:"session"`
 	Cases   []struct {
-		File     string        `json:"file"`
-		Mutation string        `json:"mutation"`
-		Trust    bool          `json:"trust"`
-		HMACIKM  string        `json:"hmac_ikm"`
-		Findings []codeAtIndex `json:"findings"`
-		Notices  []codeAtIndex `json:"notices"`
+		File  string `json:"file"`
+		Trust bool   `json:"trust"`
+		verdict
 	} `json:"cases"`
 }
 
@@ -52,17 +48,7 @@ func readTrust(t testing.TB, ikm string) *Trust {
 // exactly the findings and notices its manifest lists, in order.
 func TestBundleCorpus(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("testdata", "bundles", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m bundleManifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Cases) == 0 {
-		t.Fatal("no cases")
-	}
+	m := readManifestFile(t, "bundles", func(m bundleManifest) int { return len(m.Cases) })
 	seen := map[string]bool{}
 	for _, c := range m.Cases {
 		t.Run(c.File+"/"+c.Mutation, func(t *testing.T) {

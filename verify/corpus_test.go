@@ -14,22 +14,16 @@ import (
 
 type corpusManifest struct {
 	Cases []struct {
-		File     string `json:"file"`
-		Entries  int    `json:"entries"`
-		Head     string `json:"head"`
-		Findings []struct {
-			Code       string `json:"code"`
-			EntryIndex int    `json:"entry_index"`
-		} `json:"findings"`
+		File     string        `json:"file"`
+		Entries  int           `json:"entries"`
+		Head     string        `json:"head"`
+		Findings []codeAtIndex `json:"findings"`
 	} `json:"cases"`
 	Heads []struct {
-		Entries   string        `json:"entries"`
-		Responses string        `json:"responses"`
-		Mutation  string        `json:"mutation"`
-		Session   string        `json:"session"`
-		HMACIKM   string        `json:"hmac_ikm"`
-		Findings  []codeAtIndex `json:"findings"`
-		Notices   []codeAtIndex `json:"notices"`
+		Entries   string `json:"entries"`
+		Responses string `json:"responses"`
+		Session   string `json:"session"`
+		verdict
 	} `json:"heads"`
 	Requests []struct {
 		Params      json.RawMessage `json:"params"`
@@ -37,17 +31,28 @@ type corpusManifest struct {
 	} `json:"requests"`
 }
 
+// verdict is what a manifest expects of a case that signed responses
+// take part in: the mutation made, the HMAC IKM the check is given
+// (KEY_ID=HEX, or ""), and the findings and notices, in order.
+type verdict struct {
+	Mutation string        `json:"mutation"`
+	HMACIKM  string        `json:"hmac_ikm"`
+	Findings []codeAtIndex `json:"findings"`
+	Notices  []codeAtIndex `json:"notices"`
+}
+
 type codeAtIndex struct {
 	Code       string `json:"code"`
 	EntryIndex int    `json:"entry_index"`
 }
 
+// codes lists findings as wantCodes lists a manifest's.
 func codes(fs []Finding) []string {
-	var out []string
-	for _, f := range fs {
-		out = append(out, f.Code+"@"+strconv.Itoa(f.EntryIndex))
+	cs := make([]codeAtIndex, len(fs))
+	for i, f := range fs {
+		cs[i] = codeAtIndex{f.Code, f.EntryIndex}
 	}
-	return out
+	return wantCodes(cs)
 }
 
 func wantCodes(fs []codeAtIndex) []string {
@@ -117,16 +122,23 @@ func TestCorpusHeads(t *testing.T) {
 
 func readManifest(t testing.TB) corpusManifest {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "corpus", "manifest.json"))
+	return readManifestFile(t, "corpus", func(m corpusManifest) int { return len(m.Cases) })
+}
+
+// readManifestFile reads testdata/dir/manifest.json, which must list at
+// least one case.
+func readManifestFile[M any](t testing.TB, dir string, cases func(M) int) M {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", dir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m corpusManifest
+	var m M
 	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("manifest.json: %v", err)
+		t.Fatalf("%s/manifest.json: %v", dir, err)
 	}
-	if len(m.Cases) == 0 {
-		t.Fatal("manifest.json lists no cases")
+	if cases(m) == 0 {
+		t.Fatalf("%s/manifest.json lists no cases", dir)
 	}
 	return m
 }

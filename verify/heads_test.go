@@ -63,28 +63,19 @@ func TestHeadsNoSession(t *testing.T) {
 	}
 }
 
-// TestHeadChecker drives a HeadChecker by hand, each response just before
-// its entry: an error response and a response without chain_hash publish
-// nothing, two responses for one step are both compared, and a matched
-// response is forgotten.
-func TestHeadChecker(t *testing.T) {
-	t.Parallel()
+// guardianKey makes a Guardian's ECDSA-P256 response key, "g1": the key
+// set that trusts it, and a sign that signs an envelope with it in the
+// member MemberOf names.
+func guardianKey(t *testing.T) (*sig.KeySet, func(env string) []byte) {
+	t.Helper()
 	k, err := sig.GenerateKey(sig.ECDSAP256, "g1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys, _ := sig.NewKeySet(k.Public())
-	hc := NewHeadChecker(keys, "s")
-	var v ChainVerifier
-	add := func(env []byte) {
-		t.Helper()
-		fs, ns, err := hc.AddResponse(env)
-		if err != nil || len(fs) != 0 || len(ns) != 0 {
-			t.Fatalf("AddResponse: %v %v %v", fs, ns, err)
-		}
-	}
 	signer, _ := k.Signer("s")
-	sign := func(env string) []byte {
+	return keys, func(env string) []byte {
+		t.Helper()
 		m, err := sig.MemberOf([]byte(env))
 		if err != nil {
 			t.Fatal(err)
@@ -94,6 +85,24 @@ func TestHeadChecker(t *testing.T) {
 			t.Fatal(err)
 		}
 		return out
+	}
+}
+
+// TestHeadChecker drives a HeadChecker by hand, each response just before
+// its entry: an error response and a response without chain_hash publish
+// nothing, two responses for one step are both compared, and a matched
+// response is forgotten.
+func TestHeadChecker(t *testing.T) {
+	t.Parallel()
+	keys, sign := guardianKey(t)
+	hc := NewHeadChecker(keys, "s")
+	var v ChainVerifier
+	add := func(env []byte) {
+		t.Helper()
+		fs, ns, err := hc.AddResponse(env)
+		if err != nil || len(fs) != 0 || len(ns) != 0 {
+			t.Fatalf("AddResponse: %v %v %v", fs, ns, err)
+		}
 	}
 	entry := func(i int) *acs.Entry {
 		var prev *acs.Hash
@@ -148,19 +157,7 @@ func TestHeadChecker(t *testing.T) {
 // one that differs as chain_mismatch.
 func TestHeadCheckerPreviousChainHash(t *testing.T) {
 	t.Parallel()
-	k, err := sig.GenerateKey(sig.ECDSAP256, "g1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, _ := sig.NewKeySet(k.Public())
-	signer, _ := k.Signer("s")
-	sign := func(env string) []byte {
-		out, err := sig.SignEnvelope([]byte(env), sig.Result, signer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	keys, sign := guardianKey(t)
 	// entry 0: an ASK step; entry 1: the approver's grant (no response);
 	// entry 2: the next step.
 	var entries []*acs.Entry

@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -107,78 +106,23 @@ func (v *valueReader) value() ([]byte, error) {
 	if c == ',' || c == ':' || c == ']' || c == '}' {
 		return nil, invalidChar(c, "looking for beginning of value")
 	}
-	// A string or a bracketed value ends at its closing quote or bracket,
-	// anything else (a number or a literal) at the next delimiter.
-	bracketed := c == '{' || c == '[' || c == '"'
-	depth, inString := 0, false
-	j := v.pos
-	for {
-		for ; j < v.end; j++ {
-			if inString {
-				q := closingQuote(v.buf[:v.end], j)
-				if q < 0 {
-					j = v.end - 1
-					continue
-				}
-				j = q
-				inString = false
-				if depth == 0 {
-					return v.take(j + 1), nil
-				}
-				continue
-			}
-			switch v.buf[j] {
-			case '"':
-				inString = true
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 && bracketed {
-					return v.take(j + 1), nil
-				}
-				if !bracketed {
-					return v.take(j), nil
-				}
-			case ' ', '\t', '\n', '\r', ',', ':':
-				if !bracketed {
-					return v.take(j), nil
-				}
-			}
+	// acs's scanner finds the end, resuming where it stopped each time
+	// more input arrives (from is relative to pos, which fill moves).
+	var s acs.ValueScanner
+	for from := 0; ; {
+		if end := s.End(v.buf[v.pos:v.end], from); end >= 0 {
+			return v.take(v.pos + end), nil
 		}
-		if j-v.pos > v.max {
+		if from = v.end - v.pos; from > v.max {
 			return nil, fmt.Errorf("value longer than %d bytes", v.max)
 		}
-		rel := j - v.pos
 		if !v.fill() {
-			if !bracketed && v.err == io.EOF {
+			// A number or literal ends where the input does.
+			if c != '"' && c != '{' && c != '[' && v.err == io.EOF {
 				return v.take(v.end), nil
 			}
 			return nil, v.failed()
 		}
-		j = v.pos + rel
-	}
-}
-
-// closingQuote returns the index of the first unescaped '"' in b at or
-// after i, inside a string whose opening quote is in b before i, or -1.
-// A quote is escaped when an odd number of backslashes runs up to it; the
-// run cannot reach past the opening quote.
-func closingQuote(b []byte, i int) int {
-	for {
-		k := bytes.IndexByte(b[i:], '"')
-		if k < 0 {
-			return -1
-		}
-		q := i + k
-		n := 0
-		for p := q - 1; b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q
-		}
-		i = q + 1
 	}
 }
 
@@ -209,51 +153,21 @@ func (v *valueReader) open(bracket byte) error {
 // elements walks the array that starts next, calling f for each element
 // with its 0-based index; f reads the element.
 func (v *valueReader) elements(f func(i int) error) error {
-	if err := v.open('['); err != nil {
-		return err
-	}
-	for i := 0; ; i++ {
-		c, err := v.peek()
-		if err != nil {
-			return err
-		}
-		switch {
-		case c == ']':
-			v.pos++
-			return nil
-		case i > 0 && c != ',':
-			return invalidChar(c, "after array element")
-		case i > 0:
-			v.pos++
-		}
+	return v.walk('[', ']', "after array element", func(i int) error {
 		if err := f(i); err != nil {
 			return fmt.Errorf("[%d]: %w", i, err)
 		}
-	}
+		return nil
+	})
 }
 
 // members walks the object that starts next, calling f with each member's
 // name; f reads its value.
 func (v *valueReader) members(f func(name string) error) error {
-	if err := v.open('{'); err != nil {
-		return err
-	}
-	for i := 0; ; i++ {
+	return v.walk('{', '}', "after object member", func(int) error {
 		c, err := v.peek()
 		if err != nil {
 			return err
-		}
-		switch {
-		case c == '}':
-			v.pos++
-			return nil
-		case i > 0 && c != ',':
-			return invalidChar(c, "after object member")
-		case i > 0:
-			v.pos++
-			if c, err = v.peek(); err != nil {
-				return err
-			}
 		}
 		if c != '"' {
 			return invalidChar(c, "looking for beginning of object key string")
@@ -273,7 +187,33 @@ func (v *valueReader) members(f func(name string) error) error {
 			return invalidChar(c, "after object key")
 		}
 		v.pos++
-		if err := f(name); err != nil {
+		return f(name)
+	})
+}
+
+// walk walks the array or object that starts next with open and ends with
+// close, calling f for each element or member, with its 0-based index,
+// once the ',' before it is consumed. after names the place of a byte that
+// is neither ',' nor close, for its error.
+func (v *valueReader) walk(open, close byte, after string, f func(i int) error) error {
+	if err := v.open(open); err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		c, err := v.peek()
+		if err != nil {
+			return err
+		}
+		switch {
+		case c == close:
+			v.pos++
+			return nil
+		case i > 0 && c != ',':
+			return invalidChar(c, after)
+		case i > 0:
+			v.pos++
+		}
+		if err := f(i); err != nil {
 			return err
 		}
 	}

@@ -109,10 +109,7 @@ func SignEnvelope(envelope []byte, m Member, s Signer) ([]byte, error) {
 	}
 	// Append the member at the end of the object and canonicalize again,
 	// which puts it in its sorted place.
-	_, _, vs, ve, _, err := findMember(canon, m.String())
-	if err != nil {
-		return nil, err
-	}
+	_, vs, ve, _ := acs.CanonicalMemberSpan(canon, m.String())
 	var b bytes.Buffer
 	b.Write(canon[:ve-1])
 	if ve-vs > 2 { // the member object is not {}
@@ -187,8 +184,8 @@ func canonicalize(envelope []byte) ([]byte, error) {
 
 func memberOf(canon []byte) (Member, error) {
 	has := func(name string) bool {
-		_, _, _, _, ok, err := findMember(canon, name)
-		return err == nil && ok
+		_, _, _, ok := acs.CanonicalMemberSpan(canon, name)
+		return ok
 	}
 	switch res, errm := has("result"), has("error"); {
 	case has("method"):
@@ -208,31 +205,33 @@ func memberOf(canon []byte) (Member, error) {
 // one separating comma leaves the canonical form of the smaller object,
 // because the other members keep their order and bytes.
 func split(canon []byte, m Member) ([]byte, *Signature, error) {
-	_, _, vs, ve, ok, err := findMember(canon, m.String())
-	if err != nil {
-		return nil, nil, &Error{Kind: ErrMalformedEnvelope, Member: m, Err: err}
-	}
+	_, vs, ve, ok := acs.CanonicalMemberSpan(canon, m.String())
 	if !ok {
+		if err := wellFormed(canon); err != nil {
+			return nil, nil, &Error{Kind: ErrMalformedEnvelope, Member: m, Err: err}
+		}
 		return nil, nil, &Error{Kind: ErrNotEnvelope, Member: m, Detail: fmt.Sprintf("no %s member", m)}
 	}
 	obj := canon[vs:ve]
 	if obj[0] != '{' {
 		return nil, nil, &Error{Kind: ErrNotEnvelope, Member: m, Detail: fmt.Sprintf("%s is not an object", m)}
 	}
-	ps, pe, ss, se, ok, err := findMember(obj, "signature")
-	if err != nil {
-		return nil, nil, &Error{Kind: ErrMalformedEnvelope, Member: m, Err: err}
-	}
+	ps, ss, pe, ok := acs.CanonicalMemberSpan(obj, "signature")
 	if !ok {
+		if err := wellFormed(obj); err != nil {
+			return nil, nil, &Error{Kind: ErrMalformedEnvelope, Member: m, Err: err}
+		}
 		return canon, nil, nil
 	}
-	s, err := parseSignature(obj[ss:se])
+	s, err := parseSignature(obj[ss:pe])
 	if err != nil {
 		return nil, nil, &Error{Kind: ErrMalformedSignature, Member: m, Detail: err.Error()}
 	}
-	// The pair [ps, pe) starts with its leading comma unless it is the
-	// object's first member; then it takes the comma after it instead.
-	if obj[ps] != ',' && obj[pe] == ',' {
+	// The pair [ps, pe) goes with the comma before it, unless it is the
+	// object's first member; then with the comma after it.
+	if obj[ps-1] == ',' {
+		ps--
+	} else if obj[pe] == ',' {
 		pe++
 	}
 	input := make([]byte, 0, len(canon)-(pe-ps))
@@ -241,99 +240,15 @@ func split(canon []byte, m Member) ([]byte, *Signature, error) {
 	return input, s, nil
 }
 
-// findMember looks up member name in obj, a JSON object in RFC 8785 form
-// (the output of acs.Canonicalize, or a value inside it). It returns the
-// span of the member's pair, [pairStart, pairEnd), including the comma
-// before it if any, and of its value, [valStart, valEnd).
-//
-// Because the input is canonical, a member name has exactly one spelling,
-// so names compare as bytes, and values can be skipped without a full
-// parser: there is no whitespace, and brackets only need counting outside
-// strings.
-func findMember(obj []byte, name string) (pairStart, pairEnd, valStart, valEnd int, ok bool, err error) {
-	if len(obj) < 2 || obj[0] != '{' {
-		return 0, 0, 0, 0, false, errors.New("not an object")
+// wellFormed says why obj, canonical bytes from acs.Canonicalize, is not a
+// well-formed object, or returns nil. The scanner reads canonical input
+// without a full parser (no whitespace, one spelling per name), so only
+// bytes that did not come from Canonicalize can fail here.
+func wellFormed(obj []byte) error {
+	if !acs.CanonicalMembers(obj, func(_, _ []byte) bool { return true }) {
+		return errors.New("not a canonical JSON object")
 	}
-	i := 1
-	for i < len(obj) && obj[i] != '}' {
-		pair := i
-		if obj[i] == ',' {
-			i++
-		}
-		keyEnd, err := skipValue(obj, i)
-		if err != nil {
-			return 0, 0, 0, 0, false, err
-		}
-		if keyEnd >= len(obj) || obj[keyEnd] != ':' {
-			return 0, 0, 0, 0, false, fmt.Errorf("no ':' after member name at byte %d", i)
-		}
-		vs := keyEnd + 1
-		ve, err := skipValue(obj, vs)
-		if err != nil {
-			return 0, 0, 0, 0, false, err
-		}
-		key := obj[i:keyEnd]
-		if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
-			return pair, ve, vs, ve, true, nil
-		}
-		i = ve
-	}
-	if i >= len(obj) {
-		return 0, 0, 0, 0, false, errors.New("unterminated object")
-	}
-	return 0, 0, 0, 0, false, nil
-}
-
-// skipValue returns the end of the canonical JSON value starting at b[i].
-func skipValue(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, errors.New("value expected at end of input")
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end, err := skipString(b, j)
-				if err != nil {
-					return 0, err
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1, nil
-				}
-			}
-		}
-		return 0, fmt.Errorf("unterminated value at byte %d", i)
-	}
-	// A number or a literal runs to the next delimiter.
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ':' {
-		j++
-	}
-	if j == i {
-		return 0, fmt.Errorf("value expected at byte %d", i)
-	}
-	return j, nil
-}
-
-func skipString(b []byte, i int) (int, error) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, nil
-		}
-	}
-	return 0, fmt.Errorf("unterminated string at byte %d", i)
+	return nil
 }
 
 // parseSignature reads a signature object strictly: an object whose
@@ -345,14 +260,13 @@ func parseSignature(raw []byte) (*Signature, error) {
 	}
 	// raw is canonical: find the three members without a general decoder.
 	str := func(name string) (string, error) {
-		_, _, vs, ve, ok, err := findMember(raw, name)
-		if err != nil {
-			return "", err
-		}
-		if !ok {
+		v := acs.CanonicalMember(raw, name)
+		if v == nil {
+			if err := wellFormed(raw); err != nil {
+				return "", err
+			}
 			return "", fmt.Errorf("member %q is missing", name)
 		}
-		v := raw[vs:ve]
 		if v[0] != '"' {
 			return "", fmt.Errorf("member %q is not a string", name)
 		}

@@ -105,13 +105,9 @@ func (k *PrivateKey) Public() *PublicKey {
 // (ErrSessionRequired); other algorithms ignore it.
 func (k *PrivateKey) Signer(sessionID string) (Signer, error) {
 	if k.alg == HMACSHA256 {
-		key, err := sessionKey(k.ikm, sessionID)
-		if err != nil {
-			return nil, err
-		}
-		return &hmacKey{keyID: k.keyID, key: key}, nil
+		return sessionHMAC[Signer](k.keyID, k.ikm, sessionID)
 	}
-	return &asymSigner{keyID: k.keyID, alg: k.alg, priv: k.priv}, nil
+	return &asymSigner{keyName{k.keyID, k.alg}, k.priv}, nil
 }
 
 // KeyID returns the key's key_id.
@@ -123,13 +119,9 @@ func (k *PublicKey) Algorithm() Algorithm { return k.alg }
 // Verifier returns a Verifier for k; sessionID as for PrivateKey.Signer.
 func (k *PublicKey) Verifier(sessionID string) (Verifier, error) {
 	if k.alg == HMACSHA256 {
-		key, err := sessionKey(k.ikm, sessionID)
-		if err != nil {
-			return nil, err
-		}
-		return &hmacKey{keyID: k.keyID, key: key}, nil
+		return sessionHMAC[Verifier](k.keyID, k.ikm, sessionID)
 	}
-	return &asymVerifier{keyID: k.keyID, alg: k.alg, pub: k.pub}, nil
+	return &asymVerifier{keyName{k.keyID, k.alg}, k.pub}, nil
 }
 
 // Equal reports whether k and o are the same key under the same key_id.
@@ -148,6 +140,17 @@ func (k *PublicKey) Equal(o *PublicKey) bool {
 // sessionKey derives the HMAC-SHA256 key of one session (DESIGN.md, ACS §10):
 // HKDF-SHA256 with the deployment's IKM, an empty salt, info = the UTF-8
 // session_id, 32 bytes of output.
+// sessionHMAC is the HMAC-SHA256 key of session sessionID under ikm, as
+// the Signer or Verifier I that an *hmacKey is.
+func sessionHMAC[I any](keyID string, ikm []byte, sessionID string) (I, error) {
+	key, err := sessionKey(ikm, sessionID)
+	if err != nil {
+		var none I
+		return none, err
+	}
+	return any(&hmacKey{keyID: keyID, key: key}).(I), nil
+}
+
 func sessionKey(ikm []byte, sessionID string) ([]byte, error) {
 	if sessionID == "" {
 		return nil, ErrSessionRequired
@@ -188,24 +191,27 @@ func (h *hmacKey) Verify(msg, sig []byte) error {
 	return nil
 }
 
-type asymSigner struct {
+// keyName is what an asymmetric Signer and Verifier say of their key.
+type keyName struct {
 	keyID string
 	alg   Algorithm
-	priv  privateMaterial
 }
 
-func (s *asymSigner) Algorithm() Algorithm            { return s.alg }
-func (s *asymSigner) KeyID() string                   { return s.keyID }
+func (n keyName) Algorithm() Algorithm { return n.alg }
+func (n keyName) KeyID() string        { return n.keyID }
+
+type asymSigner struct {
+	keyName
+	priv privateMaterial
+}
+
 func (s *asymSigner) Sign(msg []byte) ([]byte, error) { return s.priv.sign(msg) }
 
 type asymVerifier struct {
-	keyID string
-	alg   Algorithm
-	pub   publicMaterial
+	keyName
+	pub publicMaterial
 }
 
-func (v *asymVerifier) Algorithm() Algorithm { return v.alg }
-func (v *asymVerifier) KeyID() string        { return v.keyID }
 func (v *asymVerifier) Verify(msg, sig []byte) error {
 	if err := v.pub.verify(msg, sig); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadSignature, err)

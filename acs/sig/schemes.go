@@ -94,26 +94,19 @@ func generate(alg Algorithm) (privateMaterial, error) {
 func parsePrivate(alg Algorithm, b []byte) (privateMaterial, error) {
 	switch alg {
 	case ECDSAP256:
-		k, err := x509.ParsePKCS8PrivateKey(b)
+		ek, err := x509Key(b, "ECDSA-P256 private key", "PKCS #8", x509.ParsePKCS8PrivateKey, "a P-256 key", func(k *ecdsa.PrivateKey) error {
+			return p256(k.Curve)
+		})
 		if err != nil {
-			return nil, fmt.Errorf("ECDSA-P256 private key: %w", err)
-		}
-		ek, ok := k.(*ecdsa.PrivateKey)
-		if !ok || ek.Curve != elliptic.P256() {
-			return nil, fmt.Errorf("ECDSA-P256 private key: PKCS #8 holds a %T, not a P-256 key", k)
+			return nil, err
 		}
 		return ecdsaPrivate{ek}, nil
 	case RSAPSSSHA256:
-		k, err := x509.ParsePKCS8PrivateKey(b)
+		rk, err := x509Key(b, "RSA-PSS-SHA256 private key", "PKCS #8", x509.ParsePKCS8PrivateKey, "an RSA key", func(k *rsa.PrivateKey) error {
+			return rsaModulus(k.N.BitLen())
+		})
 		if err != nil {
-			return nil, fmt.Errorf("RSA-PSS-SHA256 private key: %w", err)
-		}
-		rk, ok := k.(*rsa.PrivateKey)
-		if !ok {
-			return nil, fmt.Errorf("RSA-PSS-SHA256 private key: PKCS #8 holds a %T, not an RSA key", k)
-		}
-		if rk.N.BitLen() < minRSABits {
-			return nil, fmt.Errorf("RSA-PSS-SHA256 private key: %d-bit modulus, want at least %d", rk.N.BitLen(), minRSABits)
+			return nil, err
 		}
 		return rsaPrivate{rk}, nil
 	case MLDSA44, MLDSA65, MLDSA87:
@@ -125,17 +118,9 @@ func parsePrivate(alg Algorithm, b []byte) (privateMaterial, error) {
 		}
 		return slhPrivate{k}, nil
 	case MLDSA65ECDSAP256, MLDSA65RSAPSSSHA256:
-		p, c, err := DecodeHybrid(b)
+		pqc, cls, err := parseHybrid(alg, "private key", b, parsePrivate)
 		if err != nil {
-			return nil, fmt.Errorf("%s private key: %w", alg, err)
-		}
-		pqc, err := parsePrivate(MLDSA65, p)
-		if err != nil {
-			return nil, fmt.Errorf("%s private key: %w", alg, err)
-		}
-		cls, err := parsePrivate(classicalOf(alg), c)
-		if err != nil {
-			return nil, fmt.Errorf("%s private key: %w", alg, err)
+			return nil, err
 		}
 		return hybridPrivate{pqc, cls}, nil
 	}
@@ -145,26 +130,19 @@ func parsePrivate(alg Algorithm, b []byte) (privateMaterial, error) {
 func parsePublic(alg Algorithm, b []byte) (publicMaterial, error) {
 	switch alg {
 	case ECDSAP256:
-		k, err := x509.ParsePKIXPublicKey(b)
+		ek, err := x509Key(b, "ECDSA-P256 public key", "PKIX", x509.ParsePKIXPublicKey, "a P-256 key", func(k *ecdsa.PublicKey) error {
+			return p256(k.Curve)
+		})
 		if err != nil {
-			return nil, fmt.Errorf("ECDSA-P256 public key: %w", err)
-		}
-		ek, ok := k.(*ecdsa.PublicKey)
-		if !ok || ek.Curve != elliptic.P256() {
-			return nil, fmt.Errorf("ECDSA-P256 public key: PKIX holds a %T, not a P-256 key", k)
+			return nil, err
 		}
 		return ecdsaPublic{ek}, nil
 	case RSAPSSSHA256:
-		k, err := x509.ParsePKIXPublicKey(b)
+		rk, err := x509Key(b, "RSA-PSS-SHA256 public key", "PKIX", x509.ParsePKIXPublicKey, "an RSA key", func(k *rsa.PublicKey) error {
+			return rsaModulus(k.N.BitLen())
+		})
 		if err != nil {
-			return nil, fmt.Errorf("RSA-PSS-SHA256 public key: %w", err)
-		}
-		rk, ok := k.(*rsa.PublicKey)
-		if !ok {
-			return nil, fmt.Errorf("RSA-PSS-SHA256 public key: PKIX holds a %T, not an RSA key", k)
-		}
-		if rk.N.BitLen() < minRSABits {
-			return nil, fmt.Errorf("RSA-PSS-SHA256 public key: %d-bit modulus, want at least %d", rk.N.BitLen(), minRSABits)
+			return nil, err
 		}
 		return rsaPublic{rk}, nil
 	case MLDSA44, MLDSA65, MLDSA87:
@@ -184,21 +162,70 @@ func parsePublic(alg Algorithm, b []byte) (publicMaterial, error) {
 		}
 		return slhPublic{k}, nil
 	case MLDSA65ECDSAP256, MLDSA65RSAPSSSHA256:
-		p, c, err := DecodeHybrid(b)
+		pqc, cls, err := parseHybrid(alg, "public key", b, parsePublic)
 		if err != nil {
-			return nil, fmt.Errorf("%s public key: %w", alg, err)
-		}
-		pqc, err := parsePublic(MLDSA65, p)
-		if err != nil {
-			return nil, fmt.Errorf("%s public key: %w", alg, err)
-		}
-		cls, err := parsePublic(classicalOf(alg), c)
-		if err != nil {
-			return nil, fmt.Errorf("%s public key: %w", alg, err)
+			return nil, err
 		}
 		return hybridPublic{pqc, cls}, nil
 	}
 	return nil, fmt.Errorf("no asymmetric implementation of %q", alg)
+}
+
+// x509Key parses b, a key in form (PKCS #8 or PKIX), with parse and wants
+// a K that check accepts. what names the key in errors; want names the key
+// wanted when b holds another, or when check says errOtherKey.
+func x509Key[K any](b []byte, what, form string, parse func([]byte) (any, error), want string, check func(K) error) (K, error) {
+	var zero K
+	k, err := parse(b)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", what, err)
+	}
+	kk, ok := k.(K)
+	if ok {
+		err = check(kk)
+	}
+	switch {
+	case !ok || err == errOtherKey:
+		return zero, fmt.Errorf("%s: %s holds a %T, not %s", what, form, k, want)
+	case err != nil:
+		return zero, fmt.Errorf("%s: %w", what, err)
+	}
+	return kk, nil
+}
+
+// errOtherKey is a check's answer to a key of the right type that is not
+// the key wanted (an ECDSA key on another curve).
+var errOtherKey = errors.New("another key")
+
+func p256(c elliptic.Curve) error {
+	if c != elliptic.P256() {
+		return errOtherKey
+	}
+	return nil
+}
+
+// rsaModulus refuses an RSA modulus shorter than minRSABits.
+func rsaModulus(bits int) error {
+	if bits < minRSABits {
+		return fmt.Errorf("%d-bit modulus, want at least %d", bits, minRSABits)
+	}
+	return nil
+}
+
+// parseHybrid parses the two halves of a hybrid key of alg (ACS §10.2:
+// the ML-DSA-65 key, then the classical one) with parse; what is "private
+// key" or "public key", for errors.
+func parseHybrid[M any](alg Algorithm, what string, b []byte, parse func(Algorithm, []byte) (M, error)) (pqc, cls M, err error) {
+	p, c, err := DecodeHybrid(b)
+	if err == nil {
+		if pqc, err = parse(MLDSA65, p); err == nil {
+			cls, err = parse(classicalOf(alg), c)
+		}
+	}
+	if err != nil {
+		return pqc, cls, fmt.Errorf("%s %s: %w", alg, what, err)
+	}
+	return pqc, cls, nil
 }
 
 func classicalOf(alg Algorithm) Algorithm {

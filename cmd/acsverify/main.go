@@ -212,6 +212,31 @@ func openInput(name string, stdin io.Reader) (io.Reader, string, func(), error) 
 	return f, name, func() { f.Close() }, nil
 }
 
+// parseFileArg parses args with fs, which must leave one file argument;
+// flag or fs.Usage has said why when it reports false.
+func parseFileArg(fs *flag.FlagSet, args []string) bool {
+	if err := fs.Parse(args); err != nil {
+		return false
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return false
+	}
+	return true
+}
+
+// openArg opens the file argument of command cmd ("-" is stdin) and
+// reports progress on stderr as it is read. When it cannot, it says why on
+// stderr and ok is false.
+func openArg(cmd, arg string, stdin io.Reader, stderr io.Writer) (in io.Reader, name string, closeIn func(), ok bool) {
+	in, name, closeIn, err := openInput(arg, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "acsverify %s: %v\n", cmd, err)
+		return nil, "", nil, false
+	}
+	return progressReader(in, name, stderr), name, closeIn, true
+}
+
 // hmacKeys adds each --hmac-ikm KEY_ID=HEX to keys.
 func hmacKeys(keys *sig.KeySet, flags []string) error {
 	for _, v := range flags {
@@ -234,11 +259,7 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	keyDir := fs.String("keys", "", "directory of key files (*.pub.json, *.key.json) that verify response signatures")
 	var ikms multiFlag
 	fs.Var(&ikms, "hmac-ikm", "HMAC-SHA256 input keying material as KEY_ID=HEX (repeatable); without it HMAC-signed responses are reported as unverifiable_hmac")
-	if err := fs.Parse(args); err != nil {
-		return exitInput
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	if !parseFileArg(fs, args) {
 		return exitInput
 	}
 	if *responses == "-" && fs.Arg(0) == "-" {
@@ -249,15 +270,14 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "acsverify chain: --session, --keys and --hmac-ikm need --responses")
 		return exitInput
 	}
-	in, name, closeIn, err := openInput(fs.Arg(0), stdin)
-	if err != nil {
-		fmt.Fprintf(stderr, "acsverify chain: %v\n", err)
+	in, name, closeIn, ok := openArg("chain", fs.Arg(0), stdin, stderr)
+	if !ok {
 		return exitInput
 	}
 	defer closeIn()
-	in = progressReader(in, name, stderr)
 
 	var r *verify.Report
+	var err error
 	if *responses == "" {
 		r, err = verify.VerifyChain(in)
 		if err != nil {
@@ -309,11 +329,7 @@ func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var trustFiles, ikms multiFlag
 	fs.Var(&trustFiles, "trust", "a trust file (the shape of a bundle's \"keys\") or a .pub.json key file (repeatable); for each kind of key none names, the bundle's own keys are used and a keys_from_bundle notice says so")
 	fs.Var(&ikms, "hmac-ikm", "HMAC-SHA256 input keying material as KEY_ID=HEX (repeatable); without it HMAC-signed responses are reported as unverifiable_hmac")
-	if err := fs.Parse(args); err != nil {
-		return exitInput
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	if !parseFileArg(fs, args) {
 		return exitInput
 	}
 	trust, err := readTrust(trustFiles)
@@ -331,13 +347,11 @@ func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return code
 		}
 	}
-	in, name, closeIn, err := openInput(fs.Arg(0), stdin)
-	if err != nil {
-		fmt.Fprintf(stderr, "acsverify bundle: %v\n", err)
+	in, name, closeIn, ok := openArg("bundle", fs.Arg(0), stdin, stderr)
+	if !ok {
 		return exitInput
 	}
 	defer closeIn()
-	in = progressReader(in, name, stderr)
 	var r *verify.Report
 	if earlier != nil {
 		r, err = verify.VerifyBundleSince(in, trust, earlier)

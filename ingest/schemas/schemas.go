@@ -1,6 +1,7 @@
 // Package schemas embeds the JSON Schemas of the records ingest reads (A2H
-// v0.2 and v0.3, bash-guard decision output v1 in its two published
-// forms; see SOURCES.md) and validates documents against them.
+// v0.2 and v0.3, bash-guard decision output v1 in the seed's form and the
+// two published ones beside it; see SOURCES.md) and validates documents
+// against them.
 package schemas
 
 import (
@@ -28,6 +29,7 @@ const (
 	A2HResponseV02     = "a2h/v0.2/response.schema.json"
 	A2HResponseV03     = "a2h/v0.3/response.schema.json"
 	BashGuardV1Base    = "bashguard/decision-output.v1.base.json"
+	BashGuardV1Seed    = "bashguard/decision-output.v1.seed.json"
 	BashGuardV1Unlock  = "bashguard/decision-output.v1.unlock.json"
 	a2hPublishedPrefix = "https://a2hprotocol.org/schema/"
 )

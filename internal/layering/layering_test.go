@@ -54,9 +54,9 @@ func listModule(t *testing.T) map[string]pkg {
 		pkgs[local(p.ImportPath)] = p
 	}
 	// The list must be the real one: it holds the layers the rules name.
-	for _, want := range []string{"acs", "guardian", "ledger", "ledger/tlog", "verify", "web", "cmd/acsverify", "cmd/acsledger"} {
-		if _, ok := pkgs[want]; !ok {
-			t.Fatalf("go list does not list %s/%s; got %d packages", module, want, len(pkgs))
+	for _, want := range []string{"acs", "guardian", "ingest", "ledger", "ledger/tlog", "verify", "web", "cmd/acsverify", "cmd/acsledger"} {
+		if !anyUnder(pkgs, want) {
+			t.Fatalf("go list lists nothing under %s/%s; got %d packages", module, want, len(pkgs))
 		}
 	}
 	return pkgs
@@ -71,6 +71,16 @@ func local(path string) string {
 		return rest
 	}
 	return path
+}
+
+// anyUnder reports whether pkgs holds dir or a package below it.
+func anyUnder(pkgs map[string]pkg, dir string) bool {
+	for path := range pkgs {
+		if under(path, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // under reports whether path is dir or a package below it.
@@ -90,66 +100,137 @@ var (
 	isHTTP = func(p string) bool { return under(p, "net/http") }
 )
 
-// layer names the upper layers a package of a lower one must not import.
-// The data flows acs -> guardian -> ledger -> verify -> web and cmd, but a
+// layers holds the rules of the one-way house, one row per directory of
+// the module (a prefix of import paths: the row holds dir and every package
+// below it, so a package split into subpackages keeps its row). The data
+// flows acs -> guardian / ingest -> ledger -> verify -> web and cmd, but a
 // writer calls the store it writes to, and the store reads its notes with
 // verify's readers, so what is forbidden is the other way round: a layer
-// reaching into one that builds on it.
-var layers = []struct {
-	dir       string
-	forbidden []string
-}{
-	{"acs", []string{"guardian", "ledger", "verify", "web", "cmd"}},
-	{"verify", []string{"guardian", "ledger", "web", "cmd"}},
-	{"ledger", []string{"guardian", "web", "cmd"}},
-	{"guardian", []string{"web", "cmd"}},
+// reaching into one that builds on it. A new top-level package gets a row
+// here; TestLayers fails on a row whose dir holds no package, so a row
+// cannot outlive what it names.
+var layers = []layer{
+	{dir: "acs", forbidden: []string{"guardian", "ingest", "ledger", "verify", "web", "cmd"}},
+	{dir: "verify", forbidden: []string{"guardian", "ingest", "ledger", "web", "cmd"}},
+	{dir: "ledger", forbidden: []string{"guardian", "ingest", "web", "cmd"}},
+	{dir: "guardian", forbidden: []string{"web", "cmd"}},
+	// ingest is a writer beside the Guardian: it turns other guards'
+	// records into entries through the ledger's contracts (ledger.Store's
+	// records and results), never through a store implementation, and it
+	// owes nothing to the Guardian.
+	{dir: "ingest", forbidden: []string{"guardian", "web", "cmd"}, allowed: []string{"acs/...", "ledger"}},
+	{dir: "web", forbidden: []string{"cmd"}},
+	// The SQL migrations are data embedded in Go; they import nothing of
+	// the module.
+	{dir: "migrations", forbidden: []string{"acs", "guardian", "ingest", "ledger", "verify", "web", "cmd"}},
 }
 
-// TestLayers: no package imports, directly or not, a package of a layer
-// that builds on its own.
+// A layer is a row of layers.
+type layer struct {
+	dir string
+	// forbidden are the dirs whose packages dir's may not depend on,
+	// directly or not.
+	forbidden []string
+	// allowed, when not nil, is everything else of the module dir's
+	// packages may depend on: "X/..." is X and every package below it; a
+	// bare "X" is package X and what X itself depends on (its contract,
+	// not the implementations that live below it).
+	allowed []string
+}
+
+// unlayered are the top-level directories that have no row in layers, and
+// why. Any other top-level directory needs a row: TestEveryDirectoryHasARule.
+var unlayered = map[string]string{
+	"cmd":      "the programs are the top layer: they wire every other",
+	"internal": "helpers for tests and processes (database harnesses, drills, this test), each imported only where it is needed",
+}
+
+// TestEveryDirectoryHasARule: a new top-level directory of packages gets a
+// row in layers (or a reason in unlayered), so the rules keep describing
+// the tree as it grows.
+func TestEveryDirectoryHasARule(t *testing.T) {
+	t.Parallel()
+	for path := range listModule(t) {
+		top, _, _ := strings.Cut(path, "/")
+		if _, ok := unlayered[top]; ok || slices.ContainsFunc(layers, func(l layer) bool { return under(path, l.dir) }) {
+			continue
+		}
+		t.Errorf("%s has no rule: add a row for %s to layers (or say in unlayered why it needs none)", path, top)
+	}
+}
+
+// TestLayers: no package depends, directly or not, on a package of a layer
+// that builds on its own, nor on anything its row does not allow.
 func TestLayers(t *testing.T) {
 	t.Parallel()
 	pkgs := listModule(t)
 	for _, l := range layers {
+		if !anyUnder(pkgs, l.dir) {
+			t.Errorf("the rule for %s holds no package: go list lists none under it", l.dir)
+		}
 		for path, p := range pkgs {
 			if !under(path, l.dir) {
 				continue
 			}
 			for _, d := range p.Deps {
-				for _, up := range l.forbidden {
-					if under(local(d), up) {
-						t.Errorf("%s depends on %s: %s must not import %s", path, local(d), l.dir, up)
-					}
+				d = local(d)
+				if up := slices.IndexFunc(l.forbidden, func(up string) bool { return under(d, up) }); up >= 0 {
+					t.Errorf("%s depends on %s: %s must not import %s", path, d, l.dir, l.forbidden[up])
+				} else if l.allowed != nil && inModule(pkgs, d) && !under(d, l.dir) && !allowed(pkgs, l.allowed, d) {
+					t.Errorf("%s depends on %s: %s may import only %s", path, d, l.dir, strings.Join(l.allowed, ", "))
 				}
 			}
 		}
 	}
 }
 
+// inModule reports whether the local path d names a package of the module.
+func inModule(pkgs map[string]pkg, d string) bool {
+	_, ok := pkgs[d]
+	return ok
+}
+
+// allowed reports whether the module package d is one of allow (see
+// layers).
+func allowed(pkgs map[string]pkg, allow []string, d string) bool {
+	for _, a := range allow {
+		if dir, ok := strings.CutSuffix(a, "/..."); ok {
+			if under(d, dir) {
+				return true
+			}
+			continue
+		}
+		if d == a || slices.Contains(pkgs[a].Deps, module+"/"+d) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestLedgerHasNoPolicyEngine: the store keeps evidence of decisions; it
 // never makes one, so nothing under ledger/ links OPA.
 func TestLedgerHasNoPolicyEngine(t *testing.T) {
 	t.Parallel()
-	for path, p := range listModule(t) {
-		if !under(path, "ledger") {
-			continue
-		}
-		if d := firstMatch(p.Deps, isOPA); d != "" {
-			t.Errorf("%s depends on %s (and %d OPA packages in all): nothing under ledger/ may link OPA", path, d, count(p.Deps, isOPA))
-		}
-	}
+	forbidDeps(t, listModule(t), "ledger", "OPA", isOPA)
 }
 
 // TestMerkleLogHasNoDatabase: the Merkle log is pure; each store provides
 // its log storage, so nothing under ledger/tlog links a database driver.
 func TestMerkleLogHasNoDatabase(t *testing.T) {
 	t.Parallel()
-	for path, p := range listModule(t) {
-		if !under(path, "ledger/tlog") {
+	forbidDeps(t, listModule(t), "ledger/tlog", "database/sql or a database driver", isDatabase)
+}
+
+// forbidDeps fails t for every package under dir that depends on one that
+// match reports, naming the first and how many there are.
+func forbidDeps(t *testing.T, pkgs map[string]pkg, dir, what string, match func(string) bool) {
+	t.Helper()
+	for path, p := range pkgs {
+		if !under(path, dir) {
 			continue
 		}
-		if d := firstMatch(p.Deps, isDatabase); d != "" {
-			t.Errorf("%s depends on %s: nothing under ledger/tlog may link database/sql or a database driver", path, d)
+		if d := firstMatch(p.Deps, match); d != "" {
+			t.Errorf("%s depends on %s (and %d such packages in all): nothing under %s/ may link %s", path, d, count(p.Deps, match), dir, what)
 		}
 	}
 }

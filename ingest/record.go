@@ -1,31 +1,12 @@
-// Package ingest takes in the decision records other guards already write
-// and turns each into a ContextEntry of a ledger session, or into a
-// quarantined record with a reason: never neither.
-//
-// Four sources are read, each by a strict parser, a mapping and checks
-// (docs/ingest.md explains each mapping with an example):
-//
-//   - OPA decision logs, as OPA's decision-log plugin uploads them (gzip
-//     JSON arrays) [OPA decision logs];
-//   - bash-guard decisions (decision-output.v1) and its audit lines;
-//   - A2H resolutions, pushed by a Hub with an A2H-Signature header or
-//     archived [A2H] (spec §6, §9.2);
-//   - another ACS Guardian's traffic, as request/response envelope pairs.
-//
-// Every entry carries the source record's exact text (member
-// "source_record"), so the chain commits to it and an auditor can re-check
-// a source signature offline from an exported bundle alone. Records are
-// idempotent on each source's natural key (ledger.IngestStore).
-//
-// [OPA decision logs]: https://www.openpolicyagent.org/docs/management-decision-logs
-// [A2H]: https://a2hprotocol.org
 package ingest
 
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
 )
 
@@ -59,14 +40,21 @@ const (
 	ReasonReplayedJTI       = ledger.ReasonReplayedJTI
 	ReasonDefaultedActor    = "defaulted_non_system_actor"
 	ReasonResolutionType    = "resolution_not_allowed_for_type"
+	// ReasonExpiryDefaultResolution: the actor is system:default_on_expire
+	// but the resolution is not "expired" (spec §6).
+	ReasonExpiryDefaultResolution = "expiry_default_not_expired"
 )
 
-// Flags set on bash-guard entries, queryable with IngestStore.Flagged.
+// Flags set on bash-guard and A2H entries, queryable with
+// IngestStore.Flagged.
 const (
 	FlagFailOpen          = "fail_open"
 	FlagFailOpenKeyless   = "fail_open_keyless"
 	FlagUnlockBypass      = "unlock_bypass"
 	FlagUnlockFilterError = "unlock_filter_error"
+	// FlagUnboundPayload marks an A2H v0.2 resolution: its signature
+	// binds no response payload (spec §9.2 binds it from v0.3).
+	FlagUnboundPayload = "unbound_payload"
 )
 
 // Raw is one source record as read: its exact bytes and where it is.
@@ -89,6 +77,28 @@ type Store interface {
 	IngestedByKey(ctx context.Context, source, key string) (ledger.IngestResult, error)
 	EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error)
 	Session(ctx context.Context, sessionID string) (ledger.Session, error)
+}
+
+// malformed returns the quarantined record of a raw record that could not
+// be cut out of its file, or that is not strict JSON by acs.Canonicalize's
+// rules (duplicate members, invalid UTF-8, lone surrogates, numbers out of
+// range, trailing data), or nil: the first check of every format.
+func malformed(f Format, raw Raw) *ledger.IngestRecord {
+	err := raw.Err
+	if err == nil {
+		if _, err = acs.Canonicalize(raw.Bytes); err == nil {
+			return nil
+		}
+	}
+	q := quarantine(f, raw, "", ReasonMalformedJSON, "%v", err)
+	return &q
+}
+
+// naturalKey is the natural key of a record identified by two strings: the
+// pair as a JSON array, which no two pairs share.
+func naturalKey(a, b string) string {
+	k, _ := json.Marshal([2]string{a, b})
+	return string(k)
 }
 
 // quarantine returns the ingest record of a raw record that failed a check.
