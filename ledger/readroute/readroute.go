@@ -1,4 +1,13 @@
-package main
+// Package readroute sends a store's compliance reads to a read replica (a
+// streaming standby of a PostgreSQL primary, acsledger serve --db-read)
+// while the replica is close enough behind, and everything else to the
+// primary: docs/operations.md, "Failover on a synchronous standby".
+//
+// A Monitor measures the replica's lag for /metrics, /stats and the choice
+// of where reads go; Reads routes a store's reads by it; and CaughtUpLog
+// makes a verification wait for the replica to hold what the Merkle log,
+// read from the primary, covers.
+package readroute
 
 import (
 	"context"
@@ -22,22 +31,19 @@ import (
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/ledger/tlog"
-	"github.com/acsledger/acsledger/web"
 )
 
-// With --db-read, serve sends the compliance reads to a read replica (a
-// streaming standby of the primary) and everything else to the primary:
-// docs/operations.md, "Failover on a synchronous standby".
+// LagEvery is how often serve measures the read replica's lag.
+const LagEvery = time.Second
 
-// lagEvery is how often serve measures the read replica's lag.
-const lagEvery = time.Second
-
-// catchUpTimeout bounds how long a verification waits for the read
+// CatchUpTimeout bounds how long a verification waits for the read
 // replica to replay what the Merkle log it read from the primary covers.
-const catchUpTimeout = 10 * time.Second
+const CatchUpTimeout = 10 * time.Second
 
 // The read replica's lag in /metrics: acsledger_db_read_lag_bytes and
-// acsledger_db_read_lag_seconds.
+// acsledger_db_read_lag_seconds. The meter keeps the name it had when this
+// code lived in cmd/acsledger, because the Prometheus exporter prints it
+// in every series (otel_scope_name) and /metrics stays as it was.
 var (
 	meter       = otel.Meter("github.com/acsledger/acsledger/cmd/acsledger")
 	lagBytes, _ = meter.Int64Gauge("acsledger.db_read.lag_bytes", metric.WithUnit("By"),
@@ -152,29 +158,55 @@ func (st *staleness) measure(now time.Time, primary, replayed pgstore.LSN) time.
 // reset forgets what was seen, for a replica that is no longer a standby.
 func (st *staleness) reset() { st.seen = st.seen[:0] }
 
-// replicaMonitor measures the read replica's lag, for /metrics, /stats and
+// Lag is how far the read replica was behind the primary when last
+// measured, and where the compliance reads go because of it. Its fields
+// are web.ReplicaLag's, in the same order, so that the /stats encoding is
+// web's and serve converts one into the other.
+type Lag struct {
+	// Bytes of WAL not replayed; Seconds, the age of the replica's newest
+	// commit while it is behind (0 once caught up).
+	Bytes   uint64
+	Seconds float64
+	// Replayed and Primary are the compared WAL positions, as text.
+	Replayed, Primary string
+	// MeasuredAt is when; Problem says why the lag is unknown, if it is:
+	// "unreachable" or "not_standby".
+	MeasuredAt time.Time
+	Problem    string
+	// StaleSeconds is what staleness measured, MaxLagSeconds the limit
+	// it is held to (0: none).
+	StaleSeconds, MaxLagSeconds float64
+	// ReadsFrom is readsReplica or readsPrimary, ReadsReason one of the
+	// reasons of readsReasons.
+	ReadsFrom, ReadsReason string
+}
+
+// Monitor measures the read replica's lag, for /metrics, /stats and
 // the choice of where reads go: while the replica cannot be measured
 // (unreachable) or has been missing the primary's WAL for longer than
 // maxLag, reads go to the primary.
-type replicaMonitor struct {
+type Monitor struct {
 	r   *storeopen.ReadReplica
 	log *slog.Logger
 	// maxLag is --db-read-max-lag; 0 sets no limit.
 	maxLag time.Duration
 
 	mu    sync.Mutex
-	last  web.ReplicaLag
+	last  Lag
 	stale staleness // measure's only
 }
 
-func newReplicaMonitor(ctx context.Context, r *storeopen.ReadReplica, maxLag time.Duration, log *slog.Logger) *replicaMonitor {
-	m := &replicaMonitor{r: r, log: log, maxLag: maxLag}
+// NewMonitor measures r once and returns the monitor; Run keeps measuring.
+// maxLag is --db-read-max-lag (0 sets no limit); log gets a line each time
+// the reads change store.
+func NewMonitor(ctx context.Context, r *storeopen.ReadReplica, maxLag time.Duration, log *slog.Logger) *Monitor {
+	m := &Monitor{r: r, log: log, maxLag: maxLag}
 	m.measure(ctx)
 	return m
 }
 
-// run measures the lag every interval until ctx ends.
-func (m *replicaMonitor) run(ctx context.Context, interval time.Duration) {
+// Run measures the lag every interval until ctx ends.
+func (m *Monitor) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -187,12 +219,12 @@ func (m *replicaMonitor) run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-func (m *replicaMonitor) measure(ctx context.Context) {
+func (m *Monitor) measure(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	lag, err := m.r.Lag(ctx)
 	now := time.Now().UTC()
-	cur := web.ReplicaLag{MeasuredAt: now, MaxLagSeconds: m.maxLag.Seconds(), ReadsFrom: readsReplica, ReadsReason: withinMaxLag}
+	cur := Lag{MeasuredAt: now, MaxLagSeconds: m.maxLag.Seconds(), ReadsFrom: readsReplica, ReadsReason: withinMaxLag}
 	switch {
 	case errors.Is(err, pgstore.ErrNotStandby):
 		cur.Problem, cur.ReadsReason = "not_standby", promoted
@@ -231,10 +263,10 @@ func (m *replicaMonitor) measure(ctx context.Context) {
 
 // unreachable records that a read could not reach the replica, so that
 // reads go to the primary until the next measurement succeeds.
-func (m *replicaMonitor) unreachable(err error) {
+func (m *Monitor) unreachable(err error) {
 	m.mu.Lock()
 	was := m.last.Problem
-	m.last = web.ReplicaLag{MeasuredAt: time.Now().UTC(), Problem: "unreachable", MaxLagSeconds: m.maxLag.Seconds(),
+	m.last = Lag{MeasuredAt: time.Now().UTC(), Problem: "unreachable", MaxLagSeconds: m.maxLag.Seconds(),
 		ReadsFrom: readsPrimary, ReadsReason: replicaUnreachable}
 	m.mu.Unlock()
 	recordServing(context.Background(), readsPrimary, replicaUnreachable)
@@ -243,8 +275,8 @@ func (m *replicaMonitor) unreachable(err error) {
 	}
 }
 
-// lag is the latest measurement (web.Options.ReplicaLag).
-func (m *replicaMonitor) lag() web.ReplicaLag {
+// Lag is the latest measurement (web.Options.ReplicaLag).
+func (m *Monitor) Lag() Lag {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.last
@@ -254,25 +286,31 @@ func (m *replicaMonitor) lag() web.ReplicaLag {
 // measurement succeeded and found it within maxLag. A promoted replica
 // (not_standby) is a primary now and holds everything it committed, so
 // it stays usable.
-func (m *replicaMonitor) usable() bool {
-	return m.lag().ReadsFrom == readsReplica
+func (m *Monitor) usable() bool {
+	return m.Lag().ReadsFrom == readsReplica
 }
 
-// replicaReads is the store of the web layer with a read replica: the
+// Reads is the store of the web layer with a read replica: the
 // primary (embedded) takes every write and the reads that must be current
 // (tokens, policy bundles, ingest's duplicate checks); the compliance
 // reads below go to the replica while it is usable.
-type replicaReads struct {
+type Reads struct {
 	storeopen.Store
 	replica *storeopen.ReadReplica
-	mon     *replicaMonitor
+	mon     *Monitor
+}
+
+// NewReads routes the compliance reads of primary to replica while mon
+// finds the replica usable.
+func NewReads(primary storeopen.Store, replica *storeopen.ReadReplica, mon *Monitor) Reads {
+	return Reads{Store: primary, replica: replica, mon: mon}
 }
 
 // fromReplica runs read on the replica while it is usable, else on the
 // primary. A replica that cannot be reached (no connection, a connection
 // cut) is marked so at once and the read is made on the primary: a
 // compliance query does not fail because the replica went away.
-func fromReplica[T any](ctx context.Context, r replicaReads, read func(storeopen.Store) (T, error)) (T, error) {
+func fromReplica[T any](ctx context.Context, r Reads, read func(storeopen.Store) (T, error)) (T, error) {
 	if !r.mon.usable() {
 		return read(r.Store)
 	}
@@ -299,47 +337,47 @@ func unreachable(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
 
-func (r replicaReads) Session(ctx context.Context, id string) (ledger.Session, error) {
+func (r Reads) Session(ctx context.Context, id string) (ledger.Session, error) {
 	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.Session, error) { return s.Session(ctx, id) })
 }
 
-func (r replicaReads) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.SessionPage, error) {
+func (r Reads) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.SessionPage, error) {
 	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SessionPage, error) { return s.Sessions(ctx, f) })
 }
 
-func (r replicaReads) Entries(ctx context.Context, id string, from int64, limit int) ([]ledger.Entry, error) {
+func (r Reads) Entries(ctx context.Context, id string, from int64, limit int) ([]ledger.Entry, error) {
 	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.Entry, error) { return s.Entries(ctx, id, from, limit) })
 }
 
-func (r replicaReads) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error) {
+func (r Reads) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error) {
 	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.Entry, error) { return s.EntriesByStep(ctx, stepID, sessionID) })
 }
 
-func (r replicaReads) Response(ctx context.Context, id string, position int64) ([]byte, error) {
+func (r Reads) Response(ctx context.Context, id string, position int64) ([]byte, error) {
 	return fromReplica(ctx, r, func(s storeopen.Store) ([]byte, error) { return s.Response(ctx, id, position) })
 }
 
-func (r replicaReads) Request(ctx context.Context, id string, position int64) ([]byte, error) {
+func (r Reads) Request(ctx context.Context, id string, position int64) ([]byte, error) {
 	return fromReplica(ctx, r, func(s storeopen.Store) ([]byte, error) { return s.Request(ctx, id, position) })
 }
 
-func (r replicaReads) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error) {
+func (r Reads) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error) {
 	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SearchPage, error) { return s.SearchEntries(ctx, f) })
 }
 
-func (r replicaReads) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error) {
+func (r Reads) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error) {
 	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SessionSearchPage, error) { return s.SearchSessions(ctx, f) })
 }
 
-func (r replicaReads) DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error) {
+func (r Reads) DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error) {
 	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.DayStats, error) { return s.DailyStats(ctx, since, exclude) })
 }
 
-func (r replicaReads) TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error) {
+func (r Reads) TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error) {
 	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.TreeSize, error) { return s.TreeSizes(ctx, n) })
 }
 
-func (r replicaReads) QuarantineCount(ctx context.Context) (int64, bool, error) {
+func (r Reads) QuarantineCount(ctx context.Context) (int64, bool, error) {
 	type count struct {
 		n  int64
 		ok bool
@@ -359,16 +397,19 @@ func (r replicaReads) QuarantineCount(ctx context.Context) (int64, bool, error) 
 // everything the primary had written by then.
 type caughtUpLog struct {
 	*tlog.Log
-	reads replicaReads
+	reads Reads
 }
 
 var _ evidence.Log = caughtUpLog{}
+
+// CaughtUpLog is l as verification reads it beside the replica of reads.
+func CaughtUpLog(l *tlog.Log, reads Reads) evidence.Log { return caughtUpLog{Log: l, reads: reads} }
 
 func (l caughtUpLog) catchUp(ctx context.Context) error {
 	if !l.reads.mon.usable() {
 		return nil // reads go to the primary
 	}
-	return l.reads.replica.CatchUp(ctx, catchUpTimeout)
+	return l.reads.replica.CatchUp(ctx, CatchUpTimeout)
 }
 
 func (l caughtUpLog) Checkpoint(ctx context.Context) ([]byte, error) {
