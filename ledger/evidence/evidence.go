@@ -47,6 +47,15 @@ type Log interface {
 
 var _ Log = (*tlog.Log)(nil)
 
+// Store is what evidence reads from the ledger: the chains, the signed
+// response stored beside each entry, and the policy bundles the decisions
+// reference.
+type Store interface {
+	ledger.ChainReader
+	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
+	ledger.PolicyBundleReader
+}
+
 // Options say what a bundle carries beside the session's evidence.
 type Options struct {
 	// ResponseKeys are the public keys that verify the Guardian's response
@@ -105,7 +114,7 @@ type Summary struct {
 // written. An error after writing began leaves w holding a truncated bundle
 // that no verifier accepts; callers writing to a file should write to a
 // temporary one and rename it on success.
-func Build(ctx context.Context, store ledger.GuardianStore, log Log, sessionID string, w io.Writer, opts Options) (Summary, error) {
+func Build(ctx context.Context, store Store, log Log, sessionID string, w io.Writer, opts Options) (Summary, error) {
 	var sum Summary
 	if _, err := store.Session(ctx, sessionID); err != nil {
 		return sum, fmt.Errorf("couldn't load session %s: %w", sessionID, err)
@@ -272,7 +281,7 @@ func bundleKeys(log Log, opts Options) (*verify.BundleKeys, error) {
 	return k, nil
 }
 
-func policyRecords(ctx context.Context, store ledger.GuardianStore, content bool) ([]verify.PolicyBundleRecord, error) {
+func policyRecords(ctx context.Context, store ledger.PolicyBundleReader, content bool) ([]verify.PolicyBundleRecord, error) {
 	list, err := store.PolicyBundles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
@@ -387,7 +396,7 @@ func NewReport(r *verify.Report) Report {
 // gets from the exported bundle with the same trust. Then it holds the
 // session against every leaf the log has for it (logged_entry_missing,
 // logged_entry_mismatch, truncated), which a bundle cannot show.
-func Verify(ctx context.Context, store ledger.GuardianStore, log Log, sessionID string, opts Options, trust *verify.Trust) (*verify.Report, error) {
+func Verify(ctx context.Context, store Store, log Log, sessionID string, opts Options, trust *verify.Trust) (*verify.Report, error) {
 	if _, err := store.Session(ctx, sessionID); err != nil {
 		return nil, fmt.Errorf("couldn't load session %s: %w", sessionID, err)
 	}

@@ -34,7 +34,7 @@ const (
 // run at a time; Status reports the progress of the current run and the
 // result of the last finished one.
 type Reverifier struct {
-	store ledger.GuardianStore
+	store Store
 	log   Log
 	opts  Options
 	trust *verify.Trust
@@ -91,7 +91,7 @@ type FailedSession struct {
 // NewReverifier returns a Reverifier over store and log (nil: no
 // anchoring is checked, and every session reports not_anchored), verifying
 // with trust. now and logger may be nil.
-func NewReverifier(store ledger.GuardianStore, log Log, opts Options, trust *verify.Trust, now func() time.Time, logger *slog.Logger) *Reverifier {
+func NewReverifier(store Store, log Log, opts Options, trust *verify.Trust, now func() time.Time, logger *slog.Logger) *Reverifier {
 	if now == nil {
 		now = time.Now
 	}
