@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/acsledger/acsledger/internal/tick"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/pgstore"
@@ -207,16 +208,7 @@ func NewMonitor(ctx context.Context, r *storeopen.ReadReplica, maxLag time.Durat
 
 // Run measures the lag every interval until ctx ends.
 func (m *Monitor) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.measure(ctx)
-		}
-	}
+	tick.Every(ctx, interval, nil, func() { m.measure(ctx) })
 }
 
 func (m *Monitor) measure(ctx context.Context) {
