@@ -155,7 +155,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if replica != nil {
 		monitor = readroute.NewMonitor(ctx, replica, maxLag, log)
 		rr := readroute.NewReads(store, replica, monitor)
-		reads, evLog, lagOf = rr, readroute.CaughtUpLog(mlog, rr), func() web.ReplicaLag { return web.ReplicaLag(monitor.Lag()) }
+		reads, evLog, lagOf = routedStore{rr, primaryStore{store}}, readroute.CaughtUpLog(mlog, rr), func() web.ReplicaLag { return web.ReplicaLag(monitor.Lag()) }
 		log.Info("compliance reads go to the read replica", "db_read", redact(readURL), "max_lag", maxLag, "reads_from", monitor.Lag().ReadsFrom, "lag_bytes", monitor.Lag().Bytes, "problem", monitor.Lag().Problem)
 	}
 	ev := lf.evidenceOptions(reads, evLog, keySet, log)
@@ -275,3 +275,13 @@ func storeURL(db string) string {
 	}
 	return db
 }
+
+// routedStore is the primary store with its compliance reads made through
+// readroute.Reads, whose methods, one embedding level above the store's,
+// stand in for them.
+type routedStore struct {
+	readroute.Reads
+	primaryStore
+}
+
+type primaryStore struct{ storeopen.Store }

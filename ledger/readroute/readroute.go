@@ -282,34 +282,48 @@ func (m *Monitor) usable() bool {
 	return m.Lag().ReadsFrom == readsReplica
 }
 
-// Reads is the store of the web layer with a read replica: the
-// primary (embedded) takes every write and the reads that must be current
-// (tokens, policy bundles, ingest's duplicate checks); the compliance
-// reads below go to the replica while it is usable.
+// Reader is every compliance read: what Reads sends to the replica.
+type Reader interface {
+	ledger.ChainReader
+	ledger.StepReader
+	SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error)
+	SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error)
+	DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error)
+	TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error)
+	QuarantineCount(ctx context.Context) (n int64, ok bool, err error)
+}
+
+// Reads are the compliance reads of the web layer with a read replica:
+// they go to the replica while it is usable, else to the primary. The
+// primary takes every write and the reads that must be current (tokens,
+// policy bundles, ingest's duplicate checks): serve embeds Reads beside
+// the primary store, so that Reads' methods stand in for the store's own.
 type Reads struct {
-	storeopen.Store
+	primary Reader
 	replica *storeopen.ReadReplica
 	mon     *Monitor
 }
 
+var _ Reader = Reads{}
+
 // NewReads routes the compliance reads of primary to replica while mon
 // finds the replica usable.
-func NewReads(primary storeopen.Store, replica *storeopen.ReadReplica, mon *Monitor) Reads {
-	return Reads{Store: primary, replica: replica, mon: mon}
+func NewReads(primary Reader, replica *storeopen.ReadReplica, mon *Monitor) Reads {
+	return Reads{primary: primary, replica: replica, mon: mon}
 }
 
 // fromReplica runs read on the replica while it is usable, else on the
 // primary. A replica that cannot be reached (no connection, a connection
 // cut) is marked so at once and the read is made on the primary: a
 // compliance query does not fail because the replica went away.
-func fromReplica[T any](ctx context.Context, r Reads, read func(storeopen.Store) (T, error)) (T, error) {
+func fromReplica[T any](ctx context.Context, r Reads, read func(Reader) (T, error)) (T, error) {
 	if !r.mon.usable() {
-		return read(r.Store)
+		return read(r.primary)
 	}
 	v, err := read(r.replica)
 	if err != nil && ctx.Err() == nil && unreachable(err) {
 		r.mon.unreachable(err)
-		return read(r.Store)
+		return read(r.primary)
 	}
 	return v, err
 }
@@ -330,43 +344,43 @@ func unreachable(err error) bool {
 }
 
 func (r Reads) Session(ctx context.Context, id string) (ledger.Session, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.Session, error) { return s.Session(ctx, id) })
+	return fromReplica(ctx, r, func(s Reader) (ledger.Session, error) { return s.Session(ctx, id) })
 }
 
 func (r Reads) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.SessionPage, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SessionPage, error) { return s.Sessions(ctx, f) })
+	return fromReplica(ctx, r, func(s Reader) (ledger.SessionPage, error) { return s.Sessions(ctx, f) })
 }
 
 func (r Reads) Entries(ctx context.Context, id string, from int64, limit int) ([]ledger.Entry, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.Entry, error) { return s.Entries(ctx, id, from, limit) })
+	return fromReplica(ctx, r, func(s Reader) ([]ledger.Entry, error) { return s.Entries(ctx, id, from, limit) })
 }
 
 func (r Reads) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.Entry, error) { return s.EntriesByStep(ctx, stepID, sessionID) })
+	return fromReplica(ctx, r, func(s Reader) ([]ledger.Entry, error) { return s.EntriesByStep(ctx, stepID, sessionID) })
 }
 
 func (r Reads) Response(ctx context.Context, id string, position int64) ([]byte, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) ([]byte, error) { return s.Response(ctx, id, position) })
+	return fromReplica(ctx, r, func(s Reader) ([]byte, error) { return s.Response(ctx, id, position) })
 }
 
 func (r Reads) Request(ctx context.Context, id string, position int64) ([]byte, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) ([]byte, error) { return s.Request(ctx, id, position) })
+	return fromReplica(ctx, r, func(s Reader) ([]byte, error) { return s.Request(ctx, id, position) })
 }
 
 func (r Reads) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SearchPage, error) { return s.SearchEntries(ctx, f) })
+	return fromReplica(ctx, r, func(s Reader) (ledger.SearchPage, error) { return s.SearchEntries(ctx, f) })
 }
 
 func (r Reads) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SessionSearchPage, error) { return s.SearchSessions(ctx, f) })
+	return fromReplica(ctx, r, func(s Reader) (ledger.SessionSearchPage, error) { return s.SearchSessions(ctx, f) })
 }
 
 func (r Reads) DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.DayStats, error) { return s.DailyStats(ctx, since, exclude) })
+	return fromReplica(ctx, r, func(s Reader) ([]ledger.DayStats, error) { return s.DailyStats(ctx, since, exclude) })
 }
 
 func (r Reads) TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.TreeSize, error) { return s.TreeSizes(ctx, n) })
+	return fromReplica(ctx, r, func(s Reader) ([]ledger.TreeSize, error) { return s.TreeSizes(ctx, n) })
 }
 
 func (r Reads) QuarantineCount(ctx context.Context) (int64, bool, error) {
@@ -374,7 +388,7 @@ func (r Reads) QuarantineCount(ctx context.Context) (int64, bool, error) {
 		n  int64
 		ok bool
 	}
-	c, err := fromReplica(ctx, r, func(s storeopen.Store) (count, error) {
+	c, err := fromReplica(ctx, r, func(s Reader) (count, error) {
 		n, ok, err := s.QuarantineCount(ctx)
 		return count{n, ok}, err
 	})
