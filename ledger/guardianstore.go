@@ -13,62 +13,90 @@ import (
 // request_id or the nonce (ACS §10.3).
 var ErrReplay = errors.New("replayed request")
 
-// GuardianStore is what a Guardian needs beyond Store: the signed response
-// and the request's params beside each entry, a replay history that
-// survives restarts, and the policy bundles its decisions reference. Both
-// stores implement it.
-//
-// AppendRequest appends r, the entry of a request that carries a replay
-// key, like Append and, in the same transaction, records seen as
-// RecordRequest does and stores the signed response that sign builds from
-// the append's result (whose EntryHash is the chain_hash the response must
-// carry, ACS §8.6) and params, the request's params exactly as received
-// (nil stores none). The params are kept apart from the chained entry,
-// which commits to them only through its request_hash, so that they can be
-// erased later without breaking any hash (docs/storage.md, "Request
-// params"). If sign returns an error, no entry, response or params are
-// written. If the session has already seen seen.RequestID or seen.Nonce,
-// or already holds an entry with the entry's step_id (so a retry is a
-// replay here, not an idempotent append), it returns an error wrapping
-// ErrReplay without calling sign and writes nothing else: no entry, no
-// response, no params. Concurrent appends with the same key in one
-// session commit at most one; the others get ErrReplay.
-//
-// Response returns the exact bytes of the response stored beside a
-// session's entry at position, or ErrNotFound.
-//
-// Request returns the exact params bytes stored beside a session's entry at
-// position. Params that were erased are an *ErasedError (matching
-// ErrErased, not ErrNotFound), carrying when, why and by whom; params never
-// stored are ErrNotFound.
-//
-// EraseParams erases the params stored beside a session's entry at
-// position, in one transaction: it records the erasure (reason must not be
-// blank) and deletes the params, and returns the record. The entry, with
-// its request_hash, and the response stay byte for byte, so the chain and
-// every proof over it still verify (docs/storage.md, "Request params").
-// It returns ErrNotFound when no params are stored there and never were,
-// and an *ErasedError naming the earlier erasure when they were already
-// erased; either way it writes nothing.
-//
-// RecordRequest remembers a request's request_id and nonce (nonce may be
-// "") for a session and returns ErrReplay if the session has seen either
-// before. It is durable when it returns.
-//
-// PutPolicyBundle records a policy bundle before any decision uses it. It
-// is idempotent for identical (ID, Version, Digest); the same ID and Version
-// with a different digest is ErrConflict. PolicyBundle returns one by ID and
-// version, or ErrNotFound; PolicyBundles lists them all, oldest first,
-// without their Content.
+// GuardianStore is the whole contract of what a Guardian keeps in the
+// ledger beyond Store: the signed response and the request's params beside
+// each entry (StepRecorder, StepReader, ParamsEraser) and the policy
+// bundles its decisions reference (PolicyBundleStore). Both stores
+// implement it and ledger/storetest checks it. Code that uses a store
+// takes the roles it calls, never the whole of it; only
+// ledger/storeopen, which opens a store, composes them.
 type GuardianStore interface {
 	Store
+	StepRecorder
+	StepReader
+	ParamsEraser
+	PolicyBundleStore
+}
+
+// StepRecorder is what the Guardian writes for each request it decides:
+// the entry with its signed response and params, and the request's
+// anti-replay key (ACS §10.3), in a history that survives restarts.
+type StepRecorder interface {
+	// AppendRequest appends r, the entry of a request that carries a
+	// replay key, like Store.Append and, in the same transaction, records
+	// seen as RecordRequest does and stores the signed response that sign
+	// builds from the append's result (whose EntryHash is the chain_hash
+	// the response must carry, ACS §8.6) and params, the request's params
+	// exactly as received (nil stores none). The params are kept apart
+	// from the chained entry, which commits to them only through its
+	// request_hash, so that they can be erased later without breaking any
+	// hash (docs/storage.md, "Request params"). If sign returns an error,
+	// no entry, response or params are written. If the session has
+	// already seen seen.RequestID or seen.Nonce, or already holds an entry
+	// with the entry's step_id (so a retry is a replay here, not an
+	// idempotent append), it returns an error wrapping ErrReplay without
+	// calling sign and writes nothing else: no entry, no response, no
+	// params. Concurrent appends with the same key in one session commit
+	// at most one; the others get ErrReplay.
 	AppendRequest(ctx context.Context, r Record, params []byte, seen Seen, sign func(Appended) ([]byte, error)) (Appended, []byte, error)
-	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
-	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)
-	EraseParams(ctx context.Context, sessionID string, position int64, reason, by string) (Erasure, error)
+
+	// RecordRequest remembers a request's request_id and nonce (nonce may
+	// be "") for a session and returns ErrReplay if the session has seen
+	// either before. It is durable when it returns.
 	RecordRequest(ctx context.Context, sessionID, requestID, nonce string, at time.Time) error
+}
+
+// StepReader reads what StepRecorder stored beside an entry.
+type StepReader interface {
+	// Response returns the exact bytes of the response stored beside a
+	// session's entry at position, or ErrNotFound.
+	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
+
+	// Request returns the exact params bytes stored beside a session's
+	// entry at position. Params that were erased are an *ErasedError
+	// (matching ErrErased, not ErrNotFound), carrying when, why and by
+	// whom; params never stored are ErrNotFound.
+	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)
+}
+
+// ParamsEraser erases the params stored beside an entry.
+type ParamsEraser interface {
+	// EraseParams erases the params stored beside a session's entry at
+	// position, in one transaction: it records the erasure (reason must
+	// not be blank) and deletes the params, and returns the record. The
+	// entry, with its request_hash, and the response stay byte for byte,
+	// so the chain and every proof over it still verify (docs/storage.md,
+	// "Request params"). It returns ErrNotFound when no params are stored
+	// there and never were, and an *ErasedError naming the earlier
+	// erasure when they were already erased; either way it writes nothing.
+	EraseParams(ctx context.Context, sessionID string, position int64, reason, by string) (Erasure, error)
+}
+
+// PolicyBundleStore keeps the policy bundles (ACS §12.1) that decisions
+// reference by version.
+type PolicyBundleStore interface {
+	// PutPolicyBundle records a policy bundle before any decision uses
+	// it. It is idempotent for identical (ID, Version, Digest); the same
+	// ID and Version with a different digest is ErrConflict.
 	PutPolicyBundle(ctx context.Context, b PolicyBundle) error
+	PolicyBundleReader
+}
+
+// PolicyBundleReader reads the recorded policy bundles.
+type PolicyBundleReader interface {
+	// PolicyBundle returns one by ID and version, or ErrNotFound.
 	PolicyBundle(ctx context.Context, id, version string) (PolicyBundle, error)
+	// PolicyBundles lists them all, oldest first, without their Content.
 	PolicyBundles(ctx context.Context) ([]PolicyBundle, error)
 }
 

@@ -7,7 +7,7 @@ import (
 
 // AllEntries yields a session's entries in chain order, reading them from s a
 // page at a time. It stops after the first error.
-func AllEntries(ctx context.Context, s Store, sessionID string) iter.Seq2[Entry, error] {
+func AllEntries(ctx context.Context, s ChainReader, sessionID string) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		var from int64
 		for {

@@ -61,6 +61,8 @@ const (
 //
 // Append and AppendBatch return only after their writes are durable.
 type Store interface {
+	ChainReader
+
 	// Append appends one entry to the chain of r.SessionID. Concurrent
 	// Appends may share a transaction (group commit). If ctx ends first,
 	// Append returns ctx's error and the entry may or may not be stored;
@@ -71,6 +73,14 @@ type Store interface {
 	// transaction. Records of one session are chained in slice order.
 	AppendBatch(ctx context.Context, rs []Record) ([]Appended, error)
 
+	// Close releases the store's connections.
+	Close() error
+}
+
+// ChainReader is the read side of a Store: sessions and their entries, as
+// committed. Code that only reads chains (verification, evidence export,
+// decision replay) takes a ChainReader.
+type ChainReader interface {
 	// Session returns a session and its chain head, or ErrNotFound.
 	Session(ctx context.Context, sessionID string) (Session, error)
 
@@ -91,9 +101,6 @@ type Store interface {
 	// whose cost does not grow with the ledger (migration 0004): a Guardian
 	// step's step_id is its request_id, and decisions are looked up by it.
 	EntriesByStep(ctx context.Context, stepID, sessionID string) ([]Entry, error)
-
-	// Close releases the store's connections.
-	Close() error
 }
 
 // MaxEntriesByStep bounds Store.EntriesByStep: two matches are enough to

@@ -228,7 +228,7 @@ func startSoakGuardian(ctx context.Context, url string) (*soakGuardian, error) {
 		store.Close()
 		return nil, fmt.Errorf("couldn't open the Merkle log: %w", err)
 	}
-	bg, err := serveBenchGuardian(ctx, notifyingStore{Store: store, notify: mlog.Notify}, nil)
+	bg, err := serveBenchGuardian(ctx, storeopen.NotifyOnAppend(store, mlog.Notify), nil)
 	if err != nil {
 		store.Close()
 		return nil, err

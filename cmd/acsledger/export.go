@@ -83,7 +83,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // exportFile writes the bundle to a temporary file beside path and renames
 // it into place, so that a failed export leaves no partial bundle.
-func exportFile(ctx context.Context, store ledger.GuardianStore, log evidence.Log, session, path string, opts evidence.Options) (evidence.Summary, error) {
+func exportFile(ctx context.Context, store evidence.Store, log evidence.Log, session, path string, opts evidence.Options) (evidence.Summary, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".export-*.json")
 	if err != nil {
 		return evidence.Summary{}, fmt.Errorf("couldn't create %s: %w", path, err)

@@ -439,10 +439,3 @@ func (s *ingestServeFlags) options() web.IngestOptions {
 		A2HCallbackURL: s.callbackURL, MaxInFlight: s.maxInFlight,
 	}
 }
-
-// Ingest is the store's: an ingest batch wakes the Merkle log too.
-func (s notifyingStore) Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.IngestResult, error) {
-	res, err := s.Store.Ingest(ctx, rs)
-	s.after(err)
-	return res, err
-}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
+	"github.com/acsledger/acsledger/ledger/readroute"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/web"
@@ -138,7 +139,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	store = notifyingStore{Store: store, notify: mlog.Notify}
+	store = storeopen.NotifyOnAppend(store, mlog.Notify)
 	gd, err := gf.newGuardian(ctx, store, keys, keySet, log)
 	if err != nil {
 		return err
@@ -149,13 +150,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		reads   storeopen.Store = store
 		evLog   evidence.Log    = mlog
 		lagOf   func() web.ReplicaLag
-		monitor *replicaMonitor
+		monitor *readroute.Monitor
 	)
 	if replica != nil {
-		monitor = newReplicaMonitor(ctx, replica, maxLag, log)
-		rr := replicaReads{Store: store, replica: replica, mon: monitor}
-		reads, evLog, lagOf = rr, caughtUpLog{Log: mlog, reads: rr}, monitor.lag
-		log.Info("compliance reads go to the read replica", "db_read", redact(readURL), "max_lag", maxLag, "reads_from", monitor.lag().ReadsFrom, "lag_bytes", monitor.lag().Bytes, "problem", monitor.lag().Problem)
+		monitor = readroute.NewMonitor(ctx, replica, maxLag, log)
+		rr := readroute.NewReads(store, replica, monitor)
+		reads, evLog, lagOf = routedStore{rr, primaryStore{store}}, readroute.CaughtUpLog(mlog, rr), func() web.ReplicaLag { return web.ReplicaLag(monitor.Lag()) }
+		log.Info("compliance reads go to the read replica", "db_read", redact(readURL), "max_lag", maxLag, "reads_from", monitor.Lag().ReadsFrom, "lag_bytes", monitor.Lag().Bytes, "problem", monitor.Lag().Problem)
 	}
 	ev := lf.evidenceOptions(reads, evLog, keySet, log)
 	ingestOpts := inf.options()
@@ -213,7 +214,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	})
 	if monitor != nil {
 		g.Go(func() error {
-			monitor.run(gctx, lagEvery)
+			monitor.Run(gctx, readroute.LagEvery)
 			return nil
 		})
 	}
@@ -276,3 +277,13 @@ func storeURL(db string) string {
 	}
 	return db
 }
+
+// routedStore is the primary store with its compliance reads made through
+// readroute.Reads, whose methods, one embedding level above the store's,
+// stand in for them.
+type routedStore struct {
+	readroute.Reads
+	primaryStore
+}
+
+type primaryStore struct{ storeopen.Store }

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/acs/sig"
-	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/ledger/tlog"
@@ -153,7 +152,7 @@ func (f *logFlags) openLog(ctx context.Context, store storeopen.Store, keysDir s
 // evidenceOptions configure bundle export, online verification and
 // re-verification: bundles carry the public response keys and the witness
 // policy; the server's own checks also trust its HMAC keys and log keys.
-func (f *logFlags) evidenceOptions(store ledger.GuardianStore, l evidence.Log, keySet *sig.KeySet, log *slog.Logger) web.EvidenceOptions {
+func (f *logFlags) evidenceOptions(store evidence.Store, l evidence.Log, keySet *sig.KeySet, log *slog.Logger) web.EvidenceOptions {
 	var opts evidence.Options
 	for _, id := range keySet.KeyIDs() {
 		if k, _ := keySet.Get(id); k.Algorithm() != sig.HMACSHA256 {
@@ -268,36 +267,4 @@ func runWitness(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	return nil
-}
-
-// notifyingStore tells the Merkle log about every committed append, so the
-// integrator wakes at once instead of at its next poll (anchoring latency
-// drops from about BatchDelay to one integration).
-type notifyingStore struct {
-	storeopen.Store
-	notify func()
-}
-
-func (s notifyingStore) Append(ctx context.Context, r ledger.Record) (ledger.Appended, error) {
-	a, err := s.Store.Append(ctx, r)
-	s.after(err)
-	return a, err
-}
-
-func (s notifyingStore) AppendBatch(ctx context.Context, rs []ledger.Record) ([]ledger.Appended, error) {
-	a, err := s.Store.AppendBatch(ctx, rs)
-	s.after(err)
-	return a, err
-}
-
-func (s notifyingStore) AppendRequest(ctx context.Context, r ledger.Record, params []byte, seen ledger.Seen, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {
-	a, resp, err := s.Store.AppendRequest(ctx, r, params, seen, sign)
-	s.after(err)
-	return a, resp, err
-}
-
-func (s notifyingStore) after(err error) {
-	if err == nil {
-		s.notify()
-	}
 }

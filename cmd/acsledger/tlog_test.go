@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +15,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/acsledger/acsledger/acs"
-	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/sqlitestore"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -150,29 +147,4 @@ func parseTlogProof(t *testing.T, doc []byte) (index uint64, path [][]byte, chec
 		path = append(path, h)
 	}
 	return index, path, cp
-}
-
-// TestNotifyingStore: the log is woken after each committed append and only
-// then.
-func TestNotifyingStore(t *testing.T) {
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	var n int
-	s := notifyingStore{Store: st, notify: func() { n++ }}
-	ctx := context.Background()
-	if _, err := s.Append(ctx, ledger.Record{SessionID: "s", Entry: []byte(entryJSON(0))}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, ledger.Record{SessionID: "s", Entry: []byte(`{"entry_id":`)}); err == nil {
-		t.Fatal("malformed entry accepted")
-	}
-	if _, err := s.AppendBatch(ctx, []ledger.Record{{SessionID: "s", Entry: []byte(entryJSON(1))}, {SessionID: "t", Entry: []byte(entryJSON(2))}}); err != nil {
-		t.Fatal(err)
-	}
-	if n != 2 {
-		t.Fatalf("notified %d times, want 2 (one per committed append call)", n)
-	}
 }

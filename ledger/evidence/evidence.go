@@ -47,16 +47,13 @@ type Log interface {
 
 var _ Log = (*tlog.Log)(nil)
 
-// Store is what bundles, online verification and re-verification read of
-// the ledger: sessions and their entries (ledger.Store), the signed
-// responses stored beside them and the recorded policy bundles
-// (ledger.GuardianStore documents each). Response returns
-// ledger.ErrNotFound for an entry without one.
+// Store is what evidence reads from the ledger: the chains, the signed
+// response stored beside each entry, and the policy bundles the decisions
+// reference.
 type Store interface {
-	ledger.Store
+	ledger.ChainReader
 	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
-	PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error)
-	PolicyBundles(ctx context.Context) ([]ledger.PolicyBundle, error)
+	ledger.PolicyBundleReader
 }
 
 // Options say what a bundle carries beside the session's evidence.
@@ -284,7 +281,7 @@ func bundleKeys(log Log, opts Options) (*verify.BundleKeys, error) {
 	return k, nil
 }
 
-func policyRecords(ctx context.Context, store Store, content bool) ([]verify.PolicyBundleRecord, error) {
+func policyRecords(ctx context.Context, store ledger.PolicyBundleReader, content bool) ([]verify.PolicyBundleRecord, error) {
 	list, err := store.PolicyBundles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't list policy bundles: %w", err)

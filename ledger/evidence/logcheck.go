@@ -24,7 +24,7 @@ const maxLogFindings = 100
 // The leaves are read before the session's length, so that an entry
 // appended meanwhile (its leaf written after its commit) cannot look like a
 // cut: every leaf read names an entry committed before the length is read.
-func checkLog(ctx context.Context, store ledger.Store, log Log, sessionID string) ([]verify.Finding, error) {
+func checkLog(ctx context.Context, store ledger.ChainReader, log Log, sessionID string) ([]verify.Finding, error) {
 	var fs []verify.Finding
 	entries, stop := iter.Pull2(ledger.AllEntries(ctx, store, sessionID))
 	defer stop()
@@ -104,7 +104,7 @@ func checkLog(ctx context.Context, store ledger.Store, log Log, sessionID string
 
 // entryAt returns the entry at position pos, or nil when the store has
 // none, moving the merge's cursor forward to it when it is ahead.
-func entryAt(ctx context.Context, store ledger.Store, sessionID string, pos int64, cur **ledger.Entry, advance func() error) (*ledger.Entry, error) {
+func entryAt(ctx context.Context, store ledger.ChainReader, sessionID string, pos int64, cur **ledger.Entry, advance func() error) (*ledger.Entry, error) {
 	if *cur != nil && (*cur).Position > pos {
 		page, err := store.Entries(ctx, sessionID, pos, 1)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/acsledger/acsledger/internal/tick"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/verify"
@@ -152,18 +153,11 @@ func (r *Reverifier) Status() (current, last *RunStatus) {
 // Schedule runs every interval until ctx ends, skipping a tick while a
 // run started by Start is still going.
 func (r *Reverifier) Schedule(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := r.RunNow(ctx); err != nil && !errors.Is(err, ErrRunning) {
-				r.slog.Error("scheduled re-verification failed", "err", err)
-			}
+	tick.Every(ctx, interval, nil, func() {
+		if _, err := r.RunNow(ctx); err != nil && !errors.Is(err, ErrRunning) {
+			r.slog.Error("scheduled re-verification failed", "err", err)
 		}
-	}
+	})
 }
 
 func (r *Reverifier) run(ctx context.Context) {

@@ -38,7 +38,7 @@ func appendPlain(t *testing.T, st ledger.Store, session string, n int) {
 // run's count and its first page of verification, as a Guardian writing
 // during a run would, and anchors it.
 type lateSessions struct {
-	ledger.GuardianStore
+	evidence.Store
 	t     *testing.T
 	f     *evidencetest.Fixture
 	mu    sync.Mutex
@@ -49,11 +49,11 @@ func (s *lateSessions) Sessions(ctx context.Context, f ledger.SessionFilter) (le
 	s.mu.Lock()
 	s.calls++
 	if s.calls == 2 { // the count read one page; verification starts
-		appendPlain(s.t, s.GuardianStore, "late", 1)
+		appendPlain(s.t, s.f.Store, "late", 1)
 		s.f.Integrate(s.t)
 	}
 	s.mu.Unlock()
-	return s.GuardianStore.Sessions(ctx, f)
+	return s.Store.Sessions(ctx, f)
 }
 
 // TestReverifyKeepsFindings runs over a ledger whose ECDSA session has its
@@ -146,7 +146,7 @@ func TestReverifyKeepsFindings(t *testing.T) {
 	})
 
 	t.Run("session created during the run", func(t *testing.T) {
-		late := &lateSessions{GuardianStore: f.Store, t: t, f: f}
+		late := &lateSessions{Store: f.Store, t: t, f: f}
 		st, err := evidence.NewReverifier(late, f.Log, f.Options(), f.Trust(t), nil, nil).RunNow(ctx)
 		if err != nil || st.Error != "" {
 			t.Fatalf("RunNow: %v %+v", err, st)
@@ -160,7 +160,7 @@ func TestReverifyKeepsFindings(t *testing.T) {
 // heldSessions is a real store whose listing waits for the test on the
 // call-th call, so that a run can be seen between its phases.
 type heldSessions struct {
-	ledger.GuardianStore
+	evidence.Store
 	call    int
 	reached chan struct{}
 	release chan struct{}
@@ -177,7 +177,7 @@ func (s *heldSessions) Sessions(ctx context.Context, f ledger.SessionFilter) (le
 		close(s.reached)
 		<-s.release
 	}
-	return s.GuardianStore.Sessions(ctx, f)
+	return s.Store.Sessions(ctx, f)
 }
 
 // TestReverifyPhases watches a run while it counts (running, counting,
@@ -194,7 +194,7 @@ func TestReverifyPhases(t *testing.T) {
 		{"counted", 2, false, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &heldSessions{GuardianStore: f.Store, call: tc.call, reached: make(chan struct{}), release: make(chan struct{})}
+			st := &heldSessions{Store: f.Store, call: tc.call, reached: make(chan struct{}), release: make(chan struct{})}
 			r := evidence.NewReverifier(st, f.Log, f.Options(), f.Trust(t), nil, nil)
 			if err := r.Start(context.Background()); err != nil {
 				t.Fatal(err)

@@ -33,11 +33,16 @@ import (
 )
 
 // Store is everything both stores keep in one database: the entries
-// (ledger.Store), what the Guardian records beside them (ledger.
-// GuardianStore) and the Merkle log's storage. Code that opens a store by
-// URL gets all of it; code that uses a store declares the part it calls.
+// (ledger.Store), what the Guardian records beside them (the roles of
+// ledger.GuardianStore) and the Merkle log's storage. Code that opens a
+// store by URL gets all of it; code that uses a store declares the part it
+// calls.
 type Store interface {
-	ledger.GuardianStore
+	ledger.Store
+	ledger.StepRecorder
+	ledger.StepReader
+	ledger.ParamsEraser
+	ledger.PolicyBundleStore
 	ledger.TokenStore
 	ledger.IngestStore
 	// LogStorage returns the storage of the Merkle log over the store's

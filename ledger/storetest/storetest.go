@@ -663,9 +663,7 @@ func testConcurrentNoFork(t *testing.T, open Open) {
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range each {
 				// Half of the workers also write a second session, so that
 				// batches mix sessions.
@@ -680,7 +678,7 @@ func testConcurrentNoFork(t *testing.T, open Open) {
 				}
 				results[w] = append(results[w], r)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
@@ -726,11 +724,9 @@ func testConcurrentRetries(t *testing.T, open Open) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			got[i], errs[i] = s.Append(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: entry})
-		}()
+		})
 	}
 	wg.Wait()
 	_, want := oracle(t, entry, nil)

@@ -45,29 +45,20 @@ func benchKey(b *testing.B) []string {
 	return []string{s}
 }
 
-func drain(b *testing.B, l *tlog.Log) {
-	for {
-		n, err := l.Integrate(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-	}
-}
-
 // benchBacklog is the number of pending entries BenchmarkIntegration
 // integrates (ACSLEDGER_BENCH_BACKLOG, default 200,000).
-func benchBacklog(b *testing.B) int64 {
-	if s := os.Getenv("ACSLEDGER_BENCH_BACKLOG"); s != "" {
+func benchBacklog(b *testing.B) int64 { return envInt(b, "ACSLEDGER_BENCH_BACKLOG", 200_000) }
+
+// envInt is the integer in environment variable name, or def when unset.
+func envInt(b *testing.B, name string, def int64) int64 {
+	if s := os.Getenv(name); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			b.Fatal(err)
 		}
 		return n
 	}
-	return 200_000
+	return def
 }
 
 // BenchmarkIntegration measures integration throughput in leaves/s over a
@@ -248,14 +239,7 @@ func backlogHashes(session string, pos int64) (h, prev []byte) {
 // benchProofLeaves is the log size for BenchmarkInclusionProof
 // (ACSLEDGER_BENCH_PROOF_LEAVES, default 1,000,000).
 func benchProofLeaves(b *testing.B) int64 {
-	if s := os.Getenv("ACSLEDGER_BENCH_PROOF_LEAVES"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return n
-	}
-	return 1_000_000
+	return envInt(b, "ACSLEDGER_BENCH_PROOF_LEAVES", 1_000_000)
 }
 
 // BenchmarkInclusionProof measures Log.InclusionProof for random leaves of a
@@ -274,7 +258,7 @@ func BenchmarkInclusionProof(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	drain(b, built)
+	tlogtest.IntegrateAll(b, built)
 	buildTime := time.Since(start)
 	m.DropPending()
 

@@ -7,7 +7,8 @@
 //   - [Leaf] and [Leaf.MarshalJCS]: the leaf encoding, a JCS object committing
 //     to (session_id, position, entry_hash).
 //   - [Storage]: the consumer-owned contract the integrator and the readers
-//     need. Each store implements it over its own database and returns it
+//     need, a [Writer] and a [Reader] (whose [TileReader] is what proofs
+//     are built from). Each store implements it over its own database and returns it
 //     from LogStorage (ledger/pgstore, ledger/sqlitestore); the package
 //     itself holds no SQL and imports no driver. ledger/tlog/tlogstoretest
 //     is the conformance suite both stores run.

@@ -699,7 +699,13 @@ func (l *Log) Checkpoint(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: stored latest checkpoint: %v", ErrInconsistent, err)
 	}
-	lines, err := l.s.Cosignatures(ctx, cp.Size)
+	return l.withCosignatures(ctx, signed, cp.Size)
+}
+
+// withCosignatures returns the checkpoint note signed, for a tree of size,
+// with the witness cosignatures stored for it appended.
+func (l *Log) withCosignatures(ctx context.Context, signed []byte, size uint64) ([]byte, error) {
+	lines, err := l.s.Cosignatures(ctx, size)
 	if err != nil {
 		return nil, err
 	}
@@ -918,13 +924,5 @@ func (l *Log) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	lines, err := l.s.Cosignatures(ctx, size)
-	if err != nil {
-		return nil, err
-	}
-	out := append([]byte(nil), signed...)
-	for _, line := range lines {
-		out = append(out, line...)
-	}
-	return out, nil
+	return l.withCosignatures(ctx, signed, size)
 }

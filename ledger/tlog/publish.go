@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/acsledger/acsledger/internal/durable"
 )
 
 // publishCheckpoint writes a checkpoint to dir/checkpoint.<size> with
@@ -29,13 +31,5 @@ func publishCheckpoint(dir string, size uint64, signed []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(signed); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return durable.Write(f, signed)
 }

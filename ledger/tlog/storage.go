@@ -45,10 +45,19 @@ type FullTile struct {
 	Root  [HashSize]byte
 }
 
-// Storage is what the Merkle log needs from a database. Implementations must
-// make Integrate and SwapCheckpoint atomic: after a crash either all of a call
-// is stored or none of it.
+// Storage is what the Merkle log needs from a database: the Writer it
+// integrates and checkpoints through and the Reader it serves from. The
+// stores' LogStorage returns one; New takes it whole, and code that only
+// reads takes a Reader (or a TileReader).
 type Storage interface {
+	Writer
+	Reader
+}
+
+// Writer is every write of the log. Implementations must make Integrate
+// and SwapCheckpoint atomic: after a crash either all of a call is stored
+// or none of it.
+type Writer interface {
 	// Pending returns up to limit entries with ids above after that have no
 	// leaf, lowest entry id first. Entries that become visible late (a
 	// Postgres identity committed out of order) must still be returned once
@@ -63,20 +72,25 @@ type Storage interface {
 	// leaves or an entry already has a leaf; nothing is stored then.
 	Integrate(ctx context.Context, start uint64, leaves []StoredLeaf, tiles []FullTile) error
 
+	// SwapCheckpoint records note (for a tree of size) as the latest
+	// checkpoint if the latest one is still for oldSize (hasOld false: if
+	// there is none yet), and appends it to the checkpoint history. It
+	// returns ErrConflict otherwise, or if a checkpoint for size exists.
+	SwapCheckpoint(ctx context.Context, hasOld bool, oldSize, size uint64, note []byte) error
+
+	// AddCosignature stores one witness signature line for the checkpoint
+	// of size; storing the same line twice is not an error.
+	AddCosignature(ctx context.Context, size uint64, line []byte) error
+}
+
+// Reader is every read of the log: its size, leaves and tiles, where a
+// session's leaves are, and its signed checkpoints with their
+// cosignatures.
+type Reader interface {
+	TileReader
+
 	// Size returns the number of leaves.
 	Size(ctx context.Context) (uint64, error)
-
-	// Leaves returns the data of leaves [start, end); ErrNotFound if any is
-	// missing.
-	Leaves(ctx context.Context, start, end uint64) ([][]byte, error)
-
-	// FullTile returns the 256 packed hashes of tile (level, n); ErrNotFound
-	// if the tile is not complete.
-	FullTile(ctx context.Context, level int, n uint64) ([]byte, error)
-
-	// TileRoots returns the packed Roots of full tiles (level, from..to-1);
-	// ErrNotFound if any is missing.
-	TileRoots(ctx context.Context, level int, from, to uint64) ([]byte, error)
 
 	// LeafIndexByPosition returns the leaf index of the entry at position of
 	// session; ErrNotFound if it has no leaf (yet).
@@ -100,20 +114,26 @@ type Storage interface {
 	// stored; ErrNotFound before the first.
 	LatestCheckpoint(ctx context.Context) ([]byte, error)
 
-	// SwapCheckpoint records note (for a tree of size) as the latest
-	// checkpoint if the latest one is still for oldSize (hasOld false: if
-	// there is none yet), and appends it to the checkpoint history. It
-	// returns ErrConflict otherwise, or if a checkpoint for size exists.
-	SwapCheckpoint(ctx context.Context, hasOld bool, oldSize, size uint64, note []byte) error
-
 	// Checkpoint returns the stored checkpoint note for size; ErrNotFound if
 	// none was signed at that size.
 	Checkpoint(ctx context.Context, size uint64) ([]byte, error)
 
-	// AddCosignature stores one witness signature line for the checkpoint
-	// of size; storing the same line twice is not an error.
-	AddCosignature(ctx context.Context, size uint64, line []byte) error
-
 	// Cosignatures returns the stored signature lines for size, oldest first.
 	Cosignatures(ctx context.Context, size uint64) ([][]byte, error)
+}
+
+// TileReader reads the hashes of the tree: what proofs and tiles are
+// built from.
+type TileReader interface {
+	// Leaves returns the data of leaves [start, end); ErrNotFound if any is
+	// missing.
+	Leaves(ctx context.Context, start, end uint64) ([][]byte, error)
+
+	// FullTile returns the 256 packed hashes of tile (level, n); ErrNotFound
+	// if the tile is not complete.
+	FullTile(ctx context.Context, level int, n uint64) ([]byte, error)
+
+	// TileRoots returns the packed Roots of full tiles (level, from..to-1);
+	// ErrNotFound if any is missing.
+	TileRoots(ctx context.Context, level int, from, to uint64) ([]byte, error)
 }

@@ -18,7 +18,7 @@ var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
 // reader serves one request, so it memoizes the partial tiles it rebuilt:
 // the nodes of one proof often share a tile.
 type treeReader struct {
-	s       Storage
+	s       TileReader
 	size    uint64
 	cache   *tileCache // full tiles shared across readers; nil: none
 	partial map[[2]uint64][]byte

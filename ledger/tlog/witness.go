@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/acsledger/acsledger/internal/tick"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -56,17 +57,7 @@ func newWitnessClient(c WitnessConfig) (*witnessClient, error) {
 // runWitnessing asks every witness to cosign each new checkpoint, and retries
 // failed ones every few seconds.
 func (l *Log) runWitnessing(ctx context.Context) {
-	retry := time.NewTicker(5 * time.Second)
-	defer retry.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-l.signed:
-		case <-retry.C:
-		}
-		l.Witness(ctx)
-	}
+	tick.Every(ctx, 5*time.Second, l.signed, func() { l.Witness(ctx) })
 }
 
 // Witness asks every configured witness to cosign the latest checkpoint and

@@ -330,11 +330,7 @@ func testIntegrate(t *testing.T, db DB) {
 	for round, n := range []int64{1, 255, 1, 300, 1000} {
 		db.Append(t, fmt.Sprintf("sess-%d", round), 0, n)
 		tlogtest.IntegrateAll(t, l)
-		signed, err := l.Checkpoint(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		size, root := tlogtest.OpenCheckpoint(t, vkeys[0], signed)
+		size, root, signed := tlogtest.LatestCheckpoint(t, l, vkeys[0])
 		if size != oldSize+n {
 			t.Fatalf("round %d: size %d, want %d", round, size, oldSize+n)
 		}
@@ -554,11 +550,7 @@ func testCrashRecovery(t *testing.T, open Open) {
 			if cp, err := restarted.LatestCheckpoint(ctx); err != nil || cp.Size != 400 {
 				t.Fatalf("latest checkpoint after restart %+v, %v", cp, err)
 			}
-			signed, err := restarted.Checkpoint(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			size, root := tlogtest.OpenCheckpoint(t, vkeys[0], signed)
+			size, root, _ := tlogtest.LatestCheckpoint(t, restarted, vkeys[0])
 			if size != 400 {
 				t.Fatalf("checkpoint size %d, want 400", size)
 			}
@@ -695,10 +687,6 @@ func testRunCatchesUp(t *testing.T, db DB) {
 			t.Fatalf("sess-%d entry %d is leaf %d (%v), want %d", i, perSession-1, idx, err, perSession*i+perSession-1)
 		}
 	}
-	signed, err := l.Checkpoint(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, root := tlogtest.OpenCheckpoint(t, vkeys[0], signed)
+	n, root, _ := tlogtest.LatestCheckpoint(t, l, vkeys[0])
 	checkTiles(t, l, n, root, 0, sumtlog.Hash{})
 }

@@ -76,3 +76,21 @@ func IntegrateAll(t testing.TB, l Integrator) {
 		}
 	}
 }
+
+// Checkpointer serves the log's latest signed checkpoint
+// (tlog.Log.Checkpoint).
+type Checkpointer interface {
+	Checkpoint(ctx context.Context) ([]byte, error)
+}
+
+// LatestCheckpoint reads l's latest checkpoint and opens it as
+// OpenCheckpoint does; it returns the signed note too.
+func LatestCheckpoint(t testing.TB, l Checkpointer, vkey string) (int64, sumtlog.Hash, []byte) {
+	t.Helper()
+	signed, err := l.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, root := OpenCheckpoint(t, vkey, signed)
+	return size, root, signed
+}

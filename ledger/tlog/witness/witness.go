@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acsledger/acsledger/internal/durable"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/verify"
 	"github.com/transparency-dev/merkle/proof"
@@ -260,15 +261,7 @@ func (w *Witness) save() error {
 		return err
 	}
 	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := durable.Write(f, b); err != nil {
 		return err
 	}
 	return os.Rename(f.Name(), w.path)

@@ -1,4 +1,13 @@
-package main
+// Package readroute sends a store's compliance reads to a read replica (a
+// streaming standby of a PostgreSQL primary, acsledger serve --db-read)
+// while the replica is close enough behind, and everything else to the
+// primary: docs/operations.md, "Failover on a synchronous standby".
+//
+// A Monitor measures the replica's lag for /metrics, /stats and the choice
+// of where reads go; Reads routes a store's reads by it; and CaughtUpLog
+// makes a verification wait for the replica to hold what the Merkle log,
+// read from the primary, covers.
+package readroute
 
 import (
 	"context"
@@ -17,27 +26,25 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/acsledger/acsledger/internal/tick"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/ledger/tlog"
-	"github.com/acsledger/acsledger/web"
 )
 
-// With --db-read, serve sends the compliance reads to a read replica (a
-// streaming standby of the primary) and everything else to the primary:
-// docs/operations.md, "Failover on a synchronous standby".
+// LagEvery is how often serve measures the read replica's lag.
+const LagEvery = time.Second
 
-// lagEvery is how often serve measures the read replica's lag.
-const lagEvery = time.Second
-
-// catchUpTimeout bounds how long a verification waits for the read
+// CatchUpTimeout bounds how long a verification waits for the read
 // replica to replay what the Merkle log it read from the primary covers.
-const catchUpTimeout = 10 * time.Second
+const CatchUpTimeout = 10 * time.Second
 
 // The read replica's lag in /metrics: acsledger_db_read_lag_bytes and
-// acsledger_db_read_lag_seconds.
+// acsledger_db_read_lag_seconds. The meter keeps the name it had when this
+// code lived in cmd/acsledger, because the Prometheus exporter prints it
+// in every series (otel_scope_name) and /metrics stays as it was.
 var (
 	meter       = otel.Meter("github.com/acsledger/acsledger/cmd/acsledger")
 	lagBytes, _ = meter.Int64Gauge("acsledger.db_read.lag_bytes", metric.WithUnit("By"),
@@ -152,47 +159,64 @@ func (st *staleness) measure(now time.Time, primary, replayed pgstore.LSN) time.
 // reset forgets what was seen, for a replica that is no longer a standby.
 func (st *staleness) reset() { st.seen = st.seen[:0] }
 
-// replicaMonitor measures the read replica's lag, for /metrics, /stats and
+// Lag is how far the read replica was behind the primary when last
+// measured, and where the compliance reads go because of it. Its fields
+// are web.ReplicaLag's, in the same order, so that the /stats encoding is
+// web's and serve converts one into the other.
+type Lag struct {
+	// Bytes of WAL not replayed; Seconds, the age of the replica's newest
+	// commit while it is behind (0 once caught up).
+	Bytes   uint64
+	Seconds float64
+	// Replayed and Primary are the compared WAL positions, as text.
+	Replayed, Primary string
+	// MeasuredAt is when; Problem says why the lag is unknown, if it is:
+	// "unreachable" or "not_standby".
+	MeasuredAt time.Time
+	Problem    string
+	// StaleSeconds is what staleness measured, MaxLagSeconds the limit
+	// it is held to (0: none).
+	StaleSeconds, MaxLagSeconds float64
+	// ReadsFrom is readsReplica or readsPrimary, ReadsReason one of the
+	// reasons of readsReasons.
+	ReadsFrom, ReadsReason string
+}
+
+// Monitor measures the read replica's lag, for /metrics, /stats and
 // the choice of where reads go: while the replica cannot be measured
 // (unreachable) or has been missing the primary's WAL for longer than
 // maxLag, reads go to the primary.
-type replicaMonitor struct {
+type Monitor struct {
 	r   *storeopen.ReadReplica
 	log *slog.Logger
 	// maxLag is --db-read-max-lag; 0 sets no limit.
 	maxLag time.Duration
 
 	mu    sync.Mutex
-	last  web.ReplicaLag
+	last  Lag
 	stale staleness // measure's only
 }
 
-func newReplicaMonitor(ctx context.Context, r *storeopen.ReadReplica, maxLag time.Duration, log *slog.Logger) *replicaMonitor {
-	m := &replicaMonitor{r: r, log: log, maxLag: maxLag}
+// NewMonitor measures r once and returns the monitor; Run keeps measuring.
+// maxLag is --db-read-max-lag (0 sets no limit); log gets a line each time
+// the reads change store.
+func NewMonitor(ctx context.Context, r *storeopen.ReadReplica, maxLag time.Duration, log *slog.Logger) *Monitor {
+	m := &Monitor{r: r, log: log, maxLag: maxLag}
 	m.measure(ctx)
 	return m
 }
 
-// run measures the lag every interval until ctx ends.
-func (m *replicaMonitor) run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.measure(ctx)
-		}
-	}
+// Run measures the lag every interval until ctx ends.
+func (m *Monitor) Run(ctx context.Context, interval time.Duration) {
+	tick.Every(ctx, interval, nil, func() { m.measure(ctx) })
 }
 
-func (m *replicaMonitor) measure(ctx context.Context) {
+func (m *Monitor) measure(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	lag, err := m.r.Lag(ctx)
 	now := time.Now().UTC()
-	cur := web.ReplicaLag{MeasuredAt: now, MaxLagSeconds: m.maxLag.Seconds(), ReadsFrom: readsReplica, ReadsReason: withinMaxLag}
+	cur := Lag{MeasuredAt: now, MaxLagSeconds: m.maxLag.Seconds(), ReadsFrom: readsReplica, ReadsReason: withinMaxLag}
 	switch {
 	case errors.Is(err, pgstore.ErrNotStandby):
 		cur.Problem, cur.ReadsReason = "not_standby", promoted
@@ -231,10 +255,10 @@ func (m *replicaMonitor) measure(ctx context.Context) {
 
 // unreachable records that a read could not reach the replica, so that
 // reads go to the primary until the next measurement succeeds.
-func (m *replicaMonitor) unreachable(err error) {
+func (m *Monitor) unreachable(err error) {
 	m.mu.Lock()
 	was := m.last.Problem
-	m.last = web.ReplicaLag{MeasuredAt: time.Now().UTC(), Problem: "unreachable", MaxLagSeconds: m.maxLag.Seconds(),
+	m.last = Lag{MeasuredAt: time.Now().UTC(), Problem: "unreachable", MaxLagSeconds: m.maxLag.Seconds(),
 		ReadsFrom: readsPrimary, ReadsReason: replicaUnreachable}
 	m.mu.Unlock()
 	recordServing(context.Background(), readsPrimary, replicaUnreachable)
@@ -243,8 +267,8 @@ func (m *replicaMonitor) unreachable(err error) {
 	}
 }
 
-// lag is the latest measurement (web.Options.ReplicaLag).
-func (m *replicaMonitor) lag() web.ReplicaLag {
+// Lag is the latest measurement (web.Options.ReplicaLag).
+func (m *Monitor) Lag() Lag {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.last
@@ -254,32 +278,52 @@ func (m *replicaMonitor) lag() web.ReplicaLag {
 // measurement succeeded and found it within maxLag. A promoted replica
 // (not_standby) is a primary now and holds everything it committed, so
 // it stays usable.
-func (m *replicaMonitor) usable() bool {
-	return m.lag().ReadsFrom == readsReplica
+func (m *Monitor) usable() bool {
+	return m.Lag().ReadsFrom == readsReplica
 }
 
-// replicaReads is the store of the web layer with a read replica: the
-// primary (embedded) takes every write and the reads that must be current
-// (tokens, policy bundles, ingest's duplicate checks); the compliance
-// reads below go to the replica while it is usable.
-type replicaReads struct {
-	storeopen.Store
+// Reader is every compliance read: what Reads sends to the replica.
+type Reader interface {
+	ledger.ChainReader
+	ledger.StepReader
+	SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error)
+	SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error)
+	DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error)
+	TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error)
+	QuarantineCount(ctx context.Context) (n int64, ok bool, err error)
+}
+
+// Reads are the compliance reads of the web layer with a read replica:
+// they go to the replica while it is usable, else to the primary. The
+// primary takes every write and the reads that must be current (tokens,
+// policy bundles, ingest's duplicate checks): serve embeds Reads beside
+// the primary store, so that Reads' methods stand in for the store's own.
+type Reads struct {
+	primary Reader
 	replica *storeopen.ReadReplica
-	mon     *replicaMonitor
+	mon     *Monitor
+}
+
+var _ Reader = Reads{}
+
+// NewReads routes the compliance reads of primary to replica while mon
+// finds the replica usable.
+func NewReads(primary Reader, replica *storeopen.ReadReplica, mon *Monitor) Reads {
+	return Reads{primary: primary, replica: replica, mon: mon}
 }
 
 // fromReplica runs read on the replica while it is usable, else on the
 // primary. A replica that cannot be reached (no connection, a connection
 // cut) is marked so at once and the read is made on the primary: a
 // compliance query does not fail because the replica went away.
-func fromReplica[T any](ctx context.Context, r replicaReads, read func(storeopen.Store) (T, error)) (T, error) {
+func fromReplica[T any](ctx context.Context, r Reads, read func(Reader) (T, error)) (T, error) {
 	if !r.mon.usable() {
-		return read(r.Store)
+		return read(r.primary)
 	}
 	v, err := read(r.replica)
 	if err != nil && ctx.Err() == nil && unreachable(err) {
 		r.mon.unreachable(err)
-		return read(r.Store)
+		return read(r.primary)
 	}
 	return v, err
 }
@@ -299,52 +343,52 @@ func unreachable(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
 
-func (r replicaReads) Session(ctx context.Context, id string) (ledger.Session, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.Session, error) { return s.Session(ctx, id) })
+func (r Reads) Session(ctx context.Context, id string) (ledger.Session, error) {
+	return fromReplica(ctx, r, func(s Reader) (ledger.Session, error) { return s.Session(ctx, id) })
 }
 
-func (r replicaReads) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.SessionPage, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SessionPage, error) { return s.Sessions(ctx, f) })
+func (r Reads) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.SessionPage, error) {
+	return fromReplica(ctx, r, func(s Reader) (ledger.SessionPage, error) { return s.Sessions(ctx, f) })
 }
 
-func (r replicaReads) Entries(ctx context.Context, id string, from int64, limit int) ([]ledger.Entry, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.Entry, error) { return s.Entries(ctx, id, from, limit) })
+func (r Reads) Entries(ctx context.Context, id string, from int64, limit int) ([]ledger.Entry, error) {
+	return fromReplica(ctx, r, func(s Reader) ([]ledger.Entry, error) { return s.Entries(ctx, id, from, limit) })
 }
 
-func (r replicaReads) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.Entry, error) { return s.EntriesByStep(ctx, stepID, sessionID) })
+func (r Reads) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error) {
+	return fromReplica(ctx, r, func(s Reader) ([]ledger.Entry, error) { return s.EntriesByStep(ctx, stepID, sessionID) })
 }
 
-func (r replicaReads) Response(ctx context.Context, id string, position int64) ([]byte, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) ([]byte, error) { return s.Response(ctx, id, position) })
+func (r Reads) Response(ctx context.Context, id string, position int64) ([]byte, error) {
+	return fromReplica(ctx, r, func(s Reader) ([]byte, error) { return s.Response(ctx, id, position) })
 }
 
-func (r replicaReads) Request(ctx context.Context, id string, position int64) ([]byte, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) ([]byte, error) { return s.Request(ctx, id, position) })
+func (r Reads) Request(ctx context.Context, id string, position int64) ([]byte, error) {
+	return fromReplica(ctx, r, func(s Reader) ([]byte, error) { return s.Request(ctx, id, position) })
 }
 
-func (r replicaReads) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SearchPage, error) { return s.SearchEntries(ctx, f) })
+func (r Reads) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledger.SearchPage, error) {
+	return fromReplica(ctx, r, func(s Reader) (ledger.SearchPage, error) { return s.SearchEntries(ctx, f) })
 }
 
-func (r replicaReads) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) (ledger.SessionSearchPage, error) { return s.SearchSessions(ctx, f) })
+func (r Reads) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error) {
+	return fromReplica(ctx, r, func(s Reader) (ledger.SessionSearchPage, error) { return s.SearchSessions(ctx, f) })
 }
 
-func (r replicaReads) DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.DayStats, error) { return s.DailyStats(ctx, since, exclude) })
+func (r Reads) DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error) {
+	return fromReplica(ctx, r, func(s Reader) ([]ledger.DayStats, error) { return s.DailyStats(ctx, since, exclude) })
 }
 
-func (r replicaReads) TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error) {
-	return fromReplica(ctx, r, func(s storeopen.Store) ([]ledger.TreeSize, error) { return s.TreeSizes(ctx, n) })
+func (r Reads) TreeSizes(ctx context.Context, n int) ([]ledger.TreeSize, error) {
+	return fromReplica(ctx, r, func(s Reader) ([]ledger.TreeSize, error) { return s.TreeSizes(ctx, n) })
 }
 
-func (r replicaReads) QuarantineCount(ctx context.Context) (int64, bool, error) {
+func (r Reads) QuarantineCount(ctx context.Context) (int64, bool, error) {
 	type count struct {
 		n  int64
 		ok bool
 	}
-	c, err := fromReplica(ctx, r, func(s storeopen.Store) (count, error) {
+	c, err := fromReplica(ctx, r, func(s Reader) (count, error) {
 		n, ok, err := s.QuarantineCount(ctx)
 		return count{n, ok}, err
 	})
@@ -359,16 +403,19 @@ func (r replicaReads) QuarantineCount(ctx context.Context) (int64, bool, error) 
 // everything the primary had written by then.
 type caughtUpLog struct {
 	*tlog.Log
-	reads replicaReads
+	reads Reads
 }
 
 var _ evidence.Log = caughtUpLog{}
+
+// CaughtUpLog is l as verification reads it beside the replica of reads.
+func CaughtUpLog(l *tlog.Log, reads Reads) evidence.Log { return caughtUpLog{Log: l, reads: reads} }
 
 func (l caughtUpLog) catchUp(ctx context.Context) error {
 	if !l.reads.mon.usable() {
 		return nil // reads go to the primary
 	}
-	return l.reads.replica.CatchUp(ctx, catchUpTimeout)
+	return l.reads.replica.CatchUp(ctx, CatchUpTimeout)
 }
 
 func (l caughtUpLog) Checkpoint(ctx context.Context) ([]byte, error) {

@@ -42,6 +42,20 @@ func statuses(rs []ledger.IngestResult) []string {
 	return out
 }
 
+// ingestWant ingests rs into s and fails t, naming what, unless the
+// results' statuses (status:reason) are want.
+func ingestWant(t *testing.T, s ledger.IngestStore, what string, rs []ledger.IngestRecord, want ...string) []ledger.IngestResult {
+	t.Helper()
+	res, err := s.Ingest(context.Background(), rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(res); !slices.Equal(got, want) {
+		t.Fatalf("%s %v, want %v", what, got, want)
+	}
+	return res
+}
+
 func testIngestOutcomes(t *testing.T, open OpenIngest) {
 	ctx := context.Background()
 	s := open(t)
@@ -55,14 +69,7 @@ func testIngestOutcomes(t *testing.T, open OpenIngest) {
 		IngestRecordFor("opa", "b", "s1", 3),
 		again,
 	}
-	res, err := s.Ingest(ctx, batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"accepted:", "quarantined:malformed_json", "accepted:", "duplicate:"}
-	if got := statuses(res); !slices.Equal(got, want) {
-		t.Fatalf("statuses %v, want %v", got, want)
-	}
+	res := ingestWant(t, s, "statuses", batch, "accepted:", "quarantined:malformed_json", "accepted:", "duplicate:")
 	if res[0].Position != 0 || res[2].Position != 1 || res[3].Position != 0 || res[3].EntryHash != res[0].EntryHash {
 		t.Fatalf("positions: %+v", res)
 	}
@@ -72,14 +79,7 @@ func testIngestOutcomes(t *testing.T, open OpenIngest) {
 	}
 
 	// Re-running the batch, as a restarted ingest does: nothing new.
-	res2, err := s.Ingest(ctx, batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want2 := []string{"duplicate:", "quarantined:malformed_json", "duplicate:", "duplicate:"}
-	if got := statuses(res2); !slices.Equal(got, want2) {
-		t.Fatalf("re-run statuses %v, want %v", got, want2)
-	}
+	res2 := ingestWant(t, s, "re-run statuses", batch, "duplicate:", "quarantined:malformed_json", "duplicate:", "duplicate:")
 	if res2[2].SessionID != "s1" || res2[2].Position != 1 || res2[2].EntryHash != res[2].EntryHash {
 		t.Fatalf("duplicate does not name the stored entry: %+v", res2[2])
 	}
@@ -131,26 +131,13 @@ func testIngestChainMismatch(t *testing.T, open OpenIngest) {
 	r2 := IngestRecordFor("acs", "2", "s", 2)
 	r2.Head, r2.Response = &wrong, []byte(`{"x":2}`)
 	r3 := IngestRecordFor("acs", "3", "s", 3)
-	res, err := s.Ingest(ctx, []ledger.IngestRecord{r1, r2, r3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"accepted:", "quarantined:chain_mismatch", "accepted:"}
-	if got := statuses(res); !slices.Equal(got, want) {
-		t.Fatalf("statuses %v, want %v", got, want)
-	}
+	res := ingestWant(t, s, "statuses", []ledger.IngestRecord{r1, r2, r3}, "accepted:", "quarantined:chain_mismatch", "accepted:")
 	if res[2].Position != 1 {
 		t.Fatalf("the record after a mismatch is at %d, want 1", res[2].Position)
 	}
 	// Again: the stored ones are duplicates (their heads are not the
 	// session's new head, which must not make them mismatches).
-	again, err := s.Ingest(ctx, []ledger.IngestRecord{r1, r2, r3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := statuses(again), []string{"duplicate:", "quarantined:chain_mismatch", "duplicate:"}; !slices.Equal(got, want) {
-		t.Fatalf("re-run statuses %v, want %v", got, want)
-	}
+	ingestWant(t, s, "re-run statuses", []ledger.IngestRecord{r1, r2, r3}, "duplicate:", "quarantined:chain_mismatch", "duplicate:")
 	verifyChain(t, s, "s")
 	if gs, ok := s.(ledger.GuardianStore); ok {
 		b, err := gs.Response(ctx, "s", 0)
@@ -165,29 +152,16 @@ func testIngestChainMismatch(t *testing.T, open OpenIngest) {
 }
 
 func testIngestReplayKey(t *testing.T, open OpenIngest) {
-	ctx := context.Background()
 	s := open(t)
 	a := IngestRecordFor("a2h", "k1", "s", 1)
 	a.ReplayKey = "jti-1"
 	b := IngestRecordFor("a2h", "k2", "s", 2)
 	b.ReplayKey = "jti-1"
-	res, err := s.Ingest(ctx, []ledger.IngestRecord{a, b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := statuses(res), []string{"accepted:", "quarantined:replayed_jti"}; !slices.Equal(got, want) {
-		t.Fatalf("statuses %v, want %v", got, want)
-	}
+	ingestWant(t, s, "statuses", []ledger.IngestRecord{a, b}, "accepted:", "quarantined:replayed_jti")
 	c := IngestRecordFor("a2h", "k3", "s", 3)
 	c.ReplayKey = "jti-1"
 	a.Record = 9 // the same record again, from elsewhere
-	res, err = s.Ingest(ctx, []ledger.IngestRecord{c, a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := statuses(res), []string{"quarantined:replayed_jti", "duplicate:"}; !slices.Equal(got, want) {
-		t.Fatalf("statuses %v, want %v", got, want)
-	}
+	ingestWant(t, s, "statuses", []ledger.IngestRecord{c, a}, "quarantined:replayed_jti", "duplicate:")
 }
 
 func testIngestFlags(t *testing.T, open OpenIngest) {
@@ -240,9 +214,7 @@ func testIngestConcurrent(t *testing.T, open OpenIngest) {
 	results := make([][]ledger.IngestResult, workers)
 	errs := make([]error, workers)
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for start := 0; start < keys; start += 10 {
 				var batch []ledger.IngestRecord
 				for k := start; k < start+10; k++ {
@@ -255,7 +227,7 @@ func testIngestConcurrent(t *testing.T, open OpenIngest) {
 				}
 				results[w] = append(results[w], res...)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {

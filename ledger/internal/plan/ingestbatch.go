@@ -124,21 +124,15 @@ func (in *Ingest) Finish(p *Plan) {
 }
 
 // Accepted returns the indexes of the records appended by this batch.
-func (in *Ingest) Accepted() []int {
-	var out []int
-	for i, r := range in.Results {
-		if r.Status == ledger.IngestAccepted {
-			out = append(out, i)
-		}
-	}
-	return out
-}
+func (in *Ingest) Accepted() []int { return in.withStatus(ledger.IngestAccepted) }
 
 // Quarantined returns the indexes of the records to quarantine.
-func (in *Ingest) Quarantined() []int {
+func (in *Ingest) Quarantined() []int { return in.withStatus(ledger.IngestQuarantined) }
+
+func (in *Ingest) withStatus(st ledger.IngestStatus) []int {
 	var out []int
 	for i, r := range in.Results {
-		if r.Status == ledger.IngestQuarantined {
+		if r.Status == st {
 			out = append(out, i)
 		}
 	}
