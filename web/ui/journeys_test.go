@@ -63,6 +63,17 @@ func journeyServerWith(t *testing.T, f *evidencetest.Fixture, lag func() web.Rep
 	return webtest.Serve(t, h), toks
 }
 
+// journey serves f as journeyServer does and opens a browser, 1280 pixels
+// wide, logged in as role.
+func journey(t *testing.T, f *evidencetest.Fixture, role web.Role) (string, context.Context) {
+	t.Helper()
+	base, toks := journeyServer(t, f)
+	b := browse(t)
+	viewport(t, b, 1280)
+	loginAs(t, b, base, toks[role], role)
+	return base, b
+}
+
 func loginAs(t *testing.T, ctx context.Context, base, token string, role web.Role) {
 	t.Helper()
 	run(t, ctx, "log in", chromedp.Navigate(base+"/ui/login"), chromedp.WaitVisible("#token"),
@@ -105,10 +116,7 @@ func wait(t *testing.T, ctx context.Context, what, expr string) {
 
 func TestJourneyCompliance(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
-	base, toks := journeyServer(t, f)
-	b := browse(t)
-	viewport(t, b, 1280)
-	loginAs(t, b, base, toks[web.RoleAuditor], web.RoleAuditor)
+	base, b := journey(t, f, web.RoleAuditor)
 
 	run(t, b, "search denied steps", chromedp.Navigate(base+"/ui/search"), chromedp.WaitVisible("#filters"))
 	run(t, b, "pick deny", chromedp.SetValue(`select[name=decision]`, "deny"), chromedp.SendKeys(`input[name=tool]`, "bash"),
@@ -163,10 +171,7 @@ func evalAwait[T any](t *testing.T, ctx context.Context, expr string) T {
 // checkpoint against an earlier one the auditor kept.
 func TestJourneyAuditor(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
-	base, toks := journeyServer(t, f)
-	b := browse(t)
-	viewport(t, b, 1280)
-	loginAs(t, b, base, toks[web.RoleAuditor], web.RoleAuditor)
+	base, b := journey(t, f, web.RoleAuditor)
 
 	run(t, b, "open the log", chromedp.Navigate(base+"/ui/log"))
 	wait(t, b, "the checkpoint", `document.getElementById("checkpoint").textContent.startsWith(`+jsString(evidencetest.Origin)+`)`)
@@ -254,10 +259,7 @@ func TestJourneyAuditor(t *testing.T) {
 // replay and no server check of a bundle.
 func TestJourneyViewer(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
-	base, toks := journeyServer(t, f)
-	b := browse(t)
-	viewport(t, b, 1280)
-	loginAs(t, b, base, toks[web.RoleViewer], web.RoleViewer)
+	base, b := journey(t, f, web.RoleViewer)
 
 	run(t, b, "search", chromedp.Navigate(base+"/ui/search?decision=deny"))
 	wait(t, b, "the hits", `document.querySelectorAll("#entry-hits tbody tr").length === 2`)
@@ -406,10 +408,7 @@ func httpPost(u, token, body string) (int, error) {
 func TestJourneyIncident(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
 	webtest.RecordPermissive(t, f.Store)
-	base, toks := journeyServer(t, f)
-	b := browse(t)
-	viewport(t, b, 1280)
-	loginAs(t, b, base, toks[web.RoleAuditor], web.RoleAuditor)
+	base, b := journey(t, f, web.RoleAuditor)
 
 	run(t, b, "search denied steps", chromedp.Navigate(base+"/ui/search?decision=deny"))
 	wait(t, b, "the hits", `document.querySelectorAll("#entry-hits a.disp").length === 2`)
@@ -439,10 +438,7 @@ func TestJourneyIncident(t *testing.T) {
 // TestJourneyDashboard: the admin's integrity at a glance, as charts.
 func TestJourneyDashboard(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
-	base, toks := journeyServer(t, f)
-	b := browse(t)
-	viewport(t, b, 1280)
-	loginAs(t, b, base, toks[web.RoleAdmin], web.RoleAdmin)
+	base, b := journey(t, f, web.RoleAdmin)
 	run(t, b, "open the dashboard", chromedp.Navigate(base+"/ui/dashboard"))
 	wait(t, b, "the tiles", `document.getElementById("tile-checkpoint") !== null && document.getElementById("tile-reverify") !== null`)
 	if got := eval[string](t, b, `document.getElementById("tile-checkpoint").textContent`); !strings.Contains(got, "size ") || !strings.Contains(got, "ago") {

@@ -191,23 +191,29 @@ func dumpDOM(t *testing.T, bin, u string) string {
 	return string(out)
 }
 
+// mustContain reports each of wants that page's dom does not contain.
+func mustContain(t *testing.T, page, dom string, wants []string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(dom, w) {
+			t.Errorf("%s lacks %q\n%s", page, w, dom)
+		}
+	}
+}
+
 func TestBrowser(t *testing.T) {
 	bin := chromium(t)
 	base := newServer(t)
 
 	t.Run("sessions", func(t *testing.T) {
 		dom := dumpDOM(t, bin, base+"/ui/")
-		for _, w := range []string{
+		mustContain(t, "sessions page", dom, []string{
 			`<a href="/ui/sessions/alpha">alpha</a>`,
 			`agent-7`,
 			// The hostile id is shown as text and linked encoded.
 			`sess-&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;alert(2)`,
 			`href="/ui/sessions/sess-%3Cimg%20src=x%20onerror=alert%281%29%3E%3Cscript%3Ealert%282%29"`,
-		} {
-			if !strings.Contains(dom, w) {
-				t.Errorf("sessions page lacks %q\n%s", w, dom)
-			}
-		}
+		})
 		if strings.Contains(dom, "<img") || strings.Contains(dom, "<script>alert") {
 			t.Errorf("sessions page rendered hostile markup\n%s", dom)
 		}
@@ -245,7 +251,7 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("session", func(t *testing.T) {
 		dom := dumpDOM(t, bin, base+"/ui/sessions/alpha")
-		for _, w := range []string{
+		mustContain(t, "session page", dom, []string{
 			`steps/sessionStart`, `steps/toolCallRequest`, `steps/agentResponse`,
 			`<a href="/ui/decisions/req-0001?session_id=alpha">req-0001</a>`, `req-0002`, `req-0003`,
 			`>DENY</span>`, `>ALLOW</span>`,
@@ -255,11 +261,7 @@ func TestBrowser(t *testing.T) {
 			`✗ Not verified: `, `not_anchored`,
 			`href="/api/v1/sessions/alpha/bundle"`,
 			`href="/api/v1/sessions/alpha/entries?format=jsonl"`,
-		} {
-			if !strings.Contains(dom, w) {
-				t.Errorf("session page lacks %q\n%s", w, dom)
-			}
-		}
+		})
 		if strings.Contains(dom, "Verifying…") || strings.Contains(dom, "Loading entries…") {
 			t.Errorf("session page still loading\n%s", dom)
 		}
@@ -267,16 +269,12 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("hostile session", func(t *testing.T) {
 		dom := dumpDOM(t, bin, base+"/ui/sessions/"+url.PathEscape(hostileSession))
-		for _, w := range []string{
+		mustContain(t, "hostile session page", dom, []string{
 			`<code id="session-id">sess-&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;alert(2)</code>`,
 			`&lt;script&gt;document.body.dataset.pwned='1'&lt;/script&gt;`,
 			`steps/toolCallRequest`,
 			`not_anchored`,
-		} {
-			if !strings.Contains(dom, w) {
-				t.Errorf("hostile session page lacks %q\n%s", w, dom)
-			}
-		}
+		})
 		if strings.Contains(dom, "<img") || strings.Contains(dom, "data-pwned") || strings.Contains(dom, "<script>document") {
 			t.Errorf("hostile session page rendered markup from data\n%s", dom)
 		}
@@ -286,14 +284,10 @@ func TestBrowser(t *testing.T) {
 		// A step written by another ACS writer records its decision as a
 		// string and cites no policy: shown, with nothing to replay.
 		dom := dumpDOM(t, bin, base+"/ui/decisions/req-0002?session_id=alpha")
-		for _, w := range []string{
+		mustContain(t, "decision page", dom, []string{
 			`<code id="request-id">req-0002</code>`, `<dd>DENY</dd>`, `<dd>1</dd>`, `steps/toolCallRequest`,
 			`href="/ui/sessions/alpha">← Session alpha</a>`, `nothing to replay`,
-		} {
-			if !strings.Contains(dom, w) {
-				t.Errorf("decision page lacks %q\n%s", w, dom)
-			}
-		}
+		})
 		if !strings.Contains(dom, `<form id="replay-form" aria-label="Replay" hidden="">`) {
 			t.Errorf("a Replay form for a decision that cites no policy\n%s", dom)
 		}
