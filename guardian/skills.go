@@ -82,48 +82,70 @@ type skillRegistration struct {
 func checkSkillPayload(method string, payload json.RawMessage) *rpcerr.Error {
 	switch method {
 	case MethodSkillRegister:
-		var p skillRegisterPayload
-		if err := json.Unmarshal(payload, &p); err != nil {
-			return invalidParam("params.payload", "is not a skillRegister payload: "+err.Error())
-		}
-		switch {
-		case p.SkillID == "":
-			return invalidParam("params.payload.skill_id", "is required")
-		case p.Definition == nil || p.Definition.Ref == "":
-			return invalidParam("params.payload.definition.ref", "is required")
-		case p.Definition.Digest == nil || p.Definition.Digest.Algorithm == "" || p.Definition.Digest.Value == "":
-			return invalidParam("params.payload.definition.digest", "must be {algorithm, value}")
-		case p.DeclaredCapabilities == nil:
-			return invalidParam("params.payload.declared_capabilities", "is required")
-		case len(p.RegistrationProv) == 0:
-			return invalidParam("params.payload.registration_provenance", "is required")
-		}
+		return checkSkill[skillRegisterPayload](payload, "skillRegister")
 	case MethodSkillLoad:
-		var p skillLoadPayload
-		if err := json.Unmarshal(payload, &p); err != nil {
-			return invalidParam("params.payload", "is not a skillLoad payload: "+err.Error())
-		}
-		switch {
-		case p.SkillID == "":
-			return invalidParam("params.payload.skill_id", "is required")
-		case p.Digest == nil || p.Digest.Algorithm == "" || p.Digest.Value == "":
-			return invalidParam("params.payload.digest", "must be {algorithm, value}")
-		case !slices.Contains([]string{"user", "agent_decision", "skill_composition", "system"}, p.LoadTrigger):
-			return invalidParam("params.payload.load_trigger", "must be user, agent_decision, skill_composition or system")
-		case len(p.LoadPath) == 0:
-			return invalidParam("params.payload.load_path", "must list at least the loaded skill")
-		}
+		return checkSkill[skillLoadPayload](payload, "skillLoad")
 	case MethodSkillUnload:
-		var p skillUnloadPayload
-		if err := json.Unmarshal(payload, &p); err != nil {
-			return invalidParam("params.payload", "is not a skillUnload payload: "+err.Error())
-		}
-		switch {
-		case p.SkillID == "":
-			return invalidParam("params.payload.skill_id", "is required")
-		case !slices.Contains([]string{"session_end", "explicit_unload", "replaced", "error"}, p.Reason):
-			return invalidParam("params.payload.reason", "must be session_end, explicit_unload, replaced or error")
-		}
+		return checkSkill[skillUnloadPayload](payload, "skillUnload")
+	}
+	return nil
+}
+
+// skillPayload is a skill hook's payload as the Guardian reads it: every
+// one names its skill, and each lacks what its own hook requires in its
+// own way.
+type skillPayload interface {
+	skillID() string
+	// missing refuses what the payload lacks beside its skill_id.
+	missing() *rpcerr.Error
+}
+
+// checkSkill decodes payload as a P (the named hook's payload) and refuses it
+// when it is not one, names no skill or lacks what P's hook requires.
+func checkSkill[P skillPayload](payload json.RawMessage, name string) *rpcerr.Error {
+	var p P
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return invalidParam("params.payload", "is not a "+name+" payload: "+err.Error())
+	}
+	if p.skillID() == "" {
+		return invalidParam("params.payload.skill_id", "is required")
+	}
+	return p.missing()
+}
+
+func (p skillRegisterPayload) skillID() string { return p.SkillID }
+func (p skillLoadPayload) skillID() string     { return p.SkillID }
+func (p skillUnloadPayload) skillID() string   { return p.SkillID }
+
+func (p skillRegisterPayload) missing() *rpcerr.Error {
+	switch {
+	case p.Definition == nil || p.Definition.Ref == "":
+		return invalidParam("params.payload.definition.ref", "is required")
+	case p.Definition.Digest == nil || p.Definition.Digest.Algorithm == "" || p.Definition.Digest.Value == "":
+		return invalidParam("params.payload.definition.digest", "must be {algorithm, value}")
+	case p.DeclaredCapabilities == nil:
+		return invalidParam("params.payload.declared_capabilities", "is required")
+	case len(p.RegistrationProv) == 0:
+		return invalidParam("params.payload.registration_provenance", "is required")
+	}
+	return nil
+}
+
+func (p skillLoadPayload) missing() *rpcerr.Error {
+	switch {
+	case p.Digest == nil || p.Digest.Algorithm == "" || p.Digest.Value == "":
+		return invalidParam("params.payload.digest", "must be {algorithm, value}")
+	case !slices.Contains([]string{"user", "agent_decision", "skill_composition", "system"}, p.LoadTrigger):
+		return invalidParam("params.payload.load_trigger", "must be user, agent_decision, skill_composition or system")
+	case len(p.LoadPath) == 0:
+		return invalidParam("params.payload.load_path", "must list at least the loaded skill")
+	}
+	return nil
+}
+
+func (p skillUnloadPayload) missing() *rpcerr.Error {
+	if !slices.Contains([]string{"session_end", "explicit_unload", "replaced", "error"}, p.Reason) {
+		return invalidParam("params.payload.reason", "must be session_end, explicit_unload, replaced or error")
 	}
 	return nil
 }
