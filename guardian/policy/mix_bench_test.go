@@ -78,10 +78,7 @@ func readFileCall(b testing.TB, path string) *Input {
 // their ratio, which holds up on a noisy machine.
 func BenchmarkDecideMix(b *testing.B) {
 	ctx := context.Background()
-	cur, err := New(ctx, Baseline(), newMemRecorder(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cur := baselineEngine(b)
 	oldBundle, err := BundleFromFS(os.DirFS("testdata/baseline-1.0.0"), BaselineID, "1.0.0")
 	if err != nil {
 		b.Fatal(err)

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"context"
 	"fmt"
 	"testing"
 )
@@ -13,24 +12,14 @@ import (
 // lineage (see opapolicy's BenchmarkDecisionProvenance); the 0 case is the
 // baseline in the same run.
 func BenchmarkDecideSessionProvenance(b *testing.B) {
-	ctx := context.Background()
-	e, err := New(ctx, Baseline(), newMemRecorder(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := baselineEngine(b)
 	for _, n := range []int{0, 64, 512, 4096} {
 		in := toolCall(b, "bash", "go test ./...")
 		for i := range n {
 			in.Provenance = append(in.Provenance, Provenance{ProvenanceID: fmt.Sprintf("p-%d", i), Origin: "tool_output", SourceID: "read_file"})
 		}
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				d, err := e.Decide(ctx, in)
-				if err != nil || d.Disposition != Allow {
-					b.Fatal(d, err)
-				}
-			}
+			benchDecide(b, e, in, Allow)
 		})
 	}
 }
