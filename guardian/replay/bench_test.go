@@ -9,9 +9,7 @@ import (
 
 	"github.com/acsledger/acsledger/guardian/replay"
 	"github.com/acsledger/acsledger/internal/evidencetest"
-	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
 // stepsPerSession is the chain length of every session of the benchmark
@@ -23,18 +21,7 @@ const stepsPerSession = 5
 func benchLedger(b *testing.B, kind string, n int) ledger.Store {
 	b.Helper()
 	ctx := context.Background()
-	url := "sqlite:" + b.TempDir()
-	if kind == "postgres" {
-		url = pgtest.NewDatabase(b)
-		if err := storeopen.Migrate(ctx, url); err != nil {
-			b.Fatal(err)
-		}
-	}
-	st, err := storeopen.Open(ctx, url, ledger.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
+	st := emptyLedger(b, kind)
 	var rs []ledger.Record
 	for i := range n {
 		for k := range stepsPerSession {

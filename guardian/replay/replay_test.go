@@ -313,23 +313,32 @@ func TestFindEntry(t *testing.T) {
 	}
 }
 
+// emptyLedger opens a fresh, migrated store of kind ("sqlite" or
+// "postgres"), closed when the test ends.
+func emptyLedger(tb testing.TB, kind string) ledger.Store {
+	tb.Helper()
+	ctx := context.Background()
+	url := "sqlite:" + tb.TempDir()
+	if kind == "postgres" {
+		url = pgtest.NewDatabase(tb)
+		if err := storeopen.Migrate(ctx, url); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	st, err := storeopen.Open(ctx, url, ledger.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
 // findLedger returns a store where r-shared is a step of sess-a
 // (position 0), sess-b (0) and sess-c (2), and r-only of sess-b (1).
 func findLedger(t *testing.T, kind string) ledger.Store {
 	t.Helper()
 	ctx := context.Background()
-	url := "sqlite:" + t.TempDir()
-	if kind == "postgres" {
-		url = pgtest.NewDatabase(t)
-		if err := storeopen.Migrate(ctx, url); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st, err := storeopen.Open(ctx, url, ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := emptyLedger(t, kind)
 	var rs []ledger.Record
 	for _, s := range []struct{ session, step string }{
 		{"sess-c", "r-c0"}, {"sess-c", "r-c1"}, {"sess-b", "r-shared"}, {"sess-a", "r-shared"},
