@@ -54,13 +54,7 @@ func (c *Control) listTokens(w http.ResponseWriter, r *http.Request, ts Tokens) 
 		c.fail(w, r, err)
 		return
 	}
-	out := struct {
-		Tokens []tokenJSON `json:"tokens"`
-	}{Tokens: []tokenJSON{}}
-	for _, t := range list {
-		out.Tokens = append(out.Tokens, toTokenJSON(t))
-	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
+	httpapi.WriteList(w, "tokens", list, toTokenJSON)
 }
 
 // createToken takes {"name", "role", "scope", "expires_in"} (a Go

@@ -253,13 +253,7 @@ func (a *API) listEntries(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	out := struct {
-		Entries []entryJSON `json:"entries"`
-	}{Entries: []entryJSON{}}
-	for _, e := range entries {
-		out.Entries = append(out.Entries, toEntryJSON(e))
-	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
+	httpapi.WriteList(w, "entries", entries, toEntryJSON)
 }
 
 // entriesPage reads the page of a session's entries that the query's

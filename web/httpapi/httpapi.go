@@ -108,6 +108,16 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
+// WriteList answers 200 with {key: [conv(item), ...]}: an empty array,
+// never null, when there are no items.
+func WriteList[T, J any](w http.ResponseWriter, key string, items []T, conv func(T) J) {
+	out := make([]J, 0, len(items))
+	for _, it := range items {
+		out = append(out, conv(it))
+	}
+	WriteJSON(w, http.StatusOK, map[string][]J{key: out})
+}
+
 // RefuseUnread readies the refusal of a request whose body will not be
 // read (busy, rate-limited, not authenticated, not allowed): if it has
 // one, the connection closes after the answer. Otherwise the HTTP server
