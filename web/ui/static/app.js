@@ -151,6 +151,48 @@ function status(msg, isError) {
   p.hidden = msg === "";
 }
 
+// filterQuery fills the filters form with the named filters of the page's
+// own query (here) and returns the query of those that are set.
+function filterQuery(here, form, names) {
+  const q = new URLSearchParams();
+  for (const name of names) {
+    const v = here.get(name) || "";
+    if (v) {
+      form.elements[name].value = v;
+      q.set(name, v);
+    }
+  }
+  return q;
+}
+
+// showNext links the #next page of a listing (at page's next cursor),
+// when there is one, as the page at path with the query here.
+function showNext(page, here, path) {
+  if (page.next) {
+    const nq = new URLSearchParams(here);
+    nq.set("cursor", page.next);
+    const next = document.getElementById("next");
+    next.href = path + "?" + nq;
+    next.hidden = false;
+  }
+}
+
+// listPage reads one page of a listing of the API (path, filtered by q)
+// at the cursor and limit of the page's own query (here). When that fails
+// it says so (failed, then why) and returns null.
+async function listPage(path, q, here, failed) {
+  if (here.get("cursor")) {
+    q.set("cursor", here.get("cursor"));
+  }
+  q.set("limit", here.get("limit") || String(PAGE));
+  try {
+    return await getJSON(`${API}/${path}?${q}`);
+  } catch (e) {
+    status(`${failed}: ${e.message}`, true);
+    return null;
+  }
+}
+
 // --- sessions list -------------------------------------------------------
 
 const FILTERS = ["agent_id", "step_type", "since", "until"];
@@ -158,23 +200,9 @@ const FILTERS = ["agent_id", "step_type", "since", "until"];
 async function sessionsPage() {
   const here = new URLSearchParams(location.search);
   const form = document.getElementById("filters");
-  const q = new URLSearchParams();
-  for (const name of FILTERS) {
-    const v = here.get(name) || "";
-    form.elements[name].value = v;
-    if (v) {
-      q.set(name, v);
-    }
-  }
-  if (here.get("cursor")) {
-    q.set("cursor", here.get("cursor"));
-  }
-  q.set("limit", here.get("limit") || String(PAGE));
-  let page;
-  try {
-    page = await getJSON(`${API}/sessions?${q}`);
-  } catch (e) {
-    status(`Could not list sessions: ${e.message}`, true);
+  const q = filterQuery(here, form, FILTERS);
+  const page = await listPage("sessions", q, here, "Could not list sessions");
+  if (page === null) {
     return;
   }
   const tbody = document.querySelector("#sessions tbody");
@@ -193,13 +221,7 @@ async function sessionsPage() {
   fillIntegrity([...tbody.querySelectorAll("td.integrity-cell")]);
   const filtered = FILTERS.some((n) => here.get(n));
   status(page.sessions.length === 0 ? (filtered ? "No session matches these filters." : "The ledger holds no sessions yet.") : "");
-  if (page.next) {
-    const nq = new URLSearchParams(here);
-    nq.set("cursor", page.next);
-    const next = document.getElementById("next");
-    next.href = "/ui/?" + nq;
-    next.hidden = false;
-  }
+  showNext(page, here, "/ui/");
 }
 
 // --- one session ---------------------------------------------------------

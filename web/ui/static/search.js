@@ -1,6 +1,6 @@
 // acsledger UI: the compliance search and each session's integrity at a
-// glance. Uses app.js's helpers (el, getJSON, segment, when); every value
-// goes into the page as text.
+// glance. Uses app.js's helpers (el, filterQuery, getJSON, listPage,
+// showNext, segment, when); every value goes into the page as text.
 "use strict";
 
 const SEARCH_FIELDS = ["as", "agent_id", "since", "until", "decision", "reason_code", "policy_id",
@@ -65,14 +65,7 @@ function bundleCell(h) {
 async function searchPage() {
   const here = new URLSearchParams(location.search);
   const form = document.getElementById("filters");
-  const q = new URLSearchParams();
-  for (const name of SEARCH_FIELDS) {
-    const v = here.get(name) || "";
-    if (v) {
-      form.elements[name].value = v;
-      q.set(name, v);
-    }
-  }
+  const q = filterQuery(here, form, SEARCH_FIELDS);
   const as = here.get("as") === "sessions" ? "sessions" : "entries";
   if (document.getElementById("exports")) {
     const ex = new URLSearchParams(q);
@@ -81,15 +74,8 @@ async function searchPage() {
     ex.set("format", "json");
     document.getElementById("export-json").href = `${API}/search/export?${ex}`;
   }
-  if (here.get("cursor")) {
-    q.set("cursor", here.get("cursor"));
-  }
-  q.set("limit", here.get("limit") || String(PAGE));
-  let page;
-  try {
-    page = await getJSON(`${API}/search?${q}`);
-  } catch (e) {
-    status(`The search failed: ${e.message}`, true);
+  const page = await listPage("search", q, here, "The search failed");
+  if (page === null) {
     return;
   }
   const rows = as === "sessions" ? page.sessions : page.entries;
@@ -140,13 +126,7 @@ async function searchPage() {
     document.getElementById("entry-hits").hidden = rows.length === 0;
   }
   status(rows.length === 0 ? "Nothing matches this search." : "");
-  if (page.next) {
-    const nq = new URLSearchParams(here);
-    nq.set("cursor", page.next);
-    const next = document.getElementById("next");
-    next.href = "/ui/search?" + nq;
-    next.hidden = false;
-  }
+  showNext(page, here, "/ui/search");
 }
 
 PAGES.search = searchPage;
