@@ -143,10 +143,6 @@ func TestIngestOPAUpload(t *testing.T) {
 		}
 	}
 	// The quarantine is listed with the record's bytes.
-	r, err := authed.Get(srv.URL + "/api/v1/ingest/quarantine?source=opa")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var list struct {
 		Records []struct {
 			Reason    string `json:"reason"`
@@ -154,8 +150,7 @@ func TestIngestOPAUpload(t *testing.T) {
 			Record    int64  `json:"record"`
 		}
 	}
-	json.NewDecoder(r.Body).Decode(&list)
-	r.Body.Close()
+	getJSON(t, authed, srv.URL+"/api/v1/ingest/quarantine?source=opa", &list)
 	if len(list.Records) != 1 || list.Records[0].Record != 2 || list.Records[0].Reason != "schema_invalid" ||
 		!strings.Contains(mustBase64(t, list.Records[0].RawBase64), `"timestamp":"x"`) {
 		t.Fatalf("quarantine listing %+v", list)
@@ -235,10 +230,6 @@ func TestA2HPush(t *testing.T) {
 	if code, out := push([]byte(`{`), "t=1,jti=x,v1=AAAA"); code != 400 || out["reason"] != "malformed_json" {
 		t.Fatalf("malformed: %d %v", code, out)
 	}
-	r, err := authed.Get(srv.URL + "/api/v1/ingest/quarantine?source=a2h&limit=2")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var list struct {
 		Records []struct {
 			Reason string  `json:"reason"`
@@ -246,11 +237,21 @@ func TestA2HPush(t *testing.T) {
 		} `json:"records"`
 		Next *string `json:"next"`
 	}
-	json.NewDecoder(r.Body).Decode(&list)
-	r.Body.Close()
+	getJSON(t, authed, srv.URL+"/api/v1/ingest/quarantine?source=a2h&limit=2", &list)
 	if len(list.Records) != 2 || list.Records[0].Reason != "replayed_jti" || list.Next == nil || !strings.Contains(*list.Records[0].Raw, `res-2`) {
 		t.Fatalf("quarantine page %+v", list)
 	}
+}
+
+// getJSON decodes the JSON answer of a GET of u through c into v.
+func getJSON(t *testing.T, c *http.Client, u string, v any) {
+	t.Helper()
+	r, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	json.NewDecoder(r.Body).Decode(v)
 }
 
 func mustBase64(t *testing.T, s string) string {
