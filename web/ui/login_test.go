@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -92,20 +91,12 @@ func TestLoginCookie(t *testing.T) {
 
 	call := func(method, path string, hdr ...string) (int, map[string]string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader("{}"))
-		req.AddCookie(cookie)
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		// The session cookie alone: no bearer token.
+		hdr = append([]string{"Authorization", "", "Cookie", cookie.Name + "=" + cookie.Value}, hdr...)
+		code, _, b := webtest.Do(t, method, base+path, []byte("{}"), hdr...)
 		var out map[string]string
 		json.Unmarshal(b, &out)
-		return resp.StatusCode, out
+		return code, out
 	}
 	code, me := call("GET", "/api/v1/whoami")
 	if code != 200 || me["name"] != "audrey" || me["role"] != "auditor" || len(me["csrf_token"]) < 40 {

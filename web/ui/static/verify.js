@@ -150,21 +150,18 @@ const ACSVerify = (() => {
     return sha256(concat(new Uint8Array([1]), l, r));
   }
 
-  // verifyInclusion is RFC 9162 §2.1.3.2. Sizes are BigInts: a tree may
-  // outgrow JavaScript's 32-bit bit operators.
-  async function verifyInclusion(leaf, index, size, proof, root) {
-    let fn = BigInt(index);
-    let sn = BigInt(size) - 1n;
-    if (fn > sn) {
-      return false;
-    }
-    let r = leaf;
-    for (const p of proof) {
+  // walkProof is the walk up the tree that RFC 9162's inclusion
+  // (§2.1.3.2) and consistency (§2.1.4.2) checks share: from the node
+  // indices fn and sn, each hash c of path is a left sibling, hashed in
+  // by left(c), or a right one, hashed in by right(c). It reports whether
+  // the walk ends at the root (sn reaches 0 with the last hash).
+  async function walkProof(fn, sn, path, left, right) {
+    for (const c of path) {
       if (sn === 0n) {
         return false;
       }
       if ((fn & 1n) === 1n || fn === sn) {
-        r = await node(p, r);
+        await left(c);
         if ((fn & 1n) === 0n) {
           while ((fn & 1n) === 0n && fn !== 0n) {
             fn >>= 1n;
@@ -172,12 +169,27 @@ const ACSVerify = (() => {
           }
         }
       } else {
-        r = await node(r, p);
+        await right(c);
       }
       fn >>= 1n;
       sn >>= 1n;
     }
-    return sn === 0n && equal(r, root);
+    return sn === 0n;
+  }
+
+  // verifyInclusion is RFC 9162 §2.1.3.2. Sizes are BigInts: a tree may
+  // outgrow JavaScript's 32-bit bit operators.
+  async function verifyInclusion(leaf, index, size, proof, root) {
+    const fn = BigInt(index);
+    const sn = BigInt(size) - 1n;
+    if (fn > sn) {
+      return false;
+    }
+    let r = leaf;
+    const walked = await walkProof(fn, sn, proof,
+      async (p) => { r = await node(p, r); },
+      async (p) => { r = await node(r, p); });
+    return walked && equal(r, root);
   }
 
   // verifyConsistency is RFC 9162 §2.1.4.2.
@@ -205,26 +217,13 @@ const ACSVerify = (() => {
     }
     let fr = path[0];
     let sr = path[0];
-    for (const c of path.slice(1)) {
-      if (sn === 0n) {
-        return false;
-      }
-      if ((fn & 1n) === 1n || fn === sn) {
+    const walked = await walkProof(fn, sn, path.slice(1),
+      async (c) => {
         fr = await node(c, fr);
         sr = await node(c, sr);
-        if ((fn & 1n) === 0n) {
-          while ((fn & 1n) === 0n && fn !== 0n) {
-            fn >>= 1n;
-            sn >>= 1n;
-          }
-        }
-      } else {
-        sr = await node(sr, c);
-      }
-      fn >>= 1n;
-      sn >>= 1n;
-    }
-    return sn === 0n && equal(fr, oldRoot) && equal(sr, newRoot);
+      },
+      async (c) => { sr = await node(sr, c); });
+    return walked && equal(fr, oldRoot) && equal(sr, newRoot);
   }
 
   // parseCheckpoint splits a signed note (C2SP signed-note) into its text
