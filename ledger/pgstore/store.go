@@ -29,6 +29,7 @@ import (
 	"github.com/acsledger/acsledger/ledger/internal/groupcommit"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
 	"github.com/acsledger/acsledger/ledger/internal/sqlq"
+	"github.com/acsledger/acsledger/ledger/internal/sqlstore"
 	"github.com/acsledger/acsledger/migrations"
 )
 
@@ -38,19 +39,12 @@ const WriterRole = "acsledger_writer"
 //go:embed queries.sql
 var queriesSQL string
 
-// queries are the named queries of queries.sql, one field each
-// (sqlq.Load): a misspelt query name stops the package at initialisation,
-// before any test or server runs.
+// queries are the named queries of queries.sql, the write path's, one
+// field each (sqlq.Load): a misspelt query name stops the package at
+// initialisation, before any test or server runs.
 type queries struct {
 	LockSessions, SessionStates, StoredBySteps, InsertSessions, WriteGroup,
-	Session, Sessions, Entries, EntriesByStep,
-	EntryByStep, Response,
-	RequestParams, RecordRequest, InsertBundle, BundleDigest, PolicyBundle,
-	PolicyBundles, InsertErasure, DeleteRequestParams, Erasure, LogPending,
-	LogSize, LogDequeue, LogInsertTiles, LogLeaves, LogFullTile, LogTileRoots,
-	LogLeafIndexByPosition, LogLeafIndexByEntryHash, LogSessionLeaves, LogLastSessionLeaf, LogLatestCheckpoint,
-	LogInsertCheckpoint, LogMoveHead, LogInsertHead, LogCheckpoint,
-	LogAddCosignature, LogCosignatures string
+	LogDequeue, LogInsertTiles string
 }
 
 var q = sqlq.Load[queries](queriesSQL)
@@ -74,8 +68,12 @@ type Options struct {
 	MaxConns int32
 }
 
-// Store is the PostgreSQL ledger.Store.
+// Store is the PostgreSQL ledger.Store: ledger/internal/sqlstore's over
+// this package's driver (driver.go), with the write path of appends and
+// ingests (append.go, ingestwrite.go) and the read replica's WAL
+// positions (replica.go) its own.
 type Store struct {
+	*sqlstore.Store
 	pool      *pgxpool.Pool
 	opts      Options
 	committer *groupcommit.Committer
@@ -124,6 +122,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s.committer = groupcommit.New(func(ctx context.Context, ps []plan.Prepared) (*plan.Plan, error) {
 		return s.apply(ctx, ps, false)
 	}, groupcommit.Options{Queues: opts.Committers, MaxBatch: opts.MaxBatch, MaxDelay: opts.MaxDelay})
+	s.Store = sqlstore.New(sqlstore.Config{
+		Driver: &driver{s: s, pool: &querier{pool}}, Dialect: dialect{}, Queries: shared,
+		Options: opts.Options, Committer: s.committer,
+	})
 	return s, nil
 }
 
@@ -263,7 +265,7 @@ func Migrate(ctx context.Context, url string) error {
 // succeed: a lost head compare-and-swap, a concurrent insert of the same
 // position or step, a deadlock or serialization failure.
 func retryable(err error) bool {
-	if errors.Is(err, errHeadMoved) {
+	if errors.Is(err, sqlstore.ErrHeadMoved) {
 		return true
 	}
 	var pe *pgconn.PgError

@@ -2,6 +2,8 @@
 -- search_entries (migration 0010). FILTERS is replaced by the filter's
 -- conditions, each " AND <condition>" with its own parameter, written by
 -- searchWhere from a fixed set: no value is ever spliced into the text.
+-- The list filters are the dialect's (GIN indexes on PostgreSQL's text[],
+-- json_each on SQLite's JSON arrays).
 
 -- name: SearchEntries
 -- Newest first: the (column, id) indexes serve one equality filter and

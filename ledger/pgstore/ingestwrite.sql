@@ -1,5 +1,6 @@
--- Named queries of the PostgreSQL store's ingest support
--- (ledger.IngestStore, migrations/postgres/0007_ingest.sql).
+-- Named queries of the PostgreSQL store's ingest writes (ingestwrite.go)
+-- (ledger.IngestStore, migrations/postgres/0007_ingest.sql); the reads
+-- are ledger/internal/sqlstore's.
 
 -- name: IngestedKeys
 SELECT r.source, r.natural_key, r.digest, r.session_id, r.position, r.entry_hash,
@@ -33,20 +34,3 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::te
     AS u (source, natural_key, file, record, reason, detail, raw)
 ON CONFLICT (source, file, record, raw_sha256) DO NOTHING;
 
--- name: IngestedByKey
-SELECT source, natural_key, digest, session_id, position, entry_hash, flags, seq, file, record, recorded_at
-FROM ingest_records WHERE source = $1 AND natural_key = $2;
-
--- name: Quarantined
-SELECT seq, source, natural_key, file, record, reason, detail, raw, quarantined_at
-FROM ingest_quarantine
-WHERE seq > $1 AND ($2::text = '' OR source = $2)
-ORDER BY seq
-LIMIT $3;
-
--- name: Flagged
-SELECT source, natural_key, digest, session_id, position, entry_hash, flags, seq, file, record, recorded_at
-FROM ingest_records
-WHERE flags <> '{}' AND flags @> ARRAY[$1::text] AND seq > $2 AND ($3::text = '' OR source = $3)
-ORDER BY seq
-LIMIT $4;
