@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -15,8 +16,23 @@ import (
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
+	"github.com/acsledger/acsledger/ledger/internal/sqlq"
 	"github.com/acsledger/acsledger/ledger/internal/sqlstore"
 )
+
+//go:embed queries.sql
+var queriesSQL string
+
+// queries are the named queries of queries.sql, the write path's, one
+// field each (sqlq.Load): a misspelt query name stops the package at
+// initialisation, before any test or server runs.
+type queries struct {
+	LockSessions, SessionStates, StoredBySteps, InsertSessions, WriteGroup,
+	LogDequeue, LogInsertTiles,
+	IngestedKeys, IngestedReplayKeys, InsertIngestRecords, InsertQuarantine string
+}
+
+var q = sqlq.Load[queries](queriesSQL)
 
 const maxAttempts = 20
 

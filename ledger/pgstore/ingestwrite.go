@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strings"
 
@@ -11,19 +10,7 @@ import (
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
-	"github.com/acsledger/acsledger/ledger/internal/sqlq"
 )
-
-//go:embed ingestwrite.sql
-var ingestSQL string
-
-// ingestQueries are ingestwrite.sql's named queries, checked at start as the
-// store's own (sqlq.Load).
-type ingestQueries struct {
-	IngestedKeys, IngestedReplayKeys, InsertIngestRecords, InsertQuarantine string
-}
-
-var iq = sqlq.Load[ingestQueries](ingestSQL)
 
 var _ ledger.IngestStore = (*Store)(nil)
 
@@ -122,7 +109,7 @@ func (s *Store) classify(ctx context.Context, tx pgx.Tx, rs []ledger.IngestRecor
 		for i, k := range keys {
 			srcs[i], ks[i] = k.Source, k.Key
 		}
-		b.Queue(iq.IngestedKeys, srcs, ks).Query(func(rows pgx.Rows) error {
+		b.Queue(q.IngestedKeys, srcs, ks).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				r, d, err := s.ScanIngested(rows)
 				if err != nil {
@@ -139,7 +126,7 @@ func (s *Store) classify(ctx context.Context, tx pgx.Tx, rs []ledger.IngestRecor
 		for i, k := range replayKeys {
 			srcs[i], ks[i] = k.Source, k.Key
 		}
-		b.Queue(iq.IngestedReplayKeys, srcs, ks).Query(func(rows pgx.Rows) error {
+		b.Queue(q.IngestedReplayKeys, srcs, ks).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var src, rk, nk string
 				if err := rows.Scan(&src, &rk, &nk); err != nil {
@@ -195,7 +182,7 @@ func (s *Store) writeIngest(ctx context.Context, tx pgx.Tx, in *plan.Ingest) err
 				return fmt.Errorf("couldn't record ingested keys: %w", err)
 			}
 		} else {
-			b.Queue(iq.InsertIngestRecords, srcs, keys, rks, digests, sids, pos, hashes, files, flags, recs, now)
+			b.Queue(q.InsertIngestRecords, srcs, keys, rks, digests, sids, pos, hashes, files, flags, recs, now)
 		}
 	}
 	if qs := in.Quarantined(); len(qs) > 0 {
@@ -211,7 +198,7 @@ func (s *Store) writeIngest(ctx context.Context, tx pgx.Tx, in *plan.Ingest) err
 				raws[j] = []byte{}
 			}
 		}
-		b.Queue(iq.InsertQuarantine, srcs, keys, files, recs, reasons, details, raws, now)
+		b.Queue(q.InsertQuarantine, srcs, keys, files, recs, reasons, details, raws, now)
 	}
 	if b.Len() == 0 {
 		return nil

@@ -14,7 +14,6 @@ package pgstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,26 +27,12 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/internal/groupcommit"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
-	"github.com/acsledger/acsledger/ledger/internal/sqlq"
 	"github.com/acsledger/acsledger/ledger/internal/sqlstore"
 	"github.com/acsledger/acsledger/migrations"
 )
 
 // WriterRole is the role the store acts as. Migrations create it.
 const WriterRole = "acsledger_writer"
-
-//go:embed queries.sql
-var queriesSQL string
-
-// queries are the named queries of queries.sql, the write path's, one
-// field each (sqlq.Load): a misspelt query name stops the package at
-// initialisation, before any test or server runs.
-type queries struct {
-	LockSessions, SessionStates, StoredBySteps, InsertSessions, WriteGroup,
-	LogDequeue, LogInsertTiles string
-}
-
-var q = sqlq.Load[queries](queriesSQL)
 
 // Options tune the PostgreSQL store.
 type Options struct {
@@ -74,10 +59,9 @@ type Options struct {
 // positions (replica.go) its own.
 type Store struct {
 	*sqlstore.Store
-	pool      *pgxpool.Pool
-	opts      Options
-	committer *groupcommit.Committer
-	heads     headCache
+	pool  *pgxpool.Pool
+	opts  Options
+	heads headCache
 
 	commits     atomic.Int64             // append transactions committed
 	replans     atomic.Int64             // transactions retried after losing a race
@@ -119,12 +103,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, opts: opts}
-	s.committer = groupcommit.New(func(ctx context.Context, ps []plan.Prepared) (*plan.Plan, error) {
-		return s.apply(ctx, ps, false)
-	}, groupcommit.Options{Queues: opts.Committers, MaxBatch: opts.MaxBatch, MaxDelay: opts.MaxDelay})
 	s.Store = sqlstore.New(sqlstore.Config{
-		Driver: &driver{s: s, pool: &querier{pool}}, Dialect: dialect{}, Queries: shared,
-		Options: opts.Options, Committer: s.committer,
+		Driver: &driver{s: s, pool: &querier{pool}}, Dialect: dialect{}, Queries: shared, Options: opts.Options,
+		Commit: groupcommit.Options{Queues: opts.Committers, MaxBatch: opts.MaxBatch, MaxDelay: opts.MaxDelay},
 	})
 	return s, nil
 }
@@ -185,7 +166,7 @@ func pendingMigrations(ctx context.Context, db interface {
 // Close stops the committers, after they have written what was queued, and
 // closes the pool.
 func (s *Store) Close() error {
-	s.committer.Close()
+	s.Store.Close()
 	s.pool.Close()
 	return nil
 }

@@ -68,8 +68,9 @@ type Config struct {
 	Dialect Dialect
 	Queries *Queries
 	Options ledger.Options
-	// Committer runs Append and AppendRequest; its apply is the driver's.
-	Committer *groupcommit.Committer
+	// Commit tunes the group commit of Append and AppendRequest, whose
+	// transactions are the driver's Apply.
+	Commit groupcommit.Options
 }
 
 // Store is the ledger store over a driver. A driver package's Store embeds
@@ -82,9 +83,20 @@ type Store struct {
 	committer *groupcommit.Committer
 }
 
-// New returns the store of c.
+// New returns the store of c and starts its committers.
 func New(c Config) *Store {
-	return &Store{d: c.Driver, dl: c.Dialect, q: c.Queries, opts: c.Options, committer: c.Committer}
+	s := &Store{d: c.Driver, dl: c.Dialect, q: c.Queries, opts: c.Options}
+	s.committer = groupcommit.New(func(ctx context.Context, ps []plan.Prepared) (*plan.Plan, error) {
+		return s.d.Apply(ctx, ps, false)
+	}, c.Commit)
+	return s
+}
+
+// Close stops the committers, after they have written what was queued. The
+// driver closes its connections after.
+func (s *Store) Close() error {
+	s.committer.Close()
+	return nil
 }
 
 // ErrHeadMoved means another writer moved or created a head between our
