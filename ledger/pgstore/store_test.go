@@ -35,6 +35,14 @@ func openStore(t testing.TB, url string, opts pgstore.Options) *pgstore.Store {
 	return s
 }
 
+// newStore returns the URL of a fresh, migrated database and a store over
+// it.
+func newStore(t testing.TB) (string, *pgstore.Store) {
+	t.Helper()
+	url := newDB(t)
+	return url, openStore(t, url, pgstore.Options{})
+}
+
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, opts ledger.Options) ledger.GuardianStore {
 		return openStore(t, newDB(t), pgstore.Options{Options: opts})

@@ -29,9 +29,6 @@ type writeQueries struct {
 	IngestedReplayKey, InsertIngestRecord, InsertIngestFlag, InsertQuarantine string
 }
 
-//go:embed dialect.sql
-var dialectSQL string
-
 // q are the store's queries: ledger/internal/sqlstore's, worded for SQLite
 // (dialect{}, dialect.sql), and the write path's.
 var q = struct {

@@ -33,7 +33,11 @@ type Store struct {
 	opts  ledger.Options
 }
 
-var _ ledger.Store = (*Store)(nil)
+var (
+	_ ledger.Store         = (*Store)(nil)
+	_ ledger.GuardianStore = (*Store)(nil)
+	_ ledger.TokenStore    = (*Store)(nil)
+)
 
 // pragmas for every connection. synchronous=FULL keeps every commit durable
 // in WAL mode (NORMAL would not sync the WAL on commit). secure_delete

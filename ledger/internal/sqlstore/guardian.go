@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,7 +13,7 @@ import (
 func (s *Store) Response(ctx context.Context, sessionID string, position int64) ([]byte, error) {
 	var b []byte
 	err := s.d.Reader().QueryRow(ctx, s.q.Response, sessionID, position).Scan(&b)
-	if errors.Is(err, sql.ErrNoRows) {
+	if noRows(err) {
 		return nil, fmt.Errorf("response for session %q position %d: %w", sessionID, position, ledger.ErrNotFound)
 	}
 	if err != nil {
@@ -28,7 +26,7 @@ func (s *Store) Response(ctx context.Context, sessionID string, position int64) 
 func (s *Store) Request(ctx context.Context, sessionID string, position int64) ([]byte, error) {
 	var b []byte
 	err := s.d.Reader().QueryRow(ctx, s.q.RequestParams, sessionID, position).Scan(&b)
-	if errors.Is(err, sql.ErrNoRows) {
+	if noRows(err) {
 		// Rarely taken (a step without params, or erased ones), so the
 		// erasure is read only then.
 		e, err := s.readErasure(ctx, s.d.Reader(), sessionID, position)
@@ -91,7 +89,7 @@ func (s *Store) PutPolicyBundle(ctx context.Context, b ledger.PolicyBundle) erro
 func (s *Store) PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error) {
 	var b ledger.PolicyBundle
 	err := s.d.Reader().QueryRow(ctx, s.q.PolicyBundle, id, version).Scan(&b.ID, &b.Version, &b.Digest, &b.Content, s.dl.ScanTime(&b.RecordedAt))
-	if errors.Is(err, sql.ErrNoRows) {
+	if noRows(err) {
 		return ledger.PolicyBundle{}, fmt.Errorf("policy bundle %s@%s: %w", id, version, ledger.ErrNotFound)
 	}
 	if err != nil {
@@ -103,21 +101,15 @@ func (s *Store) PolicyBundle(ctx context.Context, id, version string) (ledger.Po
 
 // PolicyBundles implements ledger.GuardianStore.
 func (s *Store) PolicyBundles(ctx context.Context) ([]ledger.PolicyBundle, error) {
-	rows, err := s.d.Reader().Query(ctx, s.q.PolicyBundles)
-	if err != nil {
-		return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
-	}
-	defer rows.Close()
 	var bs []ledger.PolicyBundle
-	for rows.Next() {
+	err := s.eachRow(ctx, s.q.PolicyBundles, nil, func(r Rows) error {
 		var b ledger.PolicyBundle
-		if err := rows.Scan(&b.ID, &b.Version, &b.Digest, s.dl.ScanTime(&b.RecordedAt)); err != nil {
-			return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
-		}
+		err := r.Scan(&b.ID, &b.Version, &b.Digest, s.dl.ScanTime(&b.RecordedAt))
 		b.RecordedAt = b.RecordedAt.UTC()
 		bs = append(bs, b)
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
 	}
 	return bs, nil
@@ -137,7 +129,7 @@ func (s *Store) EraseParams(ctx context.Context, sessionID string, position int6
 		}
 		// The stored time comes back, as precise as the column keeps it.
 		err := tx.QueryRow(ctx, s.q.InsertErasure, sessionID, position, s.dl.Time(e.ErasedAt), reason, by).Scan(s.dl.ScanTime(&e.ErasedAt))
-		if errors.Is(err, sql.ErrNoRows) {
+		if noRows(err) {
 			return s.notErasable(ctx, tx, sessionID, position)
 		}
 		if err != nil {
@@ -176,7 +168,7 @@ func (s *Store) notErasable(ctx context.Context, tx Querier, sessionID string, p
 func (s *Store) readErasure(ctx context.Context, db Querier, sessionID string, position int64) (*ledger.Erasure, error) {
 	e := ledger.Erasure{SessionID: sessionID, Position: position}
 	err := db.QueryRow(ctx, s.q.Erasure, sessionID, position).Scan(s.dl.ScanTime(&e.ErasedAt), &e.Reason, &e.ErasedBy)
-	if errors.Is(err, sql.ErrNoRows) {
+	if noRows(err) {
 		return nil, nil
 	}
 	if err != nil {

@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/acsledger/acsledger/acs"
@@ -23,7 +21,7 @@ func (s *Store) IngestedByKey(ctx context.Context, source, key string) (ledger.I
 // db, a transaction of the driver's ingest or the reader.
 func (s *Store) IngestedIn(ctx context.Context, db Querier, source, key string) (ledger.IngestResult, acs.Hash, error) {
 	r, d, err := s.ScanIngested(db.QueryRow(ctx, s.q.IngestedByKey, source, key))
-	if errors.Is(err, sql.ErrNoRows) {
+	if noRows(err) {
 		return r, d, fmt.Errorf("%s record %q: %w", source, key, ledger.ErrNotFound)
 	}
 	if err != nil {

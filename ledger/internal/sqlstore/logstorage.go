@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/acsledger/acsledger/ledger/tlog"
@@ -25,25 +23,24 @@ var _ tlog.Storage = (*logStorage)(nil)
 func (s *Store) LogStorage() tlog.Storage { return &logStorage{s: s} }
 
 func (l *logStorage) Pending(ctx context.Context, after int64, limit int) ([]tlog.PendingEntry, error) {
-	rows, err := l.s.d.Reader().Query(ctx, l.s.q.LogPending, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("couldn't read pending entries: %w", err)
-	}
-	defer rows.Close()
 	var out []tlog.PendingEntry
-	for rows.Next() {
+	err := l.s.eachRow(ctx, l.s.q.LogPending, []any{after, limit}, func(r Rows) error {
 		var p tlog.PendingEntry
 		var h []byte
-		if err := rows.Scan(&p.EntryID, &p.Leaf.SessionID, &p.Leaf.Position, &h); err != nil {
-			return nil, fmt.Errorf("couldn't read pending entries: %w", err)
+		if err := r.Scan(&p.EntryID, &p.Leaf.SessionID, &p.Leaf.Position, &h); err != nil {
+			return fmt.Errorf("couldn't read pending entries: %w", err)
 		}
 		if len(h) != tlog.HashSize {
-			return nil, fmt.Errorf("entry %d has a %d-byte entry_hash", p.EntryID, len(h))
+			return fmt.Errorf("entry %d has a %d-byte entry_hash", p.EntryID, len(h))
 		}
 		p.Leaf.EntryHash = [tlog.HashSize]byte(h)
 		out = append(out, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (l *logStorage) Integrate(ctx context.Context, start uint64, leaves []tlog.StoredLeaf, tiles []tlog.FullTile) error {
@@ -95,7 +92,7 @@ func (l *logStorage) Leaves(ctx context.Context, start, end uint64) ([][]byte, e
 func (l *logStorage) FullTile(ctx context.Context, level int, n uint64) ([]byte, error) {
 	var data []byte
 	err := l.s.d.Reader().QueryRow(ctx, l.s.q.LogFullTile, level, int64(n)).Scan(&data)
-	if errors.Is(err, sql.ErrNoRows) {
+	if noRows(err) {
 		return nil, fmt.Errorf("%w: tile %d/%d", tlog.ErrNotFound, level, n)
 	}
 	return data, err
@@ -128,7 +125,7 @@ func (l *logStorage) TileRoots(ctx context.Context, level int, from, to uint64) 
 // when there is none, wrapped in tlog.ErrNotFound.
 func (l *logStorage) one(ctx context.Context, dest any, notFound func() string, query string, args ...any) error {
 	err := l.s.d.Reader().QueryRow(ctx, query, args...).Scan(dest)
-	if errors.Is(err, sql.ErrNoRows) {
+	if noRows(err) {
 		return fmt.Errorf("%w: %s", tlog.ErrNotFound, notFound())
 	}
 	return err
@@ -200,39 +197,30 @@ func (l *logStorage) AddCosignature(ctx context.Context, size uint64, line []byt
 }
 
 func (l *logStorage) Cosignatures(ctx context.Context, size uint64) ([][]byte, error) {
-	rows, err := l.s.d.Reader().Query(ctx, l.s.q.LogCosignatures, int64(size))
+	var out [][]byte
+	err := l.s.eachRow(ctx, l.s.q.LogCosignatures, []any{int64(size)}, func(r Rows) error {
+		var line []byte
+		err := r.Scan(&line)
+		out = append(out, line)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out [][]byte
-	for rows.Next() {
-		var line []byte
-		if err := rows.Scan(&line); err != nil {
-			return nil, err
-		}
-		out = append(out, line)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (l *logStorage) SessionLeaves(ctx context.Context, sessionID string, from, to uint64, limit int) ([]tlog.IndexedLeaf, error) {
-	rows, err := l.s.d.Reader().Query(ctx, l.s.q.LogSessionLeaves, sessionID, int64(from), clampIndex(to), limit)
-	if err != nil {
-		return nil, fmt.Errorf("couldn't read the leaves of session %q: %w", sessionID, err)
-	}
-	defer rows.Close()
 	var out []tlog.IndexedLeaf
-	for rows.Next() {
+	err := l.s.eachRow(ctx, l.s.q.LogSessionLeaves, []any{sessionID, int64(from), clampIndex(to), limit}, func(r Rows) error {
 		var leaf tlog.IndexedLeaf
 		var idx int64
-		if err := rows.Scan(&idx, &leaf.Data); err != nil {
-			return nil, fmt.Errorf("couldn't read the leaves of session %q: %w", sessionID, err)
-		}
+		err := r.Scan(&idx, &leaf.Data)
 		leaf.Index = uint64(idx)
 		out = append(out, leaf)
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("couldn't read the leaves of session %q: %w", sessionID, err)
 	}
 	return out, nil
@@ -242,7 +230,7 @@ func (l *logStorage) LastSessionLeaf(ctx context.Context, sessionID string, to u
 	var leaf tlog.IndexedLeaf
 	var idx int64
 	err := l.s.d.Reader().QueryRow(ctx, l.s.q.LogLastSessionLeaf, sessionID, clampIndex(to)).Scan(&idx, &leaf.Data)
-	if errors.Is(err, sql.ErrNoRows) {
+	if noRows(err) {
 		return leaf, fmt.Errorf("%w: no leaf of session %q below index %d", tlog.ErrNotFound, sessionID, to)
 	}
 	if err != nil {

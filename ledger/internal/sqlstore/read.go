@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/acsledger/acsledger/ledger"
@@ -15,7 +13,7 @@ func (s *Store) Session(ctx context.Context, sessionID string) (ledger.Session, 
 	var head []byte
 	err := s.d.Reader().QueryRow(ctx, s.q.Session, sessionID).Scan(
 		&se.SessionID, &se.AgentID, &se.Writer, &se.Length, &head, s.dl.ScanTime(&se.CreatedAt), s.dl.ScanTime(&se.UpdatedAt))
-	if errors.Is(err, sql.ErrNoRows) {
+	if noRows(err) {
 		return ledger.Session{}, fmt.Errorf("session %q: %w", sessionID, ledger.ErrNotFound)
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 
 	"github.com/acsledger/acsledger/acs"
@@ -153,6 +154,9 @@ func (s *Store) AppendRequest(ctx context.Context, r ledger.Record, params []byt
 	p.Sign, p.Params, p.Seen = sign, params, &seen
 	return s.committer.Append(ctx, p)
 }
+
+// noRows reports a Row.Scan that found no row.
+func noRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
 // HashPtr is a nullable hash column's value: nil for NULL.
 func HashPtr(b []byte) *acs.Hash {

@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -28,7 +26,7 @@ func (s *Store) CreateToken(ctx context.Context, t ledger.Token) error {
 // TokenByHash implements ledger.TokenStore.
 func (s *Store) TokenByHash(ctx context.Context, hash [32]byte) (ledger.Token, error) {
 	t, err := s.scanToken(s.d.Reader().QueryRow(ctx, s.q.TokenByHash, hash[:]))
-	if errors.Is(err, sql.ErrNoRows) {
+	if noRows(err) {
 		return ledger.Token{}, fmt.Errorf("token: %w", ledger.ErrNotFound)
 	}
 	if err != nil {
@@ -39,20 +37,13 @@ func (s *Store) TokenByHash(ctx context.Context, hash [32]byte) (ledger.Token, e
 
 // Tokens implements ledger.TokenStore.
 func (s *Store) Tokens(ctx context.Context) ([]ledger.Token, error) {
-	rows, err := s.d.Reader().Query(ctx, s.q.Tokens)
-	if err != nil {
-		return nil, fmt.Errorf("couldn't list tokens: %w", err)
-	}
-	defer rows.Close()
 	var out []ledger.Token
-	for rows.Next() {
-		t, err := s.scanToken(rows)
-		if err != nil {
-			return nil, fmt.Errorf("couldn't list tokens: %w", err)
-		}
+	err := s.eachRow(ctx, s.q.Tokens, nil, func(r Rows) error {
+		t, err := s.scanToken(r)
 		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("couldn't list tokens: %w", err)
 	}
 	return out, nil
