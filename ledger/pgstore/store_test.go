@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/acsledger/acsledger/internal/pgtest"
+	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storetest"
+	"github.com/acsledger/acsledger/ledger/tlog/tlogstoretest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -47,4 +49,10 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, opts ledger.Options) ledger.GuardianStore {
 		return openStore(t, newDB(t), pgstore.Options{Options: opts})
 	})
+}
+
+// TestLogStorage runs the Merkle log storage's conformance suite.
+func TestLogStorage(t *testing.T) {
+	t.Parallel()
+	tlogstoretest.Run(t, tlogdb.PGDB)
 }

@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/sqlitestore"
 	"github.com/acsledger/acsledger/ledger/storetest"
+	"github.com/acsledger/acsledger/ledger/tlog/tlogstoretest"
 )
 
 func open(t *testing.T, opts ledger.Options) ledger.GuardianStore {
@@ -30,4 +32,10 @@ func openFile(t *testing.T, opts ledger.Options) (string, *sqlitestore.Store) {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, open)
+}
+
+// TestLogStorage runs the Merkle log storage's conformance suite.
+func TestLogStorage(t *testing.T) {
+	t.Parallel()
+	tlogstoretest.Run(t, tlogdb.SQLiteDB)
 }
