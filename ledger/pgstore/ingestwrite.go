@@ -10,6 +10,7 @@ import (
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
+	"github.com/acsledger/acsledger/ledger/internal/sqlstore"
 )
 
 var _ ledger.IngestStore = (*Store)(nil)
@@ -111,7 +112,7 @@ func (s *Store) classify(ctx context.Context, tx pgx.Tx, rs []ledger.IngestRecor
 		}
 		b.Queue(q.IngestedKeys, srcs, ks).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				r, d, err := s.ScanIngested(rows)
+				r, d, err := sqlstore.ScanIngested(s.Store, rows)
 				if err != nil {
 					return err
 				}

@@ -56,7 +56,7 @@ func (s *Store) classify(ctx context.Context, tx *sql.Tx, rs []ledger.IngestReco
 	digests := make(map[plan.IngestKey]acs.Hash)
 	replays := make(map[plan.IngestKey]string)
 	for _, k := range keys {
-		r, d, err := s.IngestedIn(ctx, &querier{tx}, k.Source, k.Key)
+		r, d, err := sqlstore.IngestedIn(ctx, s.Store, &querier{tx}, k.Source, k.Key)
 		if errors.Is(err, ledger.ErrNotFound) {
 			continue
 		}

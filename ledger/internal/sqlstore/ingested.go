@@ -13,14 +13,16 @@ import (
 
 // IngestedByKey implements ledger.IngestStore.
 func (s *Store) IngestedByKey(ctx context.Context, source, key string) (ledger.IngestResult, error) {
-	r, _, err := s.IngestedIn(ctx, s.d.Reader(), source, key)
+	r, _, err := IngestedIn(ctx, s, s.d.Reader(), source, key)
 	return r, err
 }
 
-// IngestedIn looks up the ingested record (source, key) and its digest on
-// db, a transaction of the driver's ingest or the reader.
-func (s *Store) IngestedIn(ctx context.Context, db Querier, source, key string) (ledger.IngestResult, acs.Hash, error) {
-	r, d, err := s.ScanIngested(db.QueryRow(ctx, s.q.IngestedByKey, source, key))
+// IngestedIn looks up the ingested record (source, key) of s and its
+// digest on db, a transaction of the driver's ingest or the reader. (A
+// function, not a method: a driver's Store, which embeds s, does not
+// offer it.)
+func IngestedIn(ctx context.Context, s *Store, db Querier, source, key string) (ledger.IngestResult, acs.Hash, error) {
+	r, d, err := ScanIngested(s, db.QueryRow(ctx, s.q.IngestedByKey, source, key))
 	if noRows(err) {
 		return r, d, fmt.Errorf("%s record %q: %w", source, key, ledger.ErrNotFound)
 	}
@@ -33,7 +35,7 @@ func (s *Store) IngestedIn(ctx context.Context, db Querier, source, key string) 
 // ScanIngested scans a row of ingest_records in the column order of the
 // IngestedByKey query: source, natural_key, digest, session_id, position,
 // entry_hash, flags, seq, file, record, recorded_at.
-func (s *Store) ScanIngested(row Row) (ledger.IngestResult, acs.Hash, error) {
+func ScanIngested(s *Store, row Row) (ledger.IngestResult, acs.Hash, error) {
 	var r ledger.IngestResult
 	var d acs.Hash
 	var digest, eh []byte
@@ -70,7 +72,7 @@ func (s *Store) Quarantined(ctx context.Context, f ledger.IngestFilter) ([]ledge
 func (s *Store) Flagged(ctx context.Context, flag string, f ledger.IngestFilter) ([]ledger.IngestResult, error) {
 	var out []ledger.IngestResult
 	err := s.eachRow(ctx, s.q.Flagged, []any{flag, f.After, f.Source, ledger.PageSize(f.Limit)}, func(r Rows) error {
-		res, _, err := s.ScanIngested(r)
+		res, _, err := ScanIngested(s, r)
 		out = append(out, res)
 		return err
 	})
