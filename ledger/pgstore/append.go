@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -13,14 +14,25 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
+	"github.com/acsledger/acsledger/ledger/internal/sqlq"
+	"github.com/acsledger/acsledger/ledger/internal/sqlstore"
 )
 
-// errHeadMoved means another writer moved or created a head between our
-// read and our compare-and-swap.
-var errHeadMoved = errors.New("session head moved concurrently")
+//go:embed queries.sql
+var queriesSQL string
+
+// queries are the named queries of queries.sql, the write path's, one
+// field each (sqlq.Load): a misspelt query name stops the package at
+// initialisation, before any test or server runs.
+type queries struct {
+	LockSessions, SessionStates, StoredBySteps, InsertSessions, WriteGroup,
+	LogDequeue, LogInsertTiles,
+	IngestedKeys, IngestedReplayKeys, InsertIngestRecords, InsertQuarantine string
+}
+
+var q = sqlq.Load[queries](queriesSQL)
 
 const maxAttempts = 20
 
@@ -29,27 +41,6 @@ const copyMin = 64
 
 var entryColumns = []string{"session_id", "position", "entry_hash", "previous_hash", "entry_id",
 	"step_id", "step_type", "entry_timestamp", "recorded_at", "content"}
-
-// AppendBatch implements ledger.Store. It bypasses the committers: the batch
-// is its own transaction.
-func (s *Store) AppendBatch(ctx context.Context, rs []ledger.Record) ([]ledger.Appended, error) {
-	ps := make([]plan.Prepared, len(rs))
-	for i, r := range rs {
-		p, err := plan.Prepare(i, r, s.opts.EntryCap())
-		if err != nil {
-			return nil, err
-		}
-		ps[i] = p
-	}
-	if len(ps) == 0 {
-		return nil, nil
-	}
-	p, err := s.apply(ctx, ps, true)
-	if err != nil {
-		return nil, err
-	}
-	return p.Results, nil
-}
 
 // apply plans ps against the current state and writes the plan in one
 // transaction, retrying from fresh state when a concurrent writer got in
@@ -206,7 +197,7 @@ func (s *Store) plan(ctx context.Context, tx pgx.Tx, ps []plan.Prepared, lookup,
 					return err
 				}
 				copy(old.EntryHash[:], eh)
-				old.PreviousHash = hashPtr(ph)
+				old.PreviousHash = sqlstore.HashPtr(ph)
 				stored[k] = old
 			}
 			return rows.Err()
@@ -301,7 +292,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan, locked bool)
 		}
 		if b.Len() > 0 {
 			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				if errors.Is(err, errHeadMoved) {
+				if errors.Is(err, sqlstore.ErrHeadMoved) {
 					return err
 				}
 				return fmt.Errorf("couldn't create sessions: %w", err)
@@ -341,13 +332,13 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan, locked bool)
 			{"storing responses", len(g.rsIDs)}, {"storing request params", len(g.rqIDs)},
 		} {
 			if wrote[i] != int64(want.n) {
-				return fmt.Errorf("%s: %d of %d rows: %w", want.what, wrote[i], want.n, errHeadMoved)
+				return fmt.Errorf("%s: %d of %d rows: %w", want.what, wrote[i], want.n, sqlstore.ErrHeadMoved)
 			}
 		}
 		return nil
 	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		if errors.Is(err, errHeadMoved) {
+		if errors.Is(err, sqlstore.ErrHeadMoved) {
 			return err
 		}
 		return fmt.Errorf("couldn't write entries: %w", err)
@@ -383,7 +374,7 @@ type groupRows struct {
 func expectRows(what string, want int) func(pgconn.CommandTag) error {
 	return func(tag pgconn.CommandTag) error {
 		if tag.RowsAffected() != int64(want) {
-			return fmt.Errorf("%s: %w", what, errHeadMoved)
+			return fmt.Errorf("%s: %w", what, sqlstore.ErrHeadMoved)
 		}
 		return nil
 	}
@@ -447,15 +438,6 @@ func anySigner(ps []plan.Prepared) bool {
 		}
 	}
 	return false
-}
-
-func hashPtr(b []byte) *acs.Hash {
-	if b == nil {
-		return nil
-	}
-	var h acs.Hash
-	copy(h[:], b)
-	return &h
 }
 
 // Commits returns how many append transactions the store has committed

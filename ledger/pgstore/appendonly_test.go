@@ -3,15 +3,12 @@ package pgstore_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storetest"
 )
@@ -21,41 +18,10 @@ import (
 // them) is stopped by the triggers.
 func TestAppendOnly(t *testing.T) {
 	ctx := context.Background()
-	url := newDB(t)
-	s := openStore(t, url, pgstore.Options{})
-	for i, f := range storetest.Fixtures(t) {
-		_, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, []byte(`{"payload":{}}`), ledger.Seen{RequestID: fmt.Sprintf("r-%d", i), At: time.Now()},
-			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
-		if err != nil {
-			t.Fatalf("fixture %d: %v", i, err)
-		}
-	}
-	if err := s.RecordRequest(ctx, "s", "req-1", "n-1", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutPolicyBundle(ctx, ledger.PolicyBundle{ID: "p", Version: "1",
-		Digest: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", Content: []byte{}}); err != nil {
-		t.Fatal(err)
-	}
-	before, err := s.Session(ctx, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, s := newStore(t)
+	before := storetest.SeedEvidence(t, s)
 
-	connect := func(role string) *pgx.Conn {
-		c, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close(context.Background()) })
-		if role != "" {
-			if _, err := c.Exec(ctx, "SET ROLE "+role); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return c
-	}
-	writer, owner := connect(pgstore.WriterRole), connect("")
+	writer, owner := connectAs(t, url, pgstore.WriterRole), connectAs(t, url, "")
 
 	type attempt struct {
 		sql    string
@@ -123,20 +89,7 @@ func TestAppendOnly(t *testing.T) {
 		}
 	}
 
-	after, err := s.Session(ctx, "s")
-	if err != nil || after != before {
-		t.Fatalf("session changed: %+v became %+v (%v)", before, after, err)
-	}
-	es, err := s.Entries(ctx, "s", 0, 100)
-	if err != nil || len(es) != 4 || es[3].EntryHash != before.Head {
-		t.Fatalf("entries after the attempts: %d, %v", len(es), err)
-	}
-	if b, err := s.Response(ctx, "s", 3); err != nil || string(b) != before.Head.String() {
-		t.Fatalf("response after the attempts: %q, %v", b, err)
-	}
-	if err := s.RecordRequest(ctx, "s", "req-1", "", time.Now()); !errors.Is(err, ledger.ErrReplay) {
-		t.Fatalf("replay history lost: %v", err)
-	}
+	storetest.CheckEvidence(t, s, before)
 }
 
 // TestMigrateConcurrent runs Migrate on several databases and twice on one

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/paramcrypt"
@@ -26,13 +25,7 @@ func TestParamsEncryptedAtRest(t *testing.T) {
 	}
 	s := openStore(t, url, pgstore.Options{Options: ledger.Options{Params: sealer}})
 	params := func(i int) []byte { return fmt.Appendf(nil, `{"arguments":{"token":"sk-live-SECRET-%d"}}`, i) }
-	for i, f := range storetest.Fixtures(t)[:3] {
-		_, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, params(i), ledger.Seen{RequestID: fmt.Sprintf("r-%d", i), At: time.Now()},
-			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
-		if err != nil {
-			t.Fatalf("append %d: %v", i, err)
-		}
-	}
+	storetest.SeedSession(t, s, 3, params)
 	su := connectAs(t, url, "")
 	var rec [3][]byte
 	for i := range rec {

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -21,18 +20,13 @@ import (
 // four fixtures, each with params and a response, and the store over it.
 func erasureLedger(t *testing.T) (string, *pgstore.Store) {
 	t.Helper()
-	ctx := context.Background()
-	url := newDB(t)
-	s := openStore(t, url, pgstore.Options{})
-	for i, f := range storetest.Fixtures(t) {
-		_, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, fmt.Appendf(nil, `{"payload":{"i":%d}}`, i), ledger.Seen{RequestID: fmt.Sprintf("r-%d", i), At: time.Now()},
-			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
-		if err != nil {
-			t.Fatalf("fixture %d: %v", i, err)
-		}
-	}
+	url, s := newStore(t)
+	storetest.SeedSession(t, s, 4, erasureParams)
 	return url, s
 }
+
+// erasureParams are the params of fixture i in an erasure test.
+func erasureParams(i int) []byte { return fmt.Appendf(nil, `{"payload":{"i":%d}}`, i) }
 
 func connectAs(t *testing.T, url, role string) *pgx.Conn {
 	t.Helper()
@@ -140,14 +134,7 @@ func TestErasureEnforced(t *testing.T) {
 	if n := countRows(t, owner, "erasures"); n != 1 {
 		t.Fatalf("%d erasures, want 1", n)
 	}
-	var ee *ledger.ErasedError
-	if _, err := s.Request(ctx, "s", 1); !errors.As(err, &ee) || ee.Erasure.Reason != "test" {
-		t.Fatalf("Request of the erased row: %v", err)
-	}
-	after, err := s.Session(ctx, "s")
-	if err != nil || after != before {
-		t.Fatalf("session changed: %+v became %+v (%v)", before, after, err)
-	}
+	storetest.CheckErasedByHand(t, s, before)
 }
 
 // TestEraseParamsRole: EraseParams acts as acsledger_eraser, so a login

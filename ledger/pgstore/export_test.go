@@ -1,10 +1,9 @@
 package pgstore
 
 import (
-	"strings"
-
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
+	"github.com/acsledger/acsledger/ledger/internal/sqlstore"
 )
 
 // Replans returns the number of transactions retried after losing a race.
@@ -24,21 +23,24 @@ func (s *Store) FailWritesOf(sessionID string, err error) {
 }
 
 // The step lookups, for their query plans.
-var QueryEntriesByStep, QueryEntryByStep = q.EntriesByStep, q.EntryByStep
+var QueryEntriesByStep, QueryEntryByStep = shared.EntriesByStep, shared.EntryByStep
 
 // QuerySessionLeaves and QueryLastSessionLeaf are the Merkle log's reads of
 // one session's leaves, for plan tests.
-var QuerySessionLeaves, QueryLastSessionLeaf = q.LogSessionLeaves, q.LogLastSessionLeaf
+var QuerySessionLeaves, QueryLastSessionLeaf = shared.LogSessionLeaves, shared.LogLastSessionLeaf
 
 // SearchQuery is the text and arguments of SearchEntries' first page, for
 // plan tests.
 func SearchQuery(f ledger.SearchFilter) (string, []any) {
-	w := searchWhere(f, 101)
-	return strings.Replace(sq.SearchEntries, "FILTERS", w.sql.String(), 1), w.args
+	query, args, err := sqlstore.SearchEntriesQuery(dialect{}, shared, f, 101)
+	if err != nil {
+		panic(err)
+	}
+	return query, args
 }
 
 // QueryEntries is a session's page of entries, for its plan test.
-var QueryEntries = q.Entries
+var QueryEntries = shared.Entries
 
 // QueryStoredBySteps is the planning lookup of stored steps, for its plan
 // test.

@@ -2,11 +2,9 @@ package pgstore_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storetest"
 	"github.com/acsledger/acsledger/ledger/tlog"
@@ -17,17 +15,8 @@ import (
 // holding a session against the log costs what the session holds.
 func TestSessionLeavesPlan(t *testing.T) {
 	ctx := context.Background()
-	url := newDB(t)
-	s := openStore(t, url, pgstore.Options{})
-	var rs []ledger.Record
-	for i := range 300 {
-		for n := range 3 {
-			rs = append(rs, ledger.Record{SessionID: fmt.Sprintf("s-%03d", i), Entry: storetest.Synthetic(i*3+n, "")})
-		}
-	}
-	if _, err := s.AppendBatch(ctx, rs); err != nil {
-		t.Fatal(err)
-	}
+	url, s := newStore(t)
+	storetest.AppendSessions(t, s, "s-%03d", 300, 3)
 	l, err := tlog.New(ctx, s.LogStorage(), tlog.Config{Origin: "example.com/plan", Keys: []string{planLogKey(t)}})
 	if err != nil {
 		t.Fatal(err)

@@ -12,11 +12,6 @@ import (
 	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 )
 
-func TestLogStorage(t *testing.T) {
-	t.Parallel()
-	tlogstoretest.Run(t, tlogdb.PGDB)
-}
-
 // Neither the writer role nor the owner may change or remove what the log
 // stored: the database refuses, whatever the service's code does.
 func TestLogWriterPrivileges(t *testing.T) {

@@ -193,8 +193,7 @@ func TestPartitionMigration(t *testing.T) {
 // partition, by index.
 func TestSessionReadPlan(t *testing.T) {
 	ctx := context.Background()
-	url := newDB(t)
-	s := openStore(t, url, pgstore.Options{})
+	url, s := newStore(t)
 	var rs []ledger.Record
 	for i := range 2000 {
 		rs = append(rs, ledger.Record{SessionID: fmt.Sprintf("s-%d", i%500), Entry: storetest.Synthetic(i, "")})
@@ -234,8 +233,7 @@ func TestSessionReadPlan(t *testing.T) {
 // an index lookup.
 func TestStoredByStepsPlan(t *testing.T) {
 	ctx := context.Background()
-	url := newDB(t)
-	s := openStore(t, url, pgstore.Options{})
+	url, s := newStore(t)
 	if _, err := s.AppendBatch(ctx, []ledger.Record{{SessionID: "s-1", Entry: storetest.Synthetic(1, "")}}); err != nil {
 		t.Fatal(err)
 	}

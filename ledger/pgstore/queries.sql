@@ -1,4 +1,6 @@
--- Named queries of the PostgreSQL store. Writes take arrays and unnest
+-- Named queries of the PostgreSQL store's write path (append.go,
+-- driver.go, ingestwrite.go); the reads and the rest are
+-- ledger/internal/sqlstore's, with this driver's wording in dialect.sql. Writes take arrays and unnest
 -- them, so a batch of any size is one round trip per statement.
 
 -- name: LockSessions
@@ -101,106 +103,9 @@ SELECT (SELECT count(*) FROM new_sessions), (SELECT count(*) FROM new_heads),
     (SELECT count(*) FROM moved_heads), (SELECT count(*) FROM new_entries),
     (SELECT count(*) FROM new_responses), (SELECT count(*) FROM new_params);
 
--- name: Session
-SELECT s.session_id, s.agent_id, s.writer, h.length, h.head, s.created_at, h.updated_at
-FROM sessions s JOIN heads h ON h.session_id = s.session_id
-WHERE s.session_id = $1;
-
--- name: Sessions
-SELECT s.seq, s.session_id, s.agent_id, s.writer, h.length, h.head, s.created_at, h.updated_at
-FROM sessions s JOIN heads h ON h.session_id = s.session_id
-WHERE s.seq > $1
-  AND ($2::text = '' OR s.agent_id = $2)
-  AND ($3::timestamptz IS NULL OR h.updated_at >= $3)
-  AND ($4::timestamptz IS NULL OR s.created_at < $4)
-  AND ($5::text = '' OR EXISTS (
-        SELECT 1 FROM entries e WHERE e.session_id = s.session_id AND e.step_type = $5))
-ORDER BY s.seq
-LIMIT $6;
-
--- name: Entries
-SELECT position, entry_id, step_id, step_type, entry_timestamp, recorded_at,
-    content, entry_hash, previous_hash
-FROM entries
-WHERE session_id = $1 AND position >= $2
-ORDER BY position
-LIMIT $3;
-
--- name: EntriesByStep
--- The index entries_step_id (step_id, session_id) of migration 0004 gives
--- the rows in session_id order, so LIMIT stops after as many index entries
--- however many sessions reuse the step_id.
-SELECT session_id, position, entry_id, step_id, step_type, entry_timestamp, recorded_at,
-    content, entry_hash, previous_hash
-FROM entries
-WHERE step_id = $1
-ORDER BY session_id
-LIMIT $2;
-
--- name: EntryByStep
--- One session holds a step_id at most once (its unique key), which serves
--- this lookup.
-SELECT session_id, position, entry_id, step_id, step_type, entry_timestamp, recorded_at,
-    content, entry_hash, previous_hash
-FROM entries
-WHERE session_id = $1 AND step_id = $2;
-
--- name: Response
-SELECT response FROM responses WHERE session_id = $1 AND position = $2;
-
--- name: RequestParams
-SELECT params FROM request_params WHERE session_id = $1 AND position = $2;
-
--- name: RecordRequest
--- Either unique key (request_id, or a non-empty nonce) makes it a replay:
--- the caller sees no row inserted.
-INSERT INTO requests (session_id, request_id, nonce, seen_at) VALUES ($1, $2, $3, $4)
-ON CONFLICT DO NOTHING;
-
--- name: InsertBundle
-INSERT INTO policy_bundles (id, version, digest, content, recorded_at) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (id, version) DO NOTHING;
-
--- name: BundleDigest
-SELECT digest FROM policy_bundles WHERE id = $1 AND version = $2;
-
--- name: PolicyBundle
-SELECT id, version, digest, content, recorded_at FROM policy_bundles WHERE id = $1 AND version = $2;
-
--- name: PolicyBundles
-SELECT id, version, digest, recorded_at FROM policy_bundles ORDER BY seq;
-
--- name: InsertErasure
--- Records the erasure only where params are stored and no erasure is:
--- no row back means there is nothing to erase, or it was erased already
--- (the caller reads Erasure to tell which).
-INSERT INTO erasures (session_id, position, erased_at, reason, erased_by)
-SELECT session_id, position, $3, $4, $5
-FROM request_params
-WHERE session_id = $1 AND position = $2
-ON CONFLICT (session_id, position) DO NOTHING
-RETURNING erased_at;
-
--- name: DeleteRequestParams
--- Allowed by the trigger request_params_erased_only only after
--- InsertErasure, in the same transaction.
-DELETE FROM request_params WHERE session_id = $1 AND position = $2;
-
--- name: Erasure
-SELECT erased_at, reason, erased_by FROM erasures WHERE session_id = $1 AND position = $2;
-
--- Merkle log storage (logstorage.go). Leaves are written with COPY into
--- tlog_leaves (idx, entry_id, entry_hash, data), which has no SQL text.
-
--- name: LogPending
--- The queue names each entry's session (migration 0011), so each lookup
--- reads one partition of entries.
-SELECT p.entry_id, e.session_id, e.position, e.entry_hash
-FROM tlog_pending p JOIN entries e ON e.session_id = p.session_id AND e.id = p.entry_id
-WHERE p.entry_id > $1 ORDER BY p.entry_id LIMIT $2;
-
--- name: LogSize
-SELECT coalesce(max(idx) + 1, 0) FROM tlog_leaves;
+-- The Merkle log's writes (driver.go, WriteLeaves). Leaves are written
+-- with COPY into tlog_leaves (idx, entry_id, entry_hash, data), which has
+-- no SQL text.
 
 -- name: LogDequeue
 DELETE FROM tlog_pending WHERE entry_id = ANY($1);
@@ -209,49 +114,37 @@ DELETE FROM tlog_pending WHERE entry_id = ANY($1);
 INSERT INTO tlog_tiles (level, idx, data, root)
 SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[], $4::bytea[]);
 
--- name: LogLeaves
-SELECT idx, data FROM tlog_leaves WHERE idx >= $1 AND idx < $2 ORDER BY idx;
+-- Ingest writes (ingestwrite.go; ledger.IngestStore, migrations/*/0007_ingest.sql).
 
--- name: LogFullTile
-SELECT data FROM tlog_tiles WHERE level = $1 AND idx = $2;
+-- name: IngestedKeys
+SELECT r.source, r.natural_key, r.digest, r.session_id, r.position, r.entry_hash,
+    r.flags, r.seq, r.file, r.record, r.recorded_at
+FROM ingest_records r
+JOIN unnest($1::text[], $2::text[]) AS k (source, natural_key)
+  ON r.source = k.source AND r.natural_key = k.natural_key;
 
--- name: LogTileRoots
-SELECT root FROM tlog_tiles WHERE level = $1 AND idx >= $2 AND idx < $3 ORDER BY idx;
+-- name: IngestedReplayKeys
+SELECT r.source, r.replay_key, r.natural_key
+FROM ingest_records r
+JOIN unnest($1::text[], $2::text[]) AS k (source, replay_key)
+  ON r.source = k.source AND r.replay_key = k.replay_key;
 
--- name: LogLeafIndexByPosition
-SELECT l.idx FROM entries e JOIN tlog_leaves l ON l.entry_id = e.id
-WHERE e.session_id = $1 AND e.position = $2;
+-- name: InsertIngestRecords
+-- $9: comma-separated flags per record ('' for none).
+INSERT INTO ingest_records (source, natural_key, replay_key, digest, session_id, position,
+    entry_hash, flags, file, record, recorded_at)
+SELECT u.source, u.natural_key, NULLIF(u.replay_key, ''), u.digest, u.session_id, u.position,
+    u.entry_hash, coalesce(string_to_array(NULLIF(u.flags, ''), ','), '{}'), u.file, u.record, $11
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::bigint[],
+    $7::bytea[], $8::text[], $9::text[], $10::bigint[])
+    AS u (source, natural_key, replay_key, digest, session_id, position, entry_hash, file, flags, record);
 
--- name: LogSessionLeaves
--- The expression is the index's (migration 0008): the session is read from
--- the leaf's own data, never from entries.
-SELECT idx, data FROM tlog_leaves
-WHERE tlog_leaf_session(data) = $1 AND idx >= $2 AND idx < $3 ORDER BY idx LIMIT $4;
+-- name: InsertQuarantine
+INSERT INTO ingest_quarantine (source, natural_key, file, record, reason, detail, raw,
+    raw_sha256, quarantined_at)
+SELECT u.source, u.natural_key, u.file, u.record, u.reason, u.detail, u.raw,
+    sha256(u.raw), $8
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bytea[])
+    AS u (source, natural_key, file, record, reason, detail, raw)
+ON CONFLICT (source, file, record, raw_sha256) DO NOTHING;
 
--- name: LogLastSessionLeaf
-SELECT idx, data FROM tlog_leaves
-WHERE tlog_leaf_session(data) = $1 AND idx < $2 ORDER BY idx DESC LIMIT 1;
-
--- name: LogLeafIndexByEntryHash
-SELECT idx FROM tlog_leaves WHERE entry_hash = $1 ORDER BY idx LIMIT 1;
-
--- name: LogLatestCheckpoint
-SELECT note FROM tlog_head;
-
--- name: LogInsertCheckpoint
-INSERT INTO tlog_checkpoints (size, note) VALUES ($1, $2);
-
--- name: LogMoveHead
-UPDATE tlog_head SET size = $1, note = $2 WHERE size = $3;
-
--- name: LogInsertHead
-INSERT INTO tlog_head (size, note) VALUES ($1, $2) ON CONFLICT DO NOTHING;
-
--- name: LogCheckpoint
-SELECT note FROM tlog_checkpoints WHERE size = $1;
-
--- name: LogAddCosignature
-INSERT INTO tlog_cosignatures (size, line) VALUES ($1, $2) ON CONFLICT DO NOTHING;
-
--- name: LogCosignatures
-SELECT line FROM tlog_cosignatures WHERE size = $1 ORDER BY created_at, line;

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/pgstore"
 )
 
 // projectedEntry is a ContextEntry whose decision is an object with every
@@ -32,8 +31,7 @@ func projectedEntry(n int) []byte {
 // its params or none.
 func TestSearchProjection(t *testing.T) {
 	ctx := context.Background()
-	url := newDB(t)
-	s := openStore(t, url, pgstore.Options{})
+	url, s := newStore(t)
 	sign := func(a ledger.Appended) ([]byte, error) {
 		return fmt.Appendf(nil, `{"chain_hash":%q}`, a.EntryHash), nil
 	}

@@ -24,8 +24,7 @@ import (
 // be used even then, and the plan falls back to a sequential scan.
 func TestSearchPartialIndexes(t *testing.T) {
 	ctx := context.Background()
-	url := newDB(t)
-	s := openStore(t, url, pgstore.Options{})
+	url, s := newStore(t)
 	var rs []ledger.Record
 	for i := range 3000 {
 		decision := `{"disposition":"allow"}`

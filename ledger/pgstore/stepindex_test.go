@@ -25,17 +25,8 @@ import (
 // sequential scan is the planner's right choice.)
 func TestStepLookupPlan(t *testing.T) {
 	ctx := context.Background()
-	url := newDB(t)
-	s := openStore(t, url, pgstore.Options{})
-	var rs []ledger.Record
-	for i := range 4000 {
-		for n := range 3 {
-			rs = append(rs, ledger.Record{SessionID: fmt.Sprintf("s-%04d", i), Entry: storetest.Synthetic(i*3+n, "")})
-		}
-	}
-	if _, err := s.AppendBatch(ctx, rs); err != nil {
-		t.Fatal(err)
-	}
+	url, s := newStore(t)
+	storetest.AppendSessions(t, s, "s-%04d", 4000, 3)
 	// The writer role may not ANALYZE; the owner may.
 	owner := ownerConn(t, url)
 	if _, err := owner.Exec(ctx, "ANALYZE entries"); err != nil {

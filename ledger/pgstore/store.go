@@ -14,7 +14,6 @@ package pgstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,32 +27,12 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/internal/groupcommit"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
-	"github.com/acsledger/acsledger/ledger/internal/sqlq"
+	"github.com/acsledger/acsledger/ledger/internal/sqlstore"
 	"github.com/acsledger/acsledger/migrations"
 )
 
 // WriterRole is the role the store acts as. Migrations create it.
 const WriterRole = "acsledger_writer"
-
-//go:embed queries.sql
-var queriesSQL string
-
-// queries are the named queries of queries.sql, one field each
-// (sqlq.Load): a misspelt query name stops the package at initialisation,
-// before any test or server runs.
-type queries struct {
-	LockSessions, SessionStates, StoredBySteps, InsertSessions, WriteGroup,
-	Session, Sessions, Entries, EntriesByStep,
-	EntryByStep, Response,
-	RequestParams, RecordRequest, InsertBundle, BundleDigest, PolicyBundle,
-	PolicyBundles, InsertErasure, DeleteRequestParams, Erasure, LogPending,
-	LogSize, LogDequeue, LogInsertTiles, LogLeaves, LogFullTile, LogTileRoots,
-	LogLeafIndexByPosition, LogLeafIndexByEntryHash, LogSessionLeaves, LogLastSessionLeaf, LogLatestCheckpoint,
-	LogInsertCheckpoint, LogMoveHead, LogInsertHead, LogCheckpoint,
-	LogAddCosignature, LogCosignatures string
-}
-
-var q = sqlq.Load[queries](queriesSQL)
 
 // Options tune the PostgreSQL store.
 type Options struct {
@@ -74,19 +53,26 @@ type Options struct {
 	MaxConns int32
 }
 
-// Store is the PostgreSQL ledger.Store.
+// Store is the PostgreSQL ledger.Store: ledger/internal/sqlstore's over
+// this package's driver (driver.go), with the write path of appends and
+// ingests (append.go, ingestwrite.go) and the read replica's WAL
+// positions (replica.go) its own.
 type Store struct {
-	pool      *pgxpool.Pool
-	opts      Options
-	committer *groupcommit.Committer
-	heads     headCache
+	*sqlstore.Store
+	pool  *pgxpool.Pool
+	opts  Options
+	heads headCache
 
 	commits     atomic.Int64             // append transactions committed
 	replans     atomic.Int64             // transactions retried after losing a race
 	beforeWrite func(p *plan.Plan) error // test hook, nil outside tests
 }
 
-var _ ledger.Store = (*Store)(nil)
+var (
+	_ ledger.Store         = (*Store)(nil)
+	_ ledger.GuardianStore = (*Store)(nil)
+	_ ledger.TokenStore    = (*Store)(nil)
+)
 
 // Open connects to the database at url (which Migrate must have prepared)
 // and starts the committers.
@@ -121,9 +107,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, opts: opts}
-	s.committer = groupcommit.New(func(ctx context.Context, ps []plan.Prepared) (*plan.Plan, error) {
-		return s.apply(ctx, ps, false)
-	}, groupcommit.Options{Queues: opts.Committers, MaxBatch: opts.MaxBatch, MaxDelay: opts.MaxDelay})
+	s.Store = sqlstore.New(sqlstore.Config{
+		Driver: &driver{s: s, pool: &querier{pool}}, Dialect: dialect{}, Queries: shared, Options: opts.Options,
+		Commit: groupcommit.Options{Queues: opts.Committers, MaxBatch: opts.MaxBatch, MaxDelay: opts.MaxDelay},
+	})
 	return s, nil
 }
 
@@ -183,7 +170,7 @@ func pendingMigrations(ctx context.Context, db interface {
 // Close stops the committers, after they have written what was queued, and
 // closes the pool.
 func (s *Store) Close() error {
-	s.committer.Close()
+	s.Store.Close()
 	s.pool.Close()
 	return nil
 }
@@ -263,7 +250,7 @@ func Migrate(ctx context.Context, url string) error {
 // succeed: a lost head compare-and-swap, a concurrent insert of the same
 // position or step, a deadlock or serialization failure.
 func retryable(err error) bool {
-	if errors.Is(err, errHeadMoved) {
+	if errors.Is(err, sqlstore.ErrHeadMoved) {
 		return true
 	}
 	var pe *pgconn.PgError

@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/acsledger/acsledger/internal/pgtest"
+	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storetest"
+	"github.com/acsledger/acsledger/ledger/tlog/tlogstoretest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -35,8 +37,22 @@ func openStore(t testing.TB, url string, opts pgstore.Options) *pgstore.Store {
 	return s
 }
 
+// newStore returns the URL of a fresh, migrated database and a store over
+// it.
+func newStore(t testing.TB) (string, *pgstore.Store) {
+	t.Helper()
+	url := newDB(t)
+	return url, openStore(t, url, pgstore.Options{})
+}
+
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, opts ledger.Options) ledger.GuardianStore {
 		return openStore(t, newDB(t), pgstore.Options{Options: opts})
 	})
+}
+
+// TestLogStorage runs the Merkle log storage's conformance suite.
+func TestLogStorage(t *testing.T) {
+	t.Parallel()
+	tlogstoretest.Run(t, tlogdb.PGDB)
 }

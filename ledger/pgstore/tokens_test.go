@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storetest"
 )
 
@@ -15,8 +14,7 @@ import (
 // them.
 func TestTokens(t *testing.T) {
 	ctx := context.Background()
-	url := newDB(t)
-	s := openStore(t, url, pgstore.Options{})
+	url, s := newStore(t)
 	owner, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)

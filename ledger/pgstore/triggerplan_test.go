@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storetest"
 )
 
@@ -80,8 +79,7 @@ func triggerPlans(t *testing.T, url string, stmts ...string) map[string]string {
 // by a later statement, the update sets the tool name.
 func TestSearchTriggerPlans(t *testing.T) {
 	ctx := context.Background()
-	url := newDB(t)
-	s := openStore(t, url, pgstore.Options{})
+	url, s := newStore(t)
 	if _, err := s.AppendBatch(ctx, []ledger.Record{{SessionID: "s-1", Entry: storetest.Synthetic(1, "")}}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,14 +3,10 @@ package sqlitestore_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/sqlitestore"
 	"github.com/acsledger/acsledger/ledger/storetest"
 )
 
@@ -18,30 +14,8 @@ import (
 // even for a connection that bypasses the store.
 func TestAppendOnly(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := sqlitestore.Open(ctx, path, ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for i, f := range storetest.Fixtures(t) {
-		_, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, []byte(`{"payload":{}}`), ledger.Seen{RequestID: fmt.Sprintf("r-%d", i), At: time.Now()},
-			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
-		if err != nil {
-			t.Fatalf("fixture %d: %v", i, err)
-		}
-	}
-	if err := s.RecordRequest(ctx, "s", "req-1", "n-1", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutPolicyBundle(ctx, ledger.PolicyBundle{ID: "p", Version: "1",
-		Digest: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", Content: []byte{}}); err != nil {
-		t.Fatal(err)
-	}
-	before, err := s.Session(ctx, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, s := openFile(t, ledger.Options{})
+	before := storetest.SeedEvidence(t, s)
 	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
@@ -70,15 +44,5 @@ func TestAppendOnly(t *testing.T) {
 			t.Errorf("%s: got %v, want an error containing %q", a.sql, err, a.want)
 		}
 	}
-	after, err := s.Session(ctx, "s")
-	if err != nil || after != before {
-		t.Fatalf("session changed: %+v became %+v (%v)", before, after, err)
-	}
-	es, err := s.Entries(ctx, "s", 0, 100)
-	if err != nil || len(es) != 4 || es[3].EntryHash != before.Head || es[2].StepType != "protocols/MCP/tools/call" {
-		t.Fatalf("entries after the attempts: %+v, %v", es, err)
-	}
-	if b, err := s.Response(ctx, "s", 3); err != nil || string(b) != before.Head.String() {
-		t.Fatalf("response after the attempts: %q, %v", b, err)
-	}
+	storetest.CheckEvidence(t, s, before)
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/paramcrypt"
@@ -40,13 +39,7 @@ func TestParamsEncryptedAtRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	for i, f := range storetest.Fixtures(t)[:3] {
-		_, _, err := st.AppendRequest(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: f}, secretParams(i), ledger.Seen{RequestID: fmt.Sprintf("r-%d", i), At: time.Now()},
-			func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
-		if err != nil {
-			t.Fatalf("append %d: %v", i, err)
-		}
-	}
+	storetest.SeedSession(t, st, 3, secretParams)
 	path := filepath.Join(dir, storeopen.SQLiteFile)
 	noSecretInFiles := func(when string) {
 		t.Helper()

@@ -16,11 +16,6 @@ import (
 	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 )
 
-func TestLogStorage(t *testing.T) {
-	t.Parallel()
-	tlogstoretest.Run(t, tlogdb.SQLiteDB)
-}
-
 // exec runs SQL as an insider who dropped the append-only triggers.
 func exec(t *testing.T, db *sql.DB, stmts ...string) {
 	t.Helper()

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,15 +22,7 @@ func TestStepLookupPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var rs []ledger.Record
-	for i := range 100 {
-		for n := range 3 {
-			rs = append(rs, ledger.Record{SessionID: fmt.Sprintf("s-%03d", i), Entry: storetest.Synthetic(i*3+n, "")})
-		}
-	}
-	if _, err := s.AppendBatch(ctx, rs); err != nil {
-		t.Fatal(err)
-	}
+	storetest.AppendSessions(t, s, "s-%03d", 100, 3)
 	explain := func(query string, args ...any) string {
 		t.Helper()
 		rows, err := s.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)

@@ -5,20 +5,37 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/sqlitestore"
 	"github.com/acsledger/acsledger/ledger/storetest"
+	"github.com/acsledger/acsledger/ledger/tlog/tlogstoretest"
 )
 
 func open(t *testing.T, opts ledger.Options) ledger.GuardianStore {
-	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), opts)
+	_, s := openFile(t, opts)
+	return s
+}
+
+// openFile opens a store on a fresh file, closed at t's end, and returns
+// the file's path too, for tests that reach past the store.
+func openFile(t *testing.T, opts ledger.Options) (string, *sqlitestore.Store) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := sqlitestore.Open(context.Background(), path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s
+	return path, s
 }
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, open)
+}
+
+// TestLogStorage runs the Merkle log storage's conformance suite.
+func TestLogStorage(t *testing.T) {
+	t.Parallel()
+	tlogstoretest.Run(t, tlogdb.SQLiteDB)
 }

@@ -2,30 +2,16 @@ package pgstore
 
 import (
 	"context"
-	_ "embed"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/internal/plan"
-	"github.com/acsledger/acsledger/ledger/internal/sqlq"
+	"github.com/acsledger/acsledger/ledger/internal/sqlstore"
 )
-
-//go:embed ingest.sql
-var ingestSQL string
-
-// ingestQueries are ingest.sql's named queries, checked at start as the
-// store's own (sqlq.Load).
-type ingestQueries struct {
-	IngestedKeys, IngestedReplayKeys, InsertIngestRecords, InsertQuarantine, IngestedByKey, Quarantined, Flagged string
-}
-
-var iq = sqlq.Load[ingestQueries](ingestSQL)
 
 var _ ledger.IngestStore = (*Store)(nil)
 
@@ -124,9 +110,9 @@ func (s *Store) classify(ctx context.Context, tx pgx.Tx, rs []ledger.IngestRecor
 		for i, k := range keys {
 			srcs[i], ks[i] = k.Source, k.Key
 		}
-		b.Queue(iq.IngestedKeys, srcs, ks).Query(func(rows pgx.Rows) error {
+		b.Queue(q.IngestedKeys, srcs, ks).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				r, d, err := scanIngested(rows)
+				r, d, err := sqlstore.ScanIngested(s.Store, rows)
 				if err != nil {
 					return err
 				}
@@ -141,7 +127,7 @@ func (s *Store) classify(ctx context.Context, tx pgx.Tx, rs []ledger.IngestRecor
 		for i, k := range replayKeys {
 			srcs[i], ks[i] = k.Source, k.Key
 		}
-		b.Queue(iq.IngestedReplayKeys, srcs, ks).Query(func(rows pgx.Rows) error {
+		b.Queue(q.IngestedReplayKeys, srcs, ks).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var src, rk, nk string
 				if err := rows.Scan(&src, &rk, &nk); err != nil {
@@ -191,14 +177,13 @@ func (s *Store) writeIngest(ctx context.Context, tx pgx.Tx, in *plan.Ingest) err
 				return []any{srcs[j], keys[j], rk, digests[j], sids[j], pos[j], hashes[j], fl, files[j], recs[j], now}, nil
 			}))
 			if err != nil {
-				var pe *pgconn.PgError
-				if errors.As(err, &pe) && pe.Code == "23505" {
+				if uniqueViolation(err) {
 					return err // a key is stored already: re-plan with lookups
 				}
 				return fmt.Errorf("couldn't record ingested keys: %w", err)
 			}
 		} else {
-			b.Queue(iq.InsertIngestRecords, srcs, keys, rks, digests, sids, pos, hashes, files, flags, recs, now)
+			b.Queue(q.InsertIngestRecords, srcs, keys, rks, digests, sids, pos, hashes, files, flags, recs, now)
 		}
 	}
 	if qs := in.Quarantined(); len(qs) > 0 {
@@ -214,92 +199,16 @@ func (s *Store) writeIngest(ctx context.Context, tx pgx.Tx, in *plan.Ingest) err
 				raws[j] = []byte{}
 			}
 		}
-		b.Queue(iq.InsertQuarantine, srcs, keys, files, recs, reasons, details, raws, now)
+		b.Queue(q.InsertQuarantine, srcs, keys, files, recs, reasons, details, raws, now)
 	}
 	if b.Len() == 0 {
 		return nil
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "23505" {
+		if uniqueViolation(err) {
 			return err // a concurrent ingester stored a key first: re-plan
 		}
 		return fmt.Errorf("couldn't record ingested keys: %w", err)
 	}
 	return nil
-}
-
-// IngestedByKey implements ledger.IngestStore.
-func (s *Store) IngestedByKey(ctx context.Context, source, key string) (ledger.IngestResult, error) {
-	rows, err := s.pool.Query(ctx, iq.IngestedByKey, source, key)
-	if err != nil {
-		return ledger.IngestResult{}, fmt.Errorf("couldn't look up %s record %q: %w", source, key, err)
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return ledger.IngestResult{}, fmt.Errorf("couldn't look up %s record %q: %w", source, key, err)
-		}
-		return ledger.IngestResult{}, fmt.Errorf("%s record %q: %w", source, key, ledger.ErrNotFound)
-	}
-	r, _, err := scanIngested(rows)
-	if err != nil {
-		return ledger.IngestResult{}, fmt.Errorf("couldn't look up %s record %q: %w", source, key, err)
-	}
-	return r, nil
-}
-
-// Quarantined implements ledger.IngestStore.
-func (s *Store) Quarantined(ctx context.Context, f ledger.IngestFilter) ([]ledger.Quarantined, error) {
-	rows, err := s.pool.Query(ctx, iq.Quarantined, f.After, f.Source, ledger.PageSize(f.Limit))
-	if err != nil {
-		return nil, fmt.Errorf("couldn't list quarantined records: %w", err)
-	}
-	qs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Quarantined, error) {
-		var q ledger.Quarantined
-		err := row.Scan(&q.Seq, &q.Source, &q.Key, &q.File, &q.Record, &q.Reason, &q.Detail, &q.Raw, &q.At)
-		q.At = q.At.UTC()
-		return q, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("couldn't list quarantined records: %w", err)
-	}
-	return qs, nil
-}
-
-// Flagged implements ledger.IngestStore.
-func (s *Store) Flagged(ctx context.Context, flag string, f ledger.IngestFilter) ([]ledger.IngestResult, error) {
-	rows, err := s.pool.Query(ctx, iq.Flagged, flag, f.After, f.Source, ledger.PageSize(f.Limit))
-	if err != nil {
-		return nil, fmt.Errorf("couldn't list records flagged %s: %w", flag, err)
-	}
-	defer rows.Close()
-	var out []ledger.IngestResult
-	for rows.Next() {
-		r, _, err := scanIngested(rows)
-		if err != nil {
-			return nil, fmt.Errorf("couldn't list records flagged %s: %w", flag, err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("couldn't list records flagged %s: %w", flag, err)
-	}
-	return out, nil
-}
-
-// scanIngested scans a row of ingest_records in the column order of the
-// IngestedKeys query.
-func scanIngested(rows pgx.Rows) (ledger.IngestResult, acs.Hash, error) {
-	var r ledger.IngestResult
-	var d acs.Hash
-	var digest, eh []byte
-	if err := rows.Scan(&r.Source, &r.Key, &digest, &r.SessionID, &r.Position, &eh, &r.Flags, &r.Seq, &r.File, &r.Record, &r.At); err != nil {
-		return r, d, err
-	}
-	copy(d[:], digest)
-	copy(r.EntryHash[:], eh)
-	r.Status = ledger.IngestAccepted
-	r.At = r.At.UTC()
-	return r, d, nil
 }

@@ -1,23 +1,13 @@
-package pgstore
+package sqlstore
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/internal/sqlq"
 )
-
-//go:embed search.sql
-var searchSQL string
-
-type searchQueries struct{ SearchEntries, SearchSessions string }
-
-var sq = sqlq.Load[searchQueries](searchSQL)
 
 // SearchEntries returns one page of the entries f selects, newest first
 // (ledger/search.go).
@@ -25,16 +15,12 @@ func (s *Store) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledge
 	if err := f.Check(); err != nil {
 		return ledger.SearchPage{}, err
 	}
-	after, ok, err := ledger.ParseEntryCursor(f.Cursor)
+	limit := ledger.PageSize(f.Limit)
+	query, args, err := SearchEntriesQuery(s.dl, s.q, f, limit+1)
 	if err != nil {
 		return ledger.SearchPage{}, err
 	}
-	limit := ledger.PageSize(f.Limit)
-	w := searchWhere(f, limit+1)
-	if ok {
-		w.add("id < $%d", after)
-	}
-	rows, err := s.pool.Query(ctx, strings.Replace(sq.SearchEntries, "FILTERS", w.sql.String(), 1), w.args...)
+	rows, err := s.d.Reader().Query(ctx, query, args...)
 	if err != nil {
 		return ledger.SearchPage{}, fmt.Errorf("couldn't search entries: %w", err)
 	}
@@ -43,8 +29,9 @@ func (s *Store) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledge
 	for rows.Next() {
 		var h ledger.SearchHit
 		var seq int64
-		if err := rows.Scan(&seq, &h.SessionID, &h.Position, &h.AgentID, &h.RecordedAt, &h.StepID, &h.StepType,
-			&h.Disposition, &h.ReasonCodes, &h.PolicyRefs, &h.ToolName, &h.Source, &h.Flags, &h.Reasoning); err != nil {
+		if err := rows.Scan(&seq, &h.SessionID, &h.Position, &h.AgentID, s.dl.ScanTime(&h.RecordedAt), &h.StepID, &h.StepType,
+			&h.Disposition, s.dl.ScanList(&h.ReasonCodes), s.dl.ScanList(&h.PolicyRefs), &h.ToolName, &h.Source,
+			s.dl.ScanList(&h.Flags), &h.Reasoning); err != nil {
 			return ledger.SearchPage{}, fmt.Errorf("couldn't search entries: %w", err)
 		}
 		h.RecordedAt = h.RecordedAt.UTC()
@@ -61,6 +48,20 @@ func (s *Store) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledge
 	return page, nil
 }
 
+// SearchEntriesQuery is the text and arguments of SearchEntries for f,
+// with the page's LIMIT limit.
+func SearchEntriesQuery(dl Dialect, q *Queries, f ledger.SearchFilter, limit int) (string, []any, error) {
+	after, ok, err := ledger.ParseEntryCursor(f.Cursor)
+	if err != nil {
+		return "", nil, err
+	}
+	w := searchWhere(dl, f, limit)
+	if ok {
+		w.and("id < " + w.param(after))
+	}
+	return strings.Replace(q.SearchEntries, "FILTERS", w.sql.String(), 1), w.args, nil
+}
+
 // SearchSessions returns one page of the sessions holding entries f
 // selects, in session id order.
 func (s *Store) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledger.SessionSearchPage, error) {
@@ -72,11 +73,11 @@ func (s *Store) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledg
 		return ledger.SessionSearchPage{}, err
 	}
 	limit := ledger.PageSize(f.Limit)
-	w := searchWhere(f, limit+1)
+	w := searchWhere(s.dl, f, limit+1)
 	if after != "" {
-		w.add("session_id > $%d", after)
+		w.and("session_id > " + w.param(after))
 	}
-	rows, err := s.pool.Query(ctx, strings.Replace(sq.SearchSessions, "FILTERS", w.sql.String(), 1), w.args...)
+	rows, err := s.d.Reader().Query(ctx, strings.Replace(s.q.SearchSessions, "FILTERS", w.sql.String(), 1), w.args...)
 	if err != nil {
 		return ledger.SessionSearchPage{}, fmt.Errorf("couldn't search sessions: %w", err)
 	}
@@ -84,7 +85,7 @@ func (s *Store) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledg
 	var page ledger.SessionSearchPage
 	for rows.Next() {
 		var h ledger.SessionHit
-		if err := rows.Scan(&h.SessionID, &h.AgentID, &h.Matches, &h.First, &h.Last); err != nil {
+		if err := rows.Scan(&h.SessionID, &h.AgentID, &h.Matches, s.dl.ScanTime(&h.First), s.dl.ScanTime(&h.Last)); err != nil {
 			return ledger.SessionSearchPage{}, fmt.Errorf("couldn't search sessions: %w", err)
 		}
 		h.First, h.Last = h.First.UTC(), h.Last.UTC()
@@ -100,50 +101,50 @@ func (s *Store) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledg
 	return page, nil
 }
 
-// where collects conditions with positional parameters; $1 is the limit.
+// where collects conditions with numbered parameters; the first is the
+// limit.
 type where struct {
+	dl   Dialect
 	sql  strings.Builder
 	args []any
 }
 
-// add appends " AND cond", cond holding one %d for the value's parameter
-// number.
-func (w *where) add(cond string, v any) {
+// param adds v as the next argument and returns its placeholder.
+func (w *where) param(v any) string {
 	w.args = append(w.args, v)
-	w.sql.WriteString(" AND ")
-	w.sql.WriteString(strings.ReplaceAll(cond, "%d", strconv.Itoa(len(w.args))))
+	return w.dl.Param(len(w.args))
 }
 
-// likeEscaper makes text match itself in a LIKE pattern (backslash is
-// PostgreSQL's default escape character).
-var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
+// and appends " AND cond".
+func (w *where) and(cond string) {
+	w.sql.WriteString(" AND ")
+	w.sql.WriteString(cond)
+}
 
-func searchWhere(f ledger.SearchFilter, limit int) *where {
-	w := &where{args: []any{limit}}
+func searchWhere(dl Dialect, f ledger.SearchFilter, limit int) *where {
+	w := &where{dl: dl, args: []any{limit}}
 	eq := func(col, v string) {
 		if v != "" {
-			w.add(col+" = $%d", v)
+			w.and(col + " = " + w.param(v))
 		}
 	}
 	has := func(col, v string) {
 		if v != "" {
-			// "<> '{}'" matches the partial GIN indexes (migration 0013):
-			// an array holding v is not empty.
-			w.add(col+" @> ARRAY[$%d::text] AND "+col+" <> '{}'", v)
+			w.and(dl.Contains(col, w.param(v)))
 		}
 	}
 	eq("agent_id", f.AgentID)
 	if f.AgentPrefix != "" {
-		w.add("starts_with(agent_id, $%d)", f.AgentPrefix)
+		w.and(dl.HasPrefix("agent_id", w.param(f.AgentPrefix)))
 	}
 	if f.ExcludeAgent != "" {
-		w.add("agent_id <> $%d", f.ExcludeAgent)
+		w.and("agent_id <> " + w.param(f.ExcludeAgent))
 	}
 	if !f.Since.IsZero() {
-		w.add("recorded_at >= $%d", f.Since.UTC().Truncate(time.Microsecond))
+		w.and("recorded_at >= " + w.param(dl.Time(f.Since.UTC().Truncate(time.Microsecond))))
 	}
 	if !f.Until.IsZero() {
-		w.add("recorded_at < $%d", f.Until.UTC().Truncate(time.Microsecond))
+		w.and("recorded_at < " + w.param(dl.Time(f.Until.UTC().Truncate(time.Microsecond))))
 	}
 	eq("disposition", f.Disposition)
 	has("reason_codes", f.ReasonCode)
@@ -152,10 +153,7 @@ func searchWhere(f ledger.SearchFilter, limit int) *where {
 	eq("source", f.Source)
 	has("flags", f.Flag)
 	if f.Text != "" {
-		// ILIKE, so that the trigram index (migration 0010) serves it;
-		// "<> ''" matches the partial index (migration 0013): a text
-		// holding f.Text is not empty.
-		w.add("reasoning ILIKE $%d AND reasoning <> ''", "%"+likeEscaper.Replace(f.Text)+"%")
+		w.and(dl.TextMatch("reasoning", w.param(dl.TextArg(f.Text))))
 	}
 	return w
 }

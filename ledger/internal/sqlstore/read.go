@@ -1,12 +1,8 @@
-package pgstore
+package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/acsledger/acsledger/ledger"
 )
@@ -15,9 +11,9 @@ import (
 func (s *Store) Session(ctx context.Context, sessionID string) (ledger.Session, error) {
 	var se ledger.Session
 	var head []byte
-	err := s.pool.QueryRow(ctx, q.Session, sessionID).Scan(
-		&se.SessionID, &se.AgentID, &se.Writer, &se.Length, &head, &se.CreatedAt, &se.UpdatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
+	err := s.d.Reader().QueryRow(ctx, s.q.Session, sessionID).Scan(
+		&se.SessionID, &se.AgentID, &se.Writer, &se.Length, &head, s.dl.ScanTime(&se.CreatedAt), s.dl.ScanTime(&se.UpdatedAt))
+	if noRows(err) {
 		return ledger.Session{}, fmt.Errorf("session %q: %w", sessionID, ledger.ErrNotFound)
 	}
 	if err != nil {
@@ -35,13 +31,7 @@ func (s *Store) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.Se
 		return ledger.SessionPage{}, err
 	}
 	limit := ledger.PageSize(f.Limit)
-	optTime := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		return &t
-	}
-	rows, err := s.pool.Query(ctx, q.Sessions, after, f.AgentID, optTime(f.Since), optTime(f.Until), f.StepType, limit+1)
+	rows, err := s.d.Reader().Query(ctx, s.q.Sessions, after, f.AgentID, s.optTime(f.Since), s.optTime(f.Until), f.StepType, limit+1)
 	if err != nil {
 		return ledger.SessionPage{}, fmt.Errorf("couldn't list sessions: %w", err)
 	}
@@ -52,7 +42,7 @@ func (s *Store) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.Se
 		var se ledger.Session
 		var seq int64
 		var head []byte
-		if err := rows.Scan(&seq, &se.SessionID, &se.AgentID, &se.Writer, &se.Length, &head, &se.CreatedAt, &se.UpdatedAt); err != nil {
+		if err := rows.Scan(&seq, &se.SessionID, &se.AgentID, &se.Writer, &se.Length, &head, s.dl.ScanTime(&se.CreatedAt), s.dl.ScanTime(&se.UpdatedAt)); err != nil {
 			return ledger.SessionPage{}, fmt.Errorf("couldn't list sessions: %w", err)
 		}
 		copy(se.Head[:], head)
@@ -75,27 +65,16 @@ func (s *Store) Entries(ctx context.Context, sessionID string, from int64, limit
 	if from < 0 {
 		return nil, fmt.Errorf("entries of session %q: negative start position %d", sessionID, from)
 	}
-	rows, err := s.pool.Query(ctx, q.Entries, sessionID, from, ledger.PageSize(limit))
+	rows, err := s.d.Reader().Query(ctx, s.q.Entries, sessionID, from, ledger.PageSize(limit))
 	if err != nil {
 		return nil, fmt.Errorf("couldn't read entries of session %q: %w", sessionID, err)
 	}
-	defer rows.Close()
-	es := []ledger.Entry{}
-	for rows.Next() {
-		e := ledger.Entry{SessionID: sessionID}
-		var eh, ph []byte
-		if err := rows.Scan(&e.Position, &e.EntryID, &e.StepID, &e.StepType, &e.Timestamp, &e.RecordedAt, &e.Content, &eh, &ph); err != nil {
-			return nil, fmt.Errorf("couldn't read entries of session %q: %w", sessionID, err)
-		}
-		e.RecordedAt = e.RecordedAt.UTC()
-		copy(e.EntryHash[:], eh)
-		e.PreviousHash = hashPtr(ph)
-		es = append(es, e)
-	}
-	if err := rows.Err(); err != nil {
+	es, err := s.scanEntries(rows, sessionID)
+	if err != nil {
 		return nil, fmt.Errorf("couldn't read entries of session %q: %w", sessionID, err)
 	}
 	if len(es) == 0 {
+		// Tell an unknown session from a position past the end.
 		if _, err := s.Session(ctx, sessionID); err != nil {
 			return nil, err
 		}
@@ -105,31 +84,46 @@ func (s *Store) Entries(ctx context.Context, sessionID string, from int64, limit
 
 // EntriesByStep implements ledger.Store.
 func (s *Store) EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error) {
-	var rows pgx.Rows
+	var rows Rows
 	var err error
 	if sessionID != "" {
-		rows, err = s.pool.Query(ctx, q.EntryByStep, sessionID, stepID)
+		rows, err = s.d.Reader().Query(ctx, s.q.EntryByStep, sessionID, stepID)
 	} else {
-		rows, err = s.pool.Query(ctx, q.EntriesByStep, stepID, ledger.MaxEntriesByStep)
+		rows, err = s.d.Reader().Query(ctx, s.q.EntriesByStep, stepID, ledger.MaxEntriesByStep)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)
 	}
+	es, err := s.scanEntries(rows, "")
+	if err != nil {
+		return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)
+	}
+	return es, nil
+}
+
+// scanEntries reads and closes rows of entries: those of the session
+// sessionID (Entries), or, with sessionID empty, rows that start with
+// their session_id (EntriesByStep, EntryByStep).
+func (s *Store) scanEntries(rows Rows, sessionID string) ([]ledger.Entry, error) {
 	defer rows.Close()
 	es := []ledger.Entry{}
 	for rows.Next() {
-		var e ledger.Entry
+		e := ledger.Entry{SessionID: sessionID}
 		var eh, ph []byte
-		if err := rows.Scan(&e.SessionID, &e.Position, &e.EntryID, &e.StepID, &e.StepType, &e.Timestamp, &e.RecordedAt, &e.Content, &eh, &ph); err != nil {
-			return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)
+		dest := []any{&e.Position, &e.EntryID, &e.StepID, &e.StepType, &e.Timestamp, s.dl.ScanTime(&e.RecordedAt), &e.Content, &eh, &ph}
+		if sessionID == "" {
+			dest = append([]any{&e.SessionID}, dest...)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
 		}
 		e.RecordedAt = e.RecordedAt.UTC()
 		copy(e.EntryHash[:], eh)
-		e.PreviousHash = hashPtr(ph)
+		e.PreviousHash = HashPtr(ph)
 		es = append(es, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("couldn't look up step %q: %w", stepID, err)
+		return nil, err
 	}
 	return es, nil
 }

@@ -1,0 +1,179 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/internal/plan"
+)
+
+// Response implements ledger.GuardianStore.
+func (s *Store) Response(ctx context.Context, sessionID string, position int64) ([]byte, error) {
+	var b []byte
+	err := s.d.Reader().QueryRow(ctx, s.q.Response, sessionID, position).Scan(&b)
+	if noRows(err) {
+		return nil, fmt.Errorf("response for session %q position %d: %w", sessionID, position, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read response for session %q position %d: %w", sessionID, position, err)
+	}
+	return b, nil
+}
+
+// Request implements ledger.GuardianStore.
+func (s *Store) Request(ctx context.Context, sessionID string, position int64) ([]byte, error) {
+	var b []byte
+	err := s.d.Reader().QueryRow(ctx, s.q.RequestParams, sessionID, position).Scan(&b)
+	if noRows(err) {
+		// Rarely taken (a step without params, or erased ones), so the
+		// erasure is read only then.
+		e, err := s.readErasure(ctx, s.d.Reader(), sessionID, position)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			return nil, &ledger.ErasedError{Erasure: *e}
+		}
+		return nil, fmt.Errorf("request params for session %q position %d: %w", sessionID, position, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read request params for session %q position %d: %w", sessionID, position, err)
+	}
+	if b == nil {
+		b = []byte{} // SQLite reads an empty blob as NULL
+	}
+	return s.opts.OpenParams(sessionID, position, b)
+}
+
+// RecordRequest implements ledger.GuardianStore.
+func (s *Store) RecordRequest(ctx context.Context, sessionID, requestID, nonce string, at time.Time) error {
+	if err := plan.CheckRequest(sessionID, requestID, nonce); err != nil {
+		return err
+	}
+	n, err := s.d.Writer().Exec(ctx, s.q.RecordRequest, sessionID, requestID, nonce, s.dl.Time(at))
+	if err != nil {
+		return fmt.Errorf("couldn't record request %q of session %q: %w", requestID, sessionID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("request %q (nonce %q) of session %q: %w", requestID, nonce, sessionID, ledger.ErrReplay)
+	}
+	return nil
+}
+
+// PutPolicyBundle implements ledger.GuardianStore.
+func (s *Store) PutPolicyBundle(ctx context.Context, b ledger.PolicyBundle) error {
+	if err := plan.CheckBundle(b); err != nil {
+		return err
+	}
+	w := s.d.Writer()
+	n, err := w.Exec(ctx, s.q.InsertBundle, b.ID, b.Version, b.Digest, b.Content, s.dl.Time(s.opts.Clock()()))
+	if err != nil {
+		return fmt.Errorf("couldn't store policy bundle %s@%s: %w", b.ID, b.Version, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	var have string
+	if err := w.QueryRow(ctx, s.q.BundleDigest, b.ID, b.Version).Scan(&have); err != nil {
+		return fmt.Errorf("couldn't read policy bundle %s@%s: %w", b.ID, b.Version, err)
+	}
+	if have != b.Digest {
+		return fmt.Errorf("policy bundle %s@%s is stored with digest %s, not %s: %w", b.ID, b.Version, have, b.Digest, ledger.ErrConflict)
+	}
+	return nil
+}
+
+// PolicyBundle implements ledger.GuardianStore.
+func (s *Store) PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error) {
+	var b ledger.PolicyBundle
+	err := s.d.Reader().QueryRow(ctx, s.q.PolicyBundle, id, version).Scan(&b.ID, &b.Version, &b.Digest, &b.Content, s.dl.ScanTime(&b.RecordedAt))
+	if noRows(err) {
+		return ledger.PolicyBundle{}, fmt.Errorf("policy bundle %s@%s: %w", id, version, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return ledger.PolicyBundle{}, fmt.Errorf("couldn't read policy bundle %s@%s: %w", id, version, err)
+	}
+	b.RecordedAt = b.RecordedAt.UTC()
+	return b, nil
+}
+
+// PolicyBundles implements ledger.GuardianStore.
+func (s *Store) PolicyBundles(ctx context.Context) ([]ledger.PolicyBundle, error) {
+	var bs []ledger.PolicyBundle
+	err := s.eachRow(ctx, s.q.PolicyBundles, nil, func(r Rows) error {
+		var b ledger.PolicyBundle
+		err := r.Scan(&b.ID, &b.Version, &b.Digest, s.dl.ScanTime(&b.RecordedAt))
+		b.RecordedAt = b.RecordedAt.UTC()
+		bs = append(bs, b)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
+	}
+	return bs, nil
+}
+
+// EraseParams implements ledger.GuardianStore. The driver prepares the
+// transaction first (Driver.BeginErase: PostgreSQL acts as the eraser role
+// there).
+func (s *Store) EraseParams(ctx context.Context, sessionID string, position int64, reason, by string) (ledger.Erasure, error) {
+	e := ledger.Erasure{SessionID: sessionID, Position: position, ErasedAt: s.opts.Clock()().UTC(), Reason: reason, ErasedBy: by}
+	if err := e.Check(); err != nil {
+		return ledger.Erasure{}, err
+	}
+	err := s.d.InTx(ctx, func(tx Querier) error {
+		if err := s.d.BeginErase(ctx, tx); err != nil {
+			return err
+		}
+		// The stored time comes back, as precise as the column keeps it.
+		err := tx.QueryRow(ctx, s.q.InsertErasure, sessionID, position, s.dl.Time(e.ErasedAt), reason, by).Scan(s.dl.ScanTime(&e.ErasedAt))
+		if noRows(err) {
+			return s.notErasable(ctx, tx, sessionID, position)
+		}
+		if err != nil {
+			return fmt.Errorf("couldn't record the erasure: %w", err)
+		}
+		n, err := tx.Exec(ctx, s.q.DeleteRequestParams, sessionID, position)
+		if err != nil {
+			return fmt.Errorf("couldn't delete the params: %w", err)
+		}
+		if n != 1 {
+			return fmt.Errorf("deleted %d params rows, want 1", n)
+		}
+		return nil
+	})
+	if err != nil {
+		return ledger.Erasure{}, fmt.Errorf("couldn't erase the request params of session %q position %d: %w", sessionID, position, err)
+	}
+	e.ErasedAt = e.ErasedAt.UTC()
+	return e, nil
+}
+
+// notErasable explains why InsertErasure found nothing to erase: an
+// *ledger.ErasedError if an erasure is recorded, else ErrNotFound.
+func (s *Store) notErasable(ctx context.Context, tx Querier, sessionID string, position int64) error {
+	e, err := s.readErasure(ctx, tx, sessionID, position)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		return fmt.Errorf("no params are stored: %w", ledger.ErrNotFound)
+	}
+	return &ledger.ErasedError{Erasure: *e}
+}
+
+// readErasure returns the erasure recorded for a session's position, or nil.
+func (s *Store) readErasure(ctx context.Context, db Querier, sessionID string, position int64) (*ledger.Erasure, error) {
+	e := ledger.Erasure{SessionID: sessionID, Position: position}
+	err := db.QueryRow(ctx, s.q.Erasure, sessionID, position).Scan(s.dl.ScanTime(&e.ErasedAt), &e.Reason, &e.ErasedBy)
+	if noRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the erasure of session %q position %d: %w", sessionID, position, err)
+	}
+	e.ErasedAt = e.ErasedAt.UTC()
+	return &e, nil
+}

@@ -1,0 +1,27 @@
+-- Merkle log storage (logstorage.go); the writes of leaves and tiles are
+-- the driver's (Driver.WriteLeaves).
+
+-- name: LogSize
+SELECT coalesce(max(idx) + 1, 0) FROM tlog_leaves;
+
+-- name: LogLeaves
+SELECT idx, data FROM tlog_leaves WHERE idx >= $1 AND idx < $2 ORDER BY idx;
+
+-- name: LogFullTile
+SELECT data FROM tlog_tiles WHERE level = $1 AND idx = $2;
+
+-- name: LogTileRoots
+SELECT root FROM tlog_tiles WHERE level = $1 AND idx >= $2 AND idx < $3 ORDER BY idx;
+
+-- name: LogLeafIndexByPosition
+SELECT l.idx FROM entries e JOIN tlog_leaves l ON l.entry_id = e.id
+WHERE e.session_id = $1 AND e.position = $2;
+
+-- name: LogLeafIndexByEntryHash
+SELECT idx FROM tlog_leaves WHERE entry_hash = $1 ORDER BY idx LIMIT 1;
+
+-- name: LogCheckpoint
+SELECT note FROM tlog_checkpoints WHERE size = $1;
+
+-- name: LogCosignatures
+SELECT line FROM tlog_cosignatures WHERE size = $1 ORDER BY created_at, line;

@@ -1,0 +1,71 @@
+-- The store's queries (ledger/internal/sqlstore) whose SQLite text differs
+-- from PostgreSQL's beyond placeholders. Times are Unix microseconds, a
+-- day 86400000000 of them; lists are JSON arrays.
+
+-- name: DailyDecisions
+-- A day is the microsecond its UTC day starts.
+SELECT recorded_at / 86400000000 * 86400000000 AS day, disposition, count(*)
+FROM search_entries
+WHERE recorded_at >= ?1 AND agent_id <> ?2
+GROUP BY 1, 2
+ORDER BY 1, 2;
+
+-- name: DailySessions
+SELECT created_at / 86400000000 * 86400000000 AS day, count(*)
+FROM sessions
+WHERE created_at >= ?1 AND agent_id <> ?2
+GROUP BY 1
+ORDER BY 1;
+
+-- name: HasQuarantine
+SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'ingest_quarantine';
+
+-- name: IngestedByKey
+-- A record's flags are rows of ingest_flags, here a JSON array in the
+-- order they were written, NULL for none.
+SELECT r.source, r.natural_key, r.digest, r.session_id, r.position, r.entry_hash,
+    (SELECT NULLIF(json_group_array(g.flag ORDER BY g.rowid), '[]') FROM ingest_flags g WHERE g.record_seq = r.seq),
+    r.seq, r.file, r.record, r.recorded_at
+FROM ingest_records r WHERE r.source = ?1 AND r.natural_key = ?2;
+
+-- name: Flagged
+SELECT r.source, r.natural_key, r.digest, r.session_id, r.position, r.entry_hash,
+    (SELECT NULLIF(json_group_array(g.flag ORDER BY g.rowid), '[]') FROM ingest_flags g WHERE g.record_seq = r.seq),
+    r.seq, r.file, r.record, r.recorded_at
+FROM ingest_flags f JOIN ingest_records r ON r.seq = f.record_seq
+WHERE f.flag = ?1 AND f.record_seq > ?2 AND (?3 = '' OR r.source = ?3)
+ORDER BY f.record_seq
+LIMIT ?4;
+
+-- name: LogPending
+SELECT p.entry_id, e.session_id, e.position, e.entry_hash
+FROM tlog_pending p JOIN entries e ON e.id = p.entry_id
+WHERE p.entry_id > ?1 ORDER BY p.entry_id LIMIT ?2;
+
+-- name: LogSessionLeaves
+-- The expression is the index's (migration 0008): the session is read from
+-- the leaf's own data, never from entries.
+SELECT idx, data FROM tlog_leaves
+WHERE json_extract(CAST(data AS TEXT), '$.session_id') = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx LIMIT ?4;
+
+-- name: LogLastSessionLeaf
+SELECT idx, data FROM tlog_leaves
+WHERE json_extract(CAST(data AS TEXT), '$.session_id') = ?1 AND idx < ?2 ORDER BY idx DESC LIMIT 1;
+
+-- The one-row tlog_head is keyed singleton = 1; the checkpoints and
+-- cosignatures take created_at from the statement (Dialect.StampsRows).
+
+-- name: LogLatestCheckpoint
+SELECT note FROM tlog_head WHERE singleton = 1;
+
+-- name: LogInsertCheckpoint
+INSERT INTO tlog_checkpoints (size, note, created_at) VALUES (?1, ?2, ?3);
+
+-- name: LogMoveHead
+UPDATE tlog_head SET size = ?1, note = ?2 WHERE singleton = 1 AND size = ?3;
+
+-- name: LogInsertHead
+INSERT INTO tlog_head (singleton, size, note) VALUES (1, ?1, ?2) ON CONFLICT DO NOTHING;
+
+-- name: LogAddCosignature
+INSERT INTO tlog_cosignatures (size, line, created_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING;
