@@ -129,10 +129,7 @@ func readManifest(t testing.TB) corpusManifest {
 // least one case.
 func readManifestFile[M any](t testing.TB, dir string, cases func(M) int) M {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readTestFile(t, "testdata", dir, "manifest.json")
 	var m M
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("%s/manifest.json: %v", dir, err)

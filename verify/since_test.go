@@ -15,10 +15,7 @@ import (
 // and only valid.json extends the earlier bundle.
 func TestVerifyBundleSince(t *testing.T) {
 	dir := filepath.Join("testdata", "bundles")
-	tb, err := os.ReadFile(filepath.Join(dir, "trust.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := verify.ReadTestFile(t, dir, "trust.json")
 	trust, err := verify.ParseTrust(tb)
 	if err != nil {
 		t.Fatal(err)
