@@ -15,7 +15,7 @@
 // encoded by ledger/tlog, so the corpus checks verify's own leaf encoding
 // and proof checks rather than agreeing with them by construction.
 //
-// Run from this directory: go run gen_bundles.go
+// Run from this directory: go run gen_bundles.go gen_util.go
 package main
 
 import (
@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/acsledger/acsledger/acs"
@@ -50,12 +49,6 @@ var hmacIKM = []byte("acsledger bundle corpus HMAC IKM")
 // seed derives a fixed 32-byte seed from a label.
 func seed(label string) [32]byte {
 	return sha256.Sum256([]byte("acsledger verify corpus seed: " + label))
-}
-
-type policyRef struct {
-	PolicyID      string `json:"policy_id"`
-	PolicyVersion string `json:"policy_version"`
-	RuleID        string `json:"rule_id"`
 }
 
 type decision struct {
@@ -440,11 +433,6 @@ func assemble(k keys, es []entry, responses []json.RawMessage, respKey *sig.Priv
 	return b
 }
 
-type finding struct {
-	Code       string `json:"code"`
-	EntryIndex int    `json:"entry_index"`
-}
-
 type manifestCase struct {
 	File     string    `json:"file"`
 	Mutation string    `json:"mutation"`
@@ -464,20 +452,8 @@ func main() {
 	clone := func() []entry { return append([]entry(nil), valid...) }
 	var cases []manifestCase
 	write := func(file, mutation string, b bundle, trust bool, ikm string, findings []finding, notices ...finding) {
-		out, err := json.MarshalIndent(b, "", " ")
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("bundles", file), append(out, '\n'), 0o644); err != nil {
-			log.Fatal(err)
-		}
-		if findings == nil {
-			findings = []finding{}
-		}
-		if notices == nil {
-			notices = []finding{}
-		}
-		cases = append(cases, manifestCase{file, mutation, trust, ikm, findings, notices})
+		writeJSON("bundles", file, b, " ")
+		cases = append(cases, manifestCase{file, mutation, trust, ikm, orNone(findings), orNone(notices)})
 	}
 	ikm := fmt.Sprintf("%s=%x", hmacKeyID, hmacIKM)
 
@@ -576,19 +552,13 @@ func main() {
 	writeSince(k, valid)
 
 	trust := bundleKeys{ResponseKeys: []json.RawMessage{pub(k.ecdsa), pub(k.mldsa), pub(k.hybrid)}, LogKeys: k.logVKeys, Witnesses: k.witnessVKeys, WitnessQuorum: 2}
-	out, _ := json.MarshalIndent(trust, "", " ")
-	if err := os.WriteFile(filepath.Join("bundles", "trust.json"), append(out, '\n'), 0o644); err != nil {
-		log.Fatal(err)
-	}
+	writeJSON("bundles", "trust.json", trust, " ")
 	m := map[string]any{
 		"comment": "Written by gen_bundles.go. Each case checks a bundle with trust.json (when trust is true) and the HMAC IKM (when given), and lists the findings and notices (code, 0-based entry_index, -1 for none) verify must report, in order, and nothing else.",
 		"session": sessionID,
 		"cases":   cases,
 	}
-	out, _ = json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(filepath.Join("bundles", "manifest.json"), append(out, '\n'), 0o644); err != nil {
-		log.Fatal(err)
-	}
+	writeJSON("bundles", "manifest.json", m, "  ")
 }
 
 // writeSince writes the bundles `acsverify bundle --since` compares with
@@ -597,15 +567,7 @@ func main() {
 // first checkpoint was the latest, so valid.json extends it; the others are
 // later bundles that each verify on their own but do not extend it.
 func writeSince(k keys, valid []entry) {
-	put := func(file string, b bundle) {
-		out, err := json.MarshalIndent(b, "", " ")
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("bundles", file), append(out, '\n'), 0o644); err != nil {
-			log.Fatal(err)
-		}
-	}
+	put := func(file string, b bundle) { writeJSON("bundles", file, b, " ") }
 	// Entries 0..4 and the checkpoint after entry 4, which anchors entry 4.
 	b := assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
 	l := buildLog(valid)

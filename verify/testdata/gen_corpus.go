@@ -8,7 +8,7 @@
 // It hashes with gowebpki/jcs and crypto/sha256 directly, not with package
 // acs, so the corpus checks acs instead of agreeing with it by construction.
 //
-// Run from this directory: go run gen_corpus.go
+// Run from this directory: go run gen_corpus.go gen_util.go
 package main
 
 import (
@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/gowebpki/jcs"
@@ -45,12 +44,6 @@ type entry struct {
 	ProvenanceSummary json.RawMessage `json:"provenance_summary"`
 	PreviousHash      *string         `json:"previous_hash"`
 	EntryHash         string          `json:"entry_hash,omitempty"` // "" only when tampered away
-}
-
-type policyRef struct {
-	PolicyID      string `json:"policy_id"`
-	PolicyVersion string `json:"policy_version"`
-	RuleID        string `json:"rule_id"`
 }
 
 // step is one request of the session: its method, its payload and what
@@ -103,13 +96,8 @@ func main() {
 				log.Fatal(err)
 			}
 		}
-		if err := os.WriteFile(filepath.Join("corpus", file), buf.Bytes(), 0o644); err != nil {
-			log.Fatal(err)
-		}
-		if findings == nil {
-			findings = []finding{}
-		}
-		cases = append(cases, manifestCase{File: file, Mutation: mutation, Note: note, Entries: len(es), Head: head(es), Findings: findings})
+		writeFile("corpus", file, buf.Bytes())
+		cases = append(cases, manifestCase{File: file, Mutation: mutation, Note: note, Entries: len(es), Head: head(es), Findings: orNone(findings)})
 	}
 	if err := os.MkdirAll("corpus", 0o755); err != nil {
 		log.Fatal(err)
@@ -196,20 +184,12 @@ func main() {
 	// session, and chains and response files checked against each other.
 	resp := responses(valid)
 	writeResponses := func(file string, lines [][]byte) {
-		if err := os.WriteFile(filepath.Join("corpus", file), bytes.Join(append(lines, nil), []byte("\n")), 0o644); err != nil {
-			log.Fatal(err)
-		}
+		writeFile("corpus", file, bytes.Join(append(lines, nil), []byte("\n")))
 	}
 	writeResponses("valid.responses.jsonl", resp)
 	var heads []headCase
 	addHead := func(entries, responses, mutation string, ikm bool, findings []finding, notices ...finding) {
-		if findings == nil {
-			findings = []finding{}
-		}
-		if notices == nil {
-			notices = []finding{}
-		}
-		hc := headCase{Entries: entries, Responses: responses, Mutation: mutation, Session: sessionID, Findings: findings, Notices: notices}
+		hc := headCase{Entries: entries, Responses: responses, Mutation: mutation, Session: sessionID, Findings: orNone(findings), Notices: orNone(notices)}
 		if ikm {
 			hc.HMACIKM = hmacKeyID + "=" + hex.EncodeToString(hmacIKM)
 		}
@@ -255,13 +235,7 @@ func main() {
 		Heads:    heads,
 		Requests: reqs,
 	}
-	out, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join("corpus", "manifest.json"), append(out, '\n'), 0o644); err != nil {
-		log.Fatal(err)
-	}
+	writeJSON("corpus", "manifest.json", m, "  ")
 }
 
 type manifest struct {
@@ -335,11 +309,6 @@ func canon(v any) []byte {
 		log.Fatal(err)
 	}
 	return b
-}
-
-type finding struct {
-	Code       string `json:"code"`
-	EntryIndex int    `json:"entry_index"`
 }
 
 type requestVector struct {
