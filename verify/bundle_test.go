@@ -2,8 +2,6 @@ package verify
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -50,11 +48,7 @@ func TestBundleCorpus(t *testing.T) {
 	for _, c := range m.Cases {
 		t.Run(c.File+"/"+c.Mutation, func(t *testing.T) {
 			t.Parallel()
-			f, err := os.Open(filepath.Join("testdata", "bundles", c.File))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := openTestFile(t, "testdata", "bundles", c.File)
 			var trust *Trust
 			if c.Trust {
 				trust = readTrust(t, c.HMACIKM)

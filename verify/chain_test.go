@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -43,11 +41,7 @@ func member(t testing.TB, line []byte, name string) string {
 
 func verifyFile(t *testing.T, file string) *Report {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "corpus", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openTestFile(t, "testdata", "corpus", file)
 	r, err := VerifyChain(f)
 	if err != nil {
 		t.Fatal(err)

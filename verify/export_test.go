@@ -4,4 +4,5 @@ package verify
 var (
 	ReadTestFile  = readTestFile
 	GlobTestFiles = globTestFiles
+	OpenTestFile  = openTestFile
 )

@@ -20,6 +20,15 @@ func globTestFiles(tb testing.TB, elem ...string) []string {
 	return atPath(tb, filepath.Glob, elem)
 }
 
+// openTestFile opens the file at the joined path, failing the test if it
+// cannot be opened, and closes it when the test ends.
+func openTestFile(tb testing.TB, elem ...string) *os.File {
+	tb.Helper()
+	f := atPath(tb, os.Open, elem)
+	tb.Cleanup(func() { f.Close() })
+	return f
+}
+
 // atPath calls f with the joined path and fails the test on its error.
 func atPath[T any](tb testing.TB, f func(string) (T, error), elem []string) T {
 	tb.Helper()

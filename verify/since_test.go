@@ -21,12 +21,8 @@ func TestVerifyBundleSince(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := func(t *testing.T, name string) *os.File {
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		return f
+		t.Helper()
+		return verify.OpenTestFile(t, dir, name)
 	}
 	earlier, err := verify.VerifyBundle(open(t, "since_earlier.json"), trust)
 	if err != nil || !earlier.Verified() || earlier.Entries != 5 || earlier.Checkpoint == nil || earlier.SessionID == "" {
