@@ -455,6 +455,13 @@ func main() {
 		writeJSON("bundles", file, b, " ")
 		cases = append(cases, manifestCase{file, mutation, trust, ikm, orNone(findings), orNone(notices)})
 	}
+	// tamper writes an ECDSA-P256 bundle of the valid session after change
+	// has tampered with it, to be checked with trust.json.
+	tamper := func(file, mutation string, change func(b *bundle), findings []finding, notices ...finding) {
+		b := assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
+		change(&b)
+		write(file, mutation, b, true, "", findings, notices...)
+	}
 	ikm := fmt.Sprintf("%s=%x", hmacKeyID, hmacIKM)
 
 	good := assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
@@ -484,70 +491,66 @@ func main() {
 		[]finding{{"chain_mismatch", 5}})
 	write("valid_steps.json", "none: ECDSA-P256 responses, each beside its entry in \"steps\"", toSteps(good), true, "", nil)
 
-	b := assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Responses[5] = bytes.Replace(b.Responses[5], []byte(`"decision":"deny"`), []byte(`"decision":"allow"`), 1)
-	write("response_signature_invalid.json", "response 5's deny edited into an allow, signature kept", b, true, "",
+	tamper("response_signature_invalid.json", "response 5's deny edited into an allow, signature kept",
+		func(b *bundle) {
+			b.Responses[5] = bytes.Replace(b.Responses[5], []byte(`"decision":"deny"`), []byte(`"decision":"allow"`), 1)
+		},
 		[]finding{{"response_signature_invalid", 5}})
 
 	cut := valid[:len(valid)-1]
 	write("response_without_entry.json", "the last entry cut off (and logged without it); its signed response kept", assemble(k, cut, respond(valid, k.ecdsa), k.ecdsa), true, "",
 		[]finding{{"response_without_entry", -1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Responses = append(b.Responses[:3:3], b.Responses[4:]...)
-	write("entry_without_response.json", "the response for entry 3 left out", b, true, "",
+	tamper("entry_without_response.json", "the response for entry 3 left out",
+		func(b *bundle) { b.Responses = append(b.Responses[:3:3], b.Responses[4:]...) },
 		[]finding{{"entry_without_response", 3}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Checkpoints[1] = mangleSig(b.Checkpoints[1], origin, 0)
-	write("checkpoint_signature_invalid.json", "one byte of the log's Ed25519 signature on checkpoint 1 flipped", b, true, "",
+	tamper("checkpoint_signature_invalid.json", "one byte of the log's Ed25519 signature on checkpoint 1 flipped",
+		func(b *bundle) { b.Checkpoints[1] = mangleSig(b.Checkpoints[1], origin, 0) },
 		[]finding{{"checkpoint_signature_invalid", -1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Checkpoints[1] = dropSig(b.Checkpoints[1], "witness.beta.example")
-	write("witness_quorum_not_met.json", "witness beta's cosignature removed from checkpoint 1: 1 of 3, quorum 2", b, true, "",
+	tamper("witness_quorum_not_met.json", "witness beta's cosignature removed from checkpoint 1: 1 of 3, quorum 2",
+		func(b *bundle) { b.Checkpoints[1] = dropSig(b.Checkpoints[1], "witness.beta.example") },
 		[]finding{{"witness_quorum_not_met", -1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Anchors = b.Anchors[:1]
-	write("not_anchored.json", "the inclusion proof of the last entry left out", b, true, "",
+	tamper("not_anchored.json", "the inclusion proof of the last entry left out",
+		func(b *bundle) { b.Anchors = b.Anchors[:1] },
 		[]finding{{"not_anchored", 5}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Entries = b.Entries[:len(b.Entries)-1]
-	b.Responses = b.Responses[:len(b.Responses)-1]
-	write("anchor_without_entry.json", "the last entry and its response cut off after logging; the anchor of the real head kept", b, true, "",
+	tamper("anchor_without_entry.json", "the last entry and its response cut off after logging; the anchor of the real head kept",
+		func(b *bundle) {
+			b.Entries = b.Entries[:len(b.Entries)-1]
+			b.Responses = b.Responses[:len(b.Responses)-1]
+		},
 		[]finding{{"anchor_without_entry", -1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Anchors[1].Proof[0][7] ^= 0x20
-	write("inclusion_proof_invalid.json", "one byte of the last entry's inclusion proof flipped", b, true, "",
+	tamper("inclusion_proof_invalid.json", "one byte of the last entry's inclusion proof flipped",
+		func(b *bundle) { b.Anchors[1].Proof[0][7] ^= 0x20 },
 		[]finding{{"inclusion_proof_invalid", len(valid) - 1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.ConsistencyProofs[0].Proof[0][0] ^= 0x01
-	write("consistency_proof_invalid.json", "one byte of the consistency proof between the checkpoints flipped", b, true, "",
+	tamper("consistency_proof_invalid.json", "one byte of the consistency proof between the checkpoints flipped",
+		func(b *bundle) { b.ConsistencyProofs[0].Proof[0][0] ^= 0x01 },
 		[]finding{{"consistency_proof_invalid", -1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.PolicyBundles = b.PolicyBundles[:1]
-	write("policy_unresolved.json", "the egress policy bundle entry 6 cites left out", b, true, "",
+	tamper("policy_unresolved.json", "the egress policy bundle entry 6 cites left out",
+		func(b *bundle) { b.PolicyBundles = b.PolicyBundles[:1] },
 		[]finding{{"policy_unresolved", 6}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.PolicyBundles[1].RecordedAt = "2026-03-14T14:02:09.823Z" // entry 6 was decided at 14:02:09.822
-	write("policy_recorded_after_decision.json", "the egress policy's recorded_at moved 1 ms after entry 6's decision", b, true, "",
+	tamper("policy_recorded_after_decision.json", "the egress policy's recorded_at moved 1 ms after entry 6's decision",
+		func(b *bundle) {
+			b.PolicyBundles[1].RecordedAt = "2026-03-14T14:02:09.823Z" // entry 6 was decided at 14:02:09.822
+		},
 		[]finding{{"policy_recorded_after_decision", 6}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.PolicyBundles[1].Content = bytes.Replace(b.PolicyBundles[1].Content, []byte("example.com"), []byte("example.net"), 1)
-	write("policy_digest_mismatch.json", "the egress policy's content edited, digest kept", b, true, "",
+	tamper("policy_digest_mismatch.json", "the egress policy's content edited, digest kept",
+		func(b *bundle) {
+			b.PolicyBundles[1].Content = bytes.Replace(b.PolicyBundles[1].Content, []byte("example.com"), []byte("example.net"), 1)
+		},
 		[]finding{{"policy_digest_mismatch", -1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Responses = nil
-	write("no_responses.json", "the responses left out: no published head can be checked", b, true, "", nil,
-		finding{"heads_not_checked", -1})
+	tamper("no_responses.json", "the responses left out: no published head can be checked",
+		func(b *bundle) { b.Responses = nil },
+		nil, finding{"heads_not_checked", -1})
 
 	writeSince(k, valid)
 
