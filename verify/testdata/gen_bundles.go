@@ -60,11 +60,7 @@ type decision struct {
 
 // entry is the ContextEntry the Guardian writes (guardian/step.go).
 type entry struct {
-	EntryID      string   `json:"entry_id"`
-	StepID       string   `json:"step_id"`
-	StepType     string   `json:"step_type"`
-	Timestamp    string   `json:"timestamp"`
-	RequestHash  string   `json:"request_hash"`
+	entryHead
 	AgentID      string   `json:"agent_id"`
 	Decision     decision `json:"decision"`
 	PreviousHash *string  `json:"previous_hash"`
@@ -99,13 +95,15 @@ func build() []entry {
 		}
 		rh := sha256.Sum256([]byte(fmt.Sprintf("params of step %d", i)))
 		es[i] = entry{
-			EntryID:     fmt.Sprintf("%08x-77a1-4c3e-9d20-%012x", 0x51c0e000+i, 0x6b2f0a10+i*29),
-			StepID:      fmt.Sprintf("7c1e5a20-0000-4000-8000-%012d", i+1),
-			StepType:    s.method,
-			Timestamp:   timestamp(i),
-			RequestHash: fmt.Sprintf("%x", rh),
-			AgentID:     "report-builder",
-			Decision:    decision{Disposition: s.disposition, Reasoning: s.reasoning, ReasonCodes: []string{}, PolicyReferences: refs},
+			entryHead: entryHead{
+				EntryID:     fmt.Sprintf("%08x-77a1-4c3e-9d20-%012x", 0x51c0e000+i, 0x6b2f0a10+i*29),
+				StepID:      fmt.Sprintf("7c1e5a20-0000-4000-8000-%012d", i+1),
+				StepType:    s.method,
+				Timestamp:   timestamp(i),
+				RequestHash: fmt.Sprintf("%x", rh),
+			},
+			AgentID:  "report-builder",
+			Decision: decision{Disposition: s.disposition, Reasoning: s.reasoning, ReasonCodes: []string{}, PolicyReferences: refs},
 		}
 	}
 	rehash(es, 0)

@@ -32,11 +32,7 @@ const sessionID = "sess-7f3c9a52-1e4b-4d8a-9c61-0b2e5d7a8f14"
 // entry is a ContextEntry (ACS §8.1) with its members in the order a
 // Guardian would write them.
 type entry struct {
-	EntryID           string          `json:"entry_id"`
-	StepID            string          `json:"step_id"`
-	StepType          string          `json:"step_type"`
-	Timestamp         string          `json:"timestamp"`
-	RequestHash       string          `json:"request_hash"`
+	entryHead
 	Decision          string          `json:"decision"`
 	Reasoning         string          `json:"reasoning,omitempty"`
 	ReasonCodes       []string        `json:"reason_codes,omitempty"`
@@ -322,11 +318,13 @@ func build() []entry {
 	es := make([]entry, len(session))
 	for i, s := range session {
 		e := entry{
-			EntryID:           fmt.Sprintf("%08x-5c1d-4e2a-8b6f-%012x", 0x9e1f0000+i, 0x3a7c00d0+i*17),
-			StepID:            fmt.Sprintf("req-%04d", i+1),
-			StepType:          s.method,
-			Timestamp:         timestamp(i),
-			RequestHash:       requestHash(params(i)),
+			entryHead: entryHead{
+				EntryID:     fmt.Sprintf("%08x-5c1d-4e2a-8b6f-%012x", 0x9e1f0000+i, 0x3a7c00d0+i*17),
+				StepID:      fmt.Sprintf("req-%04d", i+1),
+				StepType:    s.method,
+				Timestamp:   timestamp(i),
+				RequestHash: requestHash(params(i)),
+			},
 			Decision:          s.decision,
 			Reasoning:         s.reasoning,
 			ReasonCodes:       s.reasons,

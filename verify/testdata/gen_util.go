@@ -19,6 +19,16 @@ type finding struct {
 	EntryIndex int    `json:"entry_index"`
 }
 
+// entryHead holds the members a ContextEntry starts with (ACS §8.1), in
+// the order a Guardian writes them; each generator's entry embeds it.
+type entryHead struct {
+	EntryID     string `json:"entry_id"`
+	StepID      string `json:"step_id"`
+	StepType    string `json:"step_type"`
+	Timestamp   string `json:"timestamp"`
+	RequestHash string `json:"request_hash"`
+}
+
 type policyRef struct {
 	PolicyID      string `json:"policy_id"`
 	PolicyVersion string `json:"policy_version"`
