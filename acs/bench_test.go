@@ -14,15 +14,15 @@ import (
 // benchEntry loads the realistic ContextEntry of testdata/bench_entry.json
 // (nested objects, escapes, non-BMP text, numbers that need rewriting) in
 // the compact form a Guardian sends: about 1 KiB.
-func benchEntry(b *testing.B) []byte {
-	b.Helper()
+func benchEntry(tb testing.TB) []byte {
+	tb.Helper()
 	raw, err := os.ReadFile("testdata/bench_entry.json")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return buf.Bytes()
 }

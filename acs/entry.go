@@ -43,7 +43,7 @@ type Entry struct {
 // characters. Each error names the member.
 func ParseEntry(in []byte) (*Entry, error) {
 	if i := skipSpace(in, 0); i < len(in) && in[i] != '{' {
-		if kind := kindOf(in[i]); kind != "" {
+		if kind := JSONKind(in[i]); kind != "" {
 			return nil, fmt.Errorf("context entry must be a JSON object, got %s", kind)
 		}
 	}
@@ -73,7 +73,7 @@ func ParseEntry(in []byte) (*Entry, error) {
 				want = "a string or null"
 			}
 			return nil, fmt.Errorf("context entry: member %q at byte %d must be %s, got %s",
-				fieldNames[id], f.off[id], want, kindOf(k))
+				fieldNames[id], f.off[id], want, JSONKind(k))
 		}
 	}
 
@@ -187,9 +187,10 @@ func (f *entryFields) capture(id field, off int, v []byte) {
 
 func (f *entryFields) value(id field) []byte { return f.buf[f.val[id][0]:f.val[id][1]] }
 
-// kindOf names the JSON type of a value from its first byte, or "" if no
-// value starts with c.
-func kindOf(c byte) string {
+// JSONKind names the JSON type of a value from its first byte ("object",
+// "array", "string", "boolean", "null" or "number"), or "" if no value
+// starts with c.
+func JSONKind(c byte) string {
 	switch {
 	case c == '{':
 		return "object"

@@ -263,15 +263,7 @@ func TestPoolIsolation(t *testing.T) {
 // which the chain recomputes and never trusts.
 func TestEntryMangling(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("testdata/bench_entry.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		t.Fatal(err)
-	}
-	orig := buf.Bytes()
+	orig := benchEntry(t)
 	e0, err := ParseEntry(orig)
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,7 @@ func EntryHash(content []byte, prev *Hash) Hash {
 // pass every check of Canonicalize.
 func RequestHash(params []byte) (Hash, error) {
 	if i := skipSpace(params, 0); i < len(params) && params[i] != '{' {
-		if kind := kindOf(params[i]); kind != "" {
+		if kind := JSONKind(params[i]); kind != "" {
 			return Hash{}, fmt.Errorf("request params must be a JSON object, got %s", kind)
 		}
 	}

@@ -384,12 +384,9 @@ func A2HKeyOf(inReplyTo, resolutionID string) string {
 
 // Map implements Mapper.
 func (m A2HMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
-	if q := malformed(A2H, raw); q != nil {
-		return *q
-	}
 	var d A2HDelivery
-	if err := strictDecode(raw.Bytes, &d); err != nil {
-		return quarantine(A2H, raw, "", ReasonSchemaInvalid, "not an archived delivery {received_at, callback_url, headers, body}: %v", err)
+	if q := decodeRecord(A2H, raw, &d, "not an archived delivery {received_at, callback_url, headers, body}"); q != nil {
+		return *q
 	}
 	c, f := m.Verifier.check(d)
 	if f != nil {

@@ -224,12 +224,9 @@ var auditSources = []string{"opa", "fail-open", "fail-closed", "cached", "opa-un
 
 // Map implements Mapper.
 func (m BashGuardAuditMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
-	if q := malformed(BashGuardAudit, raw); q != nil {
-		return *q
-	}
 	var a auditLine
-	if err := strictDecode(raw.Bytes, &a); err != nil {
-		return quarantine(BashGuardAudit, raw, "", ReasonSchemaInvalid, "not an audit line: %v", err)
+	if q := decodeRecord(BashGuardAudit, raw, &a, "not an audit line"); q != nil {
+		return *q
 	}
 	key := ""
 	if a.DecisionID != nil {

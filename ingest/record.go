@@ -94,6 +94,20 @@ func malformed(f Format, raw Raw) *ledger.IngestRecord {
 	return &q
 }
 
+// decodeRecord quarantines a malformed record (as malformed does) or one
+// that strictDecode cannot decode into v, saying "<what>: <error>"; it
+// returns nil when v holds the record.
+func decodeRecord(f Format, raw Raw, v any, what string) *ledger.IngestRecord {
+	if q := malformed(f, raw); q != nil {
+		return q
+	}
+	if err := strictDecode(raw.Bytes, v); err != nil {
+		q := quarantine(f, raw, "", ReasonSchemaInvalid, "%s: %v", what, err)
+		return &q
+	}
+	return nil
+}
+
 // naturalKey is the natural key of a record identified by two strings: the
 // pair as a JSON array, which no two pairs share.
 func naturalKey(a, b string) string {

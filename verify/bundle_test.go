@@ -2,8 +2,6 @@ package verify
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,10 +22,7 @@ type bundleManifest struct {
 // HMAC IKM flag value ikm if not "".
 func readTrust(t testing.TB, ikm string) *Trust {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "bundles", "trust.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readTestFile(t, "testdata", "bundles", "trust.json")
 	tr, err := ParseTrust(b)
 	if err != nil {
 		t.Fatalf("trust.json: %v", err)
@@ -53,11 +48,7 @@ func TestBundleCorpus(t *testing.T) {
 	for _, c := range m.Cases {
 		t.Run(c.File+"/"+c.Mutation, func(t *testing.T) {
 			t.Parallel()
-			f, err := os.Open(filepath.Join("testdata", "bundles", c.File))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := openTestFile(t, "testdata", "bundles", c.File)
 			var trust *Trust
 			if c.Trust {
 				trust = readTrust(t, c.HMACIKM)
@@ -131,14 +122,8 @@ func TestBundleInputErrors(t *testing.T) {
 // targets accept and has a row in docs/findings.md.
 func TestCodesDocumented(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile("finding.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "findings.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := readTestFile(t, "finding.go")
+	doc := readTestFile(t, "..", "docs", "findings.md")
 	n := 0
 	for _, line := range strings.Split(string(src), "\n") {
 		name, value, ok := strings.Cut(strings.TrimSpace(line), " = ")

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,10 +16,7 @@ import (
 // corpusLines returns the lines of a corpus file, without their "\n".
 func corpusLines(t testing.TB, file string) [][]byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "corpus", file))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readTestFile(t, "testdata", "corpus", file)
 	return bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
 }
 
@@ -46,11 +41,7 @@ func member(t testing.TB, line []byte, name string) string {
 
 func verifyFile(t *testing.T, file string) *Report {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "corpus", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openTestFile(t, "testdata", "corpus", file)
 	r, err := VerifyChain(f)
 	if err != nil {
 		t.Fatal(err)
@@ -62,58 +53,43 @@ func verifyFile(t *testing.T, file string) *Report {
 // expected and actual are the documented values, and the entry is named.
 func TestFindingFields(t *testing.T) {
 	t.Parallel()
-	recomputed := func(line []byte) string {
-		e, err := acs.ParseEntry(line)
-		if err != nil {
-			t.Fatal(err)
+	// A value is the named member of the line at an index, or (recomputedHash)
+	// the entry hash computed from that line; the zero value is "".
+	const recomputedHash = "(recomputed)"
+	type value struct {
+		line   int
+		member string
+	}
+	valueOf := func(t testing.TB, lines [][]byte, v value) string {
+		switch v.member {
+		case "":
+			return ""
+		case recomputedHash:
+			e, err := acs.ParseEntry(lines[v.line])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return acs.EntryHash(e.Content, e.PreviousHash).String()
 		}
-		return acs.EntryHash(e.Content, e.PreviousHash).String()
+		return member(t, lines[v.line], v.member)
 	}
 	tests := []struct {
-		file     string
-		at       int // index into the report's findings
-		code     string
-		index    int
-		expected func(lines [][]byte) string
-		actual   func(lines [][]byte) string
-		message  string // a fragment of the message
+		file             string
+		at               int // index into the report's findings
+		code             string
+		index            int
+		expected, actual value
+		message          string // a fragment of the message
 	}{
-		{"content_edited.jsonl", 0, CodeEntryHashMismatch, 6,
-			func(l [][]byte) string { return recomputed(l[6]) },
-			func(l [][]byte) string { return member(t, l[6], "entry_hash") },
-			"not to its stated entry_hash"},
-		{"entry_hash_absent.jsonl", 0, CodeEntryHashMismatch, 2,
-			func(l [][]byte) string { return recomputed(l[2]) },
-			func(l [][]byte) string { return "" },
-			"has no entry_hash"},
-		{"dropped.jsonl", 0, CodePreviousHashMismatch, 6,
-			func(l [][]byte) string { return member(t, l[5], "entry_hash") },
-			func(l [][]byte) string { return member(t, l[6], "previous_hash") },
-			"is not the entry_hash"},
-		{"previous_null.jsonl", 1, CodePreviousHashMismatch, 4,
-			func(l [][]byte) string { return member(t, l[3], "entry_hash") },
-			func(l [][]byte) string { return "" },
-			"null previous_hash"},
-		{"root_previous.jsonl", 0, CodeRootHasPrevious, 0,
-			func(l [][]byte) string { return "" },
-			func(l [][]byte) string { return member(t, l[0], "previous_hash") },
-			"root of a chain has null"},
-		{"inserted.jsonl", 0, CodePreviousHashMismatch, 7,
-			func(l [][]byte) string { return member(t, l[6], "entry_hash") },
-			func(l [][]byte) string { return member(t, l[7], "previous_hash") },
-			"is not the entry_hash"},
-		{"inserted.jsonl", 1, CodeFork, 7,
-			func(l [][]byte) string { return member(t, l[6], "entry_hash") },
-			func(l [][]byte) string { return member(t, l[7], "entry_hash") },
-			"as entry 6, so the chain has two different entries"},
-		{"forked.jsonl", 0, CodePreviousHashMismatch, 10,
-			func(l [][]byte) string { return member(t, l[9], "entry_hash") },
-			func(l [][]byte) string { return member(t, l[10], "previous_hash") },
-			"of entry 9 before it"},
-		{"forked.jsonl", 1, CodeFork, 10,
-			func(l [][]byte) string { return member(t, l[6], "entry_hash") },
-			func(l [][]byte) string { return member(t, l[10], "entry_hash") },
-			"as entry 6,"},
+		{"content_edited.jsonl", 0, CodeEntryHashMismatch, 6, value{6, recomputedHash}, value{6, "entry_hash"}, "not to its stated entry_hash"},
+		{"entry_hash_absent.jsonl", 0, CodeEntryHashMismatch, 2, value{2, recomputedHash}, value{}, "has no entry_hash"},
+		{"dropped.jsonl", 0, CodePreviousHashMismatch, 6, value{5, "entry_hash"}, value{6, "previous_hash"}, "is not the entry_hash"},
+		{"previous_null.jsonl", 1, CodePreviousHashMismatch, 4, value{3, "entry_hash"}, value{}, "null previous_hash"},
+		{"root_previous.jsonl", 0, CodeRootHasPrevious, 0, value{}, value{0, "previous_hash"}, "root of a chain has null"},
+		{"inserted.jsonl", 0, CodePreviousHashMismatch, 7, value{6, "entry_hash"}, value{7, "previous_hash"}, "is not the entry_hash"},
+		{"inserted.jsonl", 1, CodeFork, 7, value{6, "entry_hash"}, value{7, "entry_hash"}, "as entry 6, so the chain has two different entries"},
+		{"forked.jsonl", 0, CodePreviousHashMismatch, 10, value{9, "entry_hash"}, value{10, "previous_hash"}, "of entry 9 before it"},
+		{"forked.jsonl", 1, CodeFork, 10, value{6, "entry_hash"}, value{10, "entry_hash"}, "as entry 6,"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -129,8 +105,8 @@ func TestFindingFields(t *testing.T) {
 				EntryIndex: tt.index,
 				EntryID:    member(t, lines[tt.index], "entry_id"),
 				StepID:     member(t, lines[tt.index], "step_id"),
-				Expected:   tt.expected(lines),
-				Actual:     tt.actual(lines),
+				Expected:   valueOf(t, lines, tt.expected),
+				Actual:     valueOf(t, lines, tt.actual),
 				Message:    f.Message,
 			}
 			if f != want {
@@ -178,10 +154,7 @@ func (r *failingReader) Read(p []byte) (int, error) {
 
 func TestVerifyChainInput(t *testing.T) {
 	t.Parallel()
-	valid, err := os.ReadFile(filepath.Join("testdata", "corpus", "valid.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	valid := readTestFile(t, "testdata", "corpus", "valid.jsonl")
 	lines := corpusLines(t, "valid.jsonl")
 	join := func(ls ...[]byte) string { return string(bytes.Join(ls, []byte("\n"))) }
 
@@ -337,18 +310,12 @@ func TestImports(t *testing.T) {
 		}
 	}
 	// time is imported to read timestamps, never to read the clock.
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := globTestFiles(t, "*.go")
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readTestFile(t, f)
 		for _, call := range []string{"time.Now(", "time.Since(", "time.Until(", "time.Sleep("} {
 			if strings.Contains(string(b), call) {
 				t.Errorf("%s calls %s: verify must not read the clock", f, call)

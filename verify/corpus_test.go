@@ -2,8 +2,6 @@ package verify
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -73,16 +71,8 @@ func TestCorpusHeads(t *testing.T) {
 	for _, c := range m.Heads {
 		t.Run(c.Entries+"+"+c.Responses+"/"+c.Mutation, func(t *testing.T) {
 			t.Parallel()
-			entries, err := os.Open(filepath.Join("testdata", "corpus", c.Entries))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer entries.Close()
-			responses, err := os.Open(filepath.Join("testdata", "corpus", c.Responses))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer responses.Close()
+			entries := openTestFile(t, "testdata", "corpus", c.Entries)
+			responses := openTestFile(t, "testdata", "corpus", c.Responses)
 			keys := new(sig.KeySet)
 			if c.HMACIKM != "" {
 				k, err := sig.ParseHMACKeyFlag(c.HMACIKM)
@@ -129,10 +119,7 @@ func readManifest(t testing.TB) corpusManifest {
 // least one case.
 func readManifestFile[M any](t testing.TB, dir string, cases func(M) int) M {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readTestFile(t, "testdata", dir, "manifest.json")
 	var m M
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("%s/manifest.json: %v", dir, err)
@@ -148,27 +135,16 @@ func readManifestFile[M any](t testing.TB, dir string, cases func(M) int) M {
 func TestCorpus(t *testing.T) {
 	t.Parallel()
 	m := readManifest(t)
-	codes := map[string]bool{}
+	covered := map[string]bool{}
 	for _, c := range m.Cases {
 		t.Run(c.File, func(t *testing.T) {
 			t.Parallel()
-			f, err := os.Open(filepath.Join("testdata", "corpus", c.File))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := openTestFile(t, "testdata", "corpus", c.File)
 			r, err := VerifyChain(f)
 			if err != nil {
 				t.Fatalf("VerifyChain: %v", err)
 			}
-			var got, want []string
-			for _, f := range r.Findings {
-				got = append(got, f.Code+"@"+strconv.Itoa(f.EntryIndex))
-			}
-			for _, f := range c.Findings {
-				want = append(want, f.Code+"@"+strconv.Itoa(f.EntryIndex))
-			}
-			if !slices.Equal(got, want) {
+			if got, want := codes(r.Findings), wantCodes(c.Findings); !slices.Equal(got, want) {
 				t.Errorf("findings = %v, want %v\n%v", got, want, r.Findings)
 			}
 			if r.Verified() != (len(c.Findings) == 0) {
@@ -182,11 +158,11 @@ func TestCorpus(t *testing.T) {
 			}
 		})
 		for _, f := range c.Findings {
-			codes[f.Code] = true
+			covered[f.Code] = true
 		}
 	}
 	for _, code := range []string{CodeEntryHashMismatch, CodePreviousHashMismatch, CodeRootHasPrevious, CodeFork} {
-		if !codes[code] {
+		if !covered[code] {
 			t.Errorf("no corpus file produces %s", code)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,10 +20,7 @@ func FuzzVerifyChain(f *testing.F) {
 		f.Fatalf("no corpus files: %v", err)
 	}
 	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
+		b := readTestFile(f, name)
 		f.Add(b)
 	}
 	f.Add([]byte(""))
@@ -92,10 +88,7 @@ func checkReport(t *testing.T, r *Report) {
 // *InputError, and otherwise return a consistent report.
 func FuzzVerifyBundle(f *testing.F) {
 	for _, name := range []string{"valid.json", "valid_hmac.json", "valid_steps.json", "not_anchored.json", "policy_unresolved.json"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "bundles", name))
-		if err != nil {
-			f.Fatal(err)
-		}
+		b := readTestFile(f, "testdata", "bundles", name)
 		f.Add(b)
 	}
 	f.Add([]byte(`{"format":"acsledger-evidence-bundle","version":1,"session_id":"s","entries":[{"entry_id":"a","step_id":"b","step_type":"steps/x","previous_hash":null}]}`))
@@ -119,15 +112,9 @@ func FuzzVerifyBundle(f *testing.F) {
 // against the valid chain: it must never panic, an input error must name
 // the responses and a line that exists, and a report must be consistent.
 func FuzzVerifyChainHeads(f *testing.F) {
-	entries, err := os.ReadFile(filepath.Join("testdata", "corpus", "valid.jsonl"))
-	if err != nil {
-		f.Fatal(err)
-	}
+	entries := readTestFile(f, "testdata", "corpus", "valid.jsonl")
 	for _, name := range []string{"valid.responses.jsonl", "forged.responses.jsonl", "missing.responses.jsonl"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "corpus", name))
-		if err != nil {
-			f.Fatal(err)
-		}
+		b := readTestFile(f, "testdata", "corpus", name)
 		f.Add(b)
 	}
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"request_id":"req-0001","chain_hash":"` + strings.Repeat("0", 64) + `"}}`))

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,12 +13,7 @@ const corpusSession = "sess-7f3c9a52-1e4b-4d8a-9c61-0b2e5d7a8f14"
 
 func openCorpus(t *testing.T, name string) *os.File {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "corpus", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
+	return openTestFile(t, "testdata", "corpus", name)
 }
 
 // TestHeadsOtherIKM: once an auditor gives an HMAC secret, a response

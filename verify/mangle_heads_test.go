@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -201,10 +199,7 @@ func TestCheckpointNoLogKey(t *testing.T) {
 // bundle.
 func validBundleCheckpoints(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "bundles", "valid.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readTestFile(t, "testdata", "bundles", "valid.json")
 	var bundle struct {
 		Checkpoints []string `json:"checkpoints"`
 	}

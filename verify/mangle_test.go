@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/acsledger/acsledger/acs"
@@ -21,15 +19,13 @@ import (
 // are tried.
 func TestMangle(t *testing.T) {
 	t.Parallel()
-	valid, err := os.ReadFile(filepath.Join("testdata", "corpus", "valid.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	valid := readTestFile(t, "testdata", "corpus", "valid.jsonl")
 	lines := bytes.SplitAfter(valid, []byte("\n"))
 	lines = lines[:len(lines)-1] // the empty string after the final "\n"
 	entries := make([]*acs.Entry, len(lines))
 	canon := make([][]byte, len(lines))
 	for i, l := range lines {
+		var err error
 		if entries[i], err = acs.ParseEntry(l); err != nil {
 			t.Fatalf("line %d: %v", i+1, err)
 		}

@@ -2,11 +2,11 @@ package verify_test
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/acsledger/acsledger/verify"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -15,10 +15,7 @@ import (
 // schema to refuse bundles that break it.
 func TestBundleSchema(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile(filepath.Join("..", "docs", "evidence-bundle.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := verify.ReadTestFile(t, "..", "docs", "evidence-bundle.schema.json")
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(src))
 	if err != nil {
 		t.Fatal(err)
@@ -43,16 +40,10 @@ func TestBundleSchema(t *testing.T) {
 		}
 		return s.Validate(v)
 	}
-	files, err := filepath.Glob(filepath.Join("testdata", "bundles", "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := verify.GlobTestFiles(t, "testdata", "bundles", "*.json")
 	n := 0
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := verify.ReadTestFile(t, f)
 		switch filepath.Base(f) {
 		case "manifest.json":
 			continue

@@ -15,21 +15,14 @@ import (
 // and only valid.json extends the earlier bundle.
 func TestVerifyBundleSince(t *testing.T) {
 	dir := filepath.Join("testdata", "bundles")
-	tb, err := os.ReadFile(filepath.Join(dir, "trust.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := verify.ReadTestFile(t, dir, "trust.json")
 	trust, err := verify.ParseTrust(tb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	open := func(t *testing.T, name string) *os.File {
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Close() })
-		return f
+		t.Helper()
+		return verify.OpenTestFile(t, dir, name)
 	}
 	earlier, err := verify.VerifyBundle(open(t, "since_earlier.json"), trust)
 	if err != nil || !earlier.Verified() || earlier.Entries != 5 || earlier.Checkpoint == nil || earlier.SessionID == "" {

@@ -250,19 +250,14 @@ func invalidChar(c byte, where string) error {
 
 // kindOrChar names the value that starts with c, or c itself.
 func kindOrChar(c byte) string {
-	switch {
-	case c == '{':
-		return "an object"
-	case c == '[':
-		return "an array"
-	case c == '"':
-		return "a string"
-	case c == 't' || c == 'f':
-		return "a boolean"
-	case c == 'n':
-		return "null"
-	case c == '-' || '0' <= c && c <= '9':
-		return "a number"
+	switch k := acs.JSONKind(c); k {
+	case "":
+		return fmt.Sprintf("%q", rune(c))
+	case "null":
+		return k
+	case "object", "array":
+		return "an " + k
+	default:
+		return "a " + k
 	}
-	return fmt.Sprintf("%q", rune(c))
 }

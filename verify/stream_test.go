@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -21,10 +20,7 @@ import (
 // moves and grows under every value.
 func TestBundleReadInPieces(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob(filepath.Join("testdata", "bundles", "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := globTestFiles(t, "testdata", "bundles", "*.json")
 	n := 0
 	for _, name := range files {
 		base := filepath.Base(name)
@@ -32,10 +28,7 @@ func TestBundleReadInPieces(t *testing.T) {
 			continue
 		}
 		n++
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readTestFile(t, name)
 		trust := readTrust(t, "")
 		want, err := VerifyBundle(bytes.NewReader(b), trust)
 		if err != nil {
@@ -128,10 +121,7 @@ func TestResponseFieldsAgree(t *testing.T) {
 	t.Parallel()
 	n := 0
 	for _, name := range []string{"valid.responses.jsonl", "forged.responses.jsonl", "missing.responses.jsonl"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "corpus", name))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readTestFile(t, "testdata", "corpus", name)
 		for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 			var want struct {
 				Result *struct {

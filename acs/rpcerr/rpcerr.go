@@ -139,33 +139,12 @@ func (c Code) Sentinel() error {
 // generic JSON-RPC one (a malformed signature inside well-formed params)
 // reports the specific condition.
 func sentinelCode(err error) (Code, bool) {
-	switch {
-	case errors.Is(err, ErrSessionRefused):
-		return SessionRefused, true
-	case errors.Is(err, ErrUnsupportedVersion):
-		return UnsupportedVersion, true
-	case errors.Is(err, ErrProvenanceRequired):
-		return ProvenanceRequired, true
-	case errors.Is(err, ErrCapabilityNotNegotiated):
-		return CapabilityNotNegotiated, true
-	case errors.Is(err, ErrSignatureInvalid):
-		return SignatureInvalid, true
-	case errors.Is(err, ErrReplayDetected):
-		return ReplayDetected, true
-	case errors.Is(err, ErrTimestampOutOfWindow):
-		return TimestampOutOfWindow, true
-	case errors.Is(err, ErrChainMismatch):
-		return ChainMismatch, true
-	case errors.Is(err, ErrParse):
-		return ParseError, true
-	case errors.Is(err, ErrInvalidRequest):
-		return InvalidRequest, true
-	case errors.Is(err, ErrMethodNotFound):
-		return MethodNotFound, true
-	case errors.Is(err, ErrInvalidParams):
-		return InvalidParams, true
-	case errors.Is(err, ErrInternal):
-		return InternalError, true
+	for _, acsFirst := range [2]bool{true, false} {
+		for _, r := range registry {
+			if r.code.IsACS() == acsFirst && errors.Is(err, r.sentinel) {
+				return r.code, true
+			}
+		}
 	}
 	return 0, false
 }

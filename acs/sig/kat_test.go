@@ -23,6 +23,17 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 }
 
+// readCases reads the "cases" array of a JSON file, which must hold want.
+func readCases[C any](t *testing.T, path string, want int) []C {
+	t.Helper()
+	var f struct{ Cases []C }
+	readJSON(t, path, &f)
+	if len(f.Cases) != want {
+		t.Fatalf("%s: %d cases, want %d", path, len(f.Cases), want)
+	}
+	return f.Cases
+}
+
 func unhex(t *testing.T, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(s)
@@ -35,19 +46,13 @@ func unhex(t *testing.T, s string) []byte {
 // TestRFC4231 checks the MAC under the HMAC-SHA256 signer against the
 // RFC 4231 test cases.
 func TestRFC4231(t *testing.T) {
-	var f struct {
-		Cases []struct {
-			Name string
-			Key  string `json:"key_hex"`
-			Data string `json:"data_hex"`
-			MAC  string `json:"mac_hex"`
-		}
+	type kat struct {
+		Name string
+		Key  string `json:"key_hex"`
+		Data string `json:"data_hex"`
+		MAC  string `json:"mac_hex"`
 	}
-	readJSON(t, "testdata/rfc4231.json", &f)
-	if len(f.Cases) != 6 {
-		t.Fatalf("%d cases, want 6", len(f.Cases))
-	}
-	for _, c := range f.Cases {
+	for _, c := range readCases[kat](t, "testdata/rfc4231.json", 6) {
 		got := macSHA256(unhex(t, c.Key), unhex(t, c.Data))
 		if !bytes.Equal(got, unhex(t, c.MAC)) {
 			t.Errorf("%s: MAC %x, want %s", c.Name, got, c.MAC)
@@ -63,22 +68,17 @@ func TestRFC4231(t *testing.T) {
 // and sessionKey against test case A.3 (empty salt, as our derivation; its
 // 32-byte output is the first 32 bytes of the 42-byte OKM).
 func TestRFC5869(t *testing.T) {
-	var f struct {
-		Cases []struct {
-			Name   string
-			IKM    string `json:"ikm_hex"`
-			Salt   string `json:"salt_hex"`
-			Info   string `json:"info_hex"`
-			Length int
-			PRK    string `json:"prk_hex"`
-			OKM    string `json:"okm_hex"`
-		}
+	type kat struct {
+		Name   string
+		IKM    string `json:"ikm_hex"`
+		Salt   string `json:"salt_hex"`
+		Info   string `json:"info_hex"`
+		Length int
+		PRK    string `json:"prk_hex"`
+		OKM    string `json:"okm_hex"`
 	}
-	readJSON(t, "testdata/rfc5869.json", &f)
-	if len(f.Cases) != 2 {
-		t.Fatalf("%d cases, want 2", len(f.Cases))
-	}
-	for _, c := range f.Cases {
+	cases := readCases[kat](t, "testdata/rfc5869.json", 2)
+	for _, c := range cases {
 		prk, err := hkdf.Extract(sha256.New, unhex(t, c.IKM), unhex(t, c.Salt))
 		if err != nil || !bytes.Equal(prk, unhex(t, c.PRK)) {
 			t.Errorf("%s: PRK %x (%v), want %s", c.Name, prk, err, c.PRK)
@@ -88,7 +88,7 @@ func TestRFC5869(t *testing.T) {
 			t.Errorf("%s: OKM %x (%v), want %s", c.Name, okm, err, c.OKM)
 		}
 	}
-	a3 := f.Cases[1]
+	a3 := cases[1]
 	// sessionKey refuses an empty session_id on purpose; A.3's empty info
 	// is reached through the unexported derivation with a non-empty one
 	// only, so check the refusal and derive A.3 directly.

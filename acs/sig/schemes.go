@@ -94,21 +94,13 @@ func generate(alg Algorithm) (privateMaterial, error) {
 func parsePrivate(alg Algorithm, b []byte) (privateMaterial, error) {
 	switch alg {
 	case ECDSAP256:
-		ek, err := x509Key(b, "ECDSA-P256 private key", "PKCS #8", x509.ParsePKCS8PrivateKey, "a P-256 key", func(k *ecdsa.PrivateKey) error {
-			return p256(k.Curve)
-		})
-		if err != nil {
-			return nil, err
-		}
-		return ecdsaPrivate{ek}, nil
+		return x509Key(b, "ECDSA-P256 private key", "PKCS #8", x509.ParsePKCS8PrivateKey, "a P-256 key",
+			func(k *ecdsa.PrivateKey) error { return p256(k.Curve) },
+			func(k *ecdsa.PrivateKey) privateMaterial { return ecdsaPrivate{k} })
 	case RSAPSSSHA256:
-		rk, err := x509Key(b, "RSA-PSS-SHA256 private key", "PKCS #8", x509.ParsePKCS8PrivateKey, "an RSA key", func(k *rsa.PrivateKey) error {
-			return rsaModulus(k.N.BitLen())
-		})
-		if err != nil {
-			return nil, err
-		}
-		return rsaPrivate{rk}, nil
+		return x509Key(b, "RSA-PSS-SHA256 private key", "PKCS #8", x509.ParsePKCS8PrivateKey, "an RSA key",
+			func(k *rsa.PrivateKey) error { return rsaModulus(k.N.BitLen()) },
+			func(k *rsa.PrivateKey) privateMaterial { return rsaPrivate{k} })
 	case MLDSA44, MLDSA65, MLDSA87:
 		return newMLDSAPrivate(alg, b)
 	case SLHDSA128s, SLHDSA128f:
@@ -118,11 +110,7 @@ func parsePrivate(alg Algorithm, b []byte) (privateMaterial, error) {
 		}
 		return slhPrivate{k}, nil
 	case MLDSA65ECDSAP256, MLDSA65RSAPSSSHA256:
-		pqc, cls, err := parseHybrid(alg, "private key", b, parsePrivate)
-		if err != nil {
-			return nil, err
-		}
-		return hybridPrivate{pqc, cls}, nil
+		return parseHybrid(alg, "private key", b, parsePrivate, func(pqc, cls privateMaterial) privateMaterial { return hybridPrivate{pqc, cls} })
 	}
 	return nil, fmt.Errorf("no asymmetric implementation of %q", alg)
 }
@@ -130,21 +118,13 @@ func parsePrivate(alg Algorithm, b []byte) (privateMaterial, error) {
 func parsePublic(alg Algorithm, b []byte) (publicMaterial, error) {
 	switch alg {
 	case ECDSAP256:
-		ek, err := x509Key(b, "ECDSA-P256 public key", "PKIX", x509.ParsePKIXPublicKey, "a P-256 key", func(k *ecdsa.PublicKey) error {
-			return p256(k.Curve)
-		})
-		if err != nil {
-			return nil, err
-		}
-		return ecdsaPublic{ek}, nil
+		return x509Key(b, "ECDSA-P256 public key", "PKIX", x509.ParsePKIXPublicKey, "a P-256 key",
+			func(k *ecdsa.PublicKey) error { return p256(k.Curve) },
+			func(k *ecdsa.PublicKey) publicMaterial { return ecdsaPublic{k} })
 	case RSAPSSSHA256:
-		rk, err := x509Key(b, "RSA-PSS-SHA256 public key", "PKIX", x509.ParsePKIXPublicKey, "an RSA key", func(k *rsa.PublicKey) error {
-			return rsaModulus(k.N.BitLen())
-		})
-		if err != nil {
-			return nil, err
-		}
-		return rsaPublic{rk}, nil
+		return x509Key(b, "RSA-PSS-SHA256 public key", "PKIX", x509.ParsePKIXPublicKey, "an RSA key",
+			func(k *rsa.PublicKey) error { return rsaModulus(k.N.BitLen()) },
+			func(k *rsa.PublicKey) publicMaterial { return rsaPublic{k} })
 	case MLDSA44, MLDSA65, MLDSA87:
 		s := mldsaSchemes[alg].scheme
 		if len(b) != s.PublicKeySize() {
@@ -162,20 +142,17 @@ func parsePublic(alg Algorithm, b []byte) (publicMaterial, error) {
 		}
 		return slhPublic{k}, nil
 	case MLDSA65ECDSAP256, MLDSA65RSAPSSSHA256:
-		pqc, cls, err := parseHybrid(alg, "public key", b, parsePublic)
-		if err != nil {
-			return nil, err
-		}
-		return hybridPublic{pqc, cls}, nil
+		return parseHybrid(alg, "public key", b, parsePublic, func(pqc, cls publicMaterial) publicMaterial { return hybridPublic{pqc, cls} })
 	}
 	return nil, fmt.Errorf("no asymmetric implementation of %q", alg)
 }
 
 // x509Key parses b, a key in form (PKCS #8 or PKIX), with parse and wants
 // a K that check accepts. what names the key in errors; want names the key
-// wanted when b holds another, or when check says errOtherKey.
-func x509Key[K any](b []byte, what, form string, parse func([]byte) (any, error), want string, check func(K) error) (K, error) {
-	var zero K
+// wanted when b holds another, or when check says errOtherKey. It returns
+// the key as wrap makes it into key material.
+func x509Key[K, M any](b []byte, what, form string, parse func([]byte) (any, error), want string, check func(K) error, wrap func(K) M) (M, error) {
+	var zero M
 	k, err := parse(b)
 	if err != nil {
 		return zero, fmt.Errorf("%s: %w", what, err)
@@ -190,7 +167,7 @@ func x509Key[K any](b []byte, what, form string, parse func([]byte) (any, error)
 	case err != nil:
 		return zero, fmt.Errorf("%s: %w", what, err)
 	}
-	return kk, nil
+	return wrap(kk), nil
 }
 
 // errOtherKey is a check's answer to a key of the right type that is not
@@ -214,8 +191,9 @@ func rsaModulus(bits int) error {
 
 // parseHybrid parses the two halves of a hybrid key of alg (ACS §10.2:
 // the ML-DSA-65 key, then the classical one) with parse; what is "private
-// key" or "public key", for errors.
-func parseHybrid[M any](alg Algorithm, what string, b []byte, parse func(Algorithm, []byte) (M, error)) (pqc, cls M, err error) {
+// key" or "public key", for errors. join makes the halves one key.
+func parseHybrid[M any](alg Algorithm, what string, b []byte, parse func(Algorithm, []byte) (M, error), join func(pqc, cls M) M) (M, error) {
+	var pqc, cls M
 	p, c, err := DecodeHybrid(b)
 	if err == nil {
 		if pqc, err = parse(MLDSA65, p); err == nil {
@@ -223,9 +201,10 @@ func parseHybrid[M any](alg Algorithm, what string, b []byte, parse func(Algorit
 		}
 	}
 	if err != nil {
-		return pqc, cls, fmt.Errorf("%s %s: %w", alg, what, err)
+		var zero M
+		return zero, fmt.Errorf("%s %s: %w", alg, what, err)
 	}
-	return pqc, cls, nil
+	return join(pqc, cls), nil
 }
 
 func classicalOf(alg Algorithm) Algorithm {

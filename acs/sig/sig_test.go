@@ -58,6 +58,16 @@ func signer(t testing.TB, k *sig.PrivateKey) sig.Signer {
 	return s
 }
 
+// signX signs "x" with a test key of alg.
+func signX(t testing.TB, alg sig.Algorithm) []byte {
+	t.Helper()
+	v, err := signer(t, testKey(t, alg)).Sign([]byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func keySet(t testing.TB, ks ...*sig.PrivateKey) *sig.KeySet {
 	t.Helper()
 	set := &sig.KeySet{}
@@ -156,11 +166,7 @@ func TestRoundTripEveryAlgorithm(t *testing.T) {
 }
 
 func TestECDSAValueIsDER(t *testing.T) {
-	s := signer(t, testKey(t, sig.ECDSAP256))
-	v, err := s.Sign([]byte("x"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := signX(t, sig.ECDSAP256)
 	// SEQUENCE, short length, two INTEGERs: 0x30 len 0x02 ...
 	if len(v) < 8 || len(v) > 72 || v[0] != 0x30 || int(v[1]) != len(v)-2 || v[2] != 0x02 {
 		t.Errorf("not an ASN.1 DER ECDSA signature: %x", v)
@@ -168,11 +174,7 @@ func TestECDSAValueIsDER(t *testing.T) {
 }
 
 func TestHybridLayout(t *testing.T) {
-	s := signer(t, testKey(t, sig.MLDSA65ECDSAP256))
-	v, err := s.Sign([]byte("x"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := signX(t, sig.MLDSA65ECDSAP256)
 	pqc, cls, err := sig.DecodeHybrid(v)
 	if err != nil {
 		t.Fatal(err)

@@ -225,16 +225,17 @@ func parseFileArg(fs *flag.FlagSet, args []string) bool {
 	return true
 }
 
-// openArg opens the file argument of command cmd ("-" is stdin) and
-// reports progress on stderr as it is read. When it cannot, it says why on
-// stderr and ok is false.
-func openArg(cmd, arg string, stdin io.Reader, stderr io.Writer) (in io.Reader, name string, closeIn func(), ok bool) {
+// withArg opens the file argument of command cmd ("-" is stdin), reporting
+// progress on stderr as it is read, and returns what f returns for it.
+// When it cannot open it, it says why on stderr and returns exitInput.
+func withArg(cmd, arg string, stdin io.Reader, stderr io.Writer, f func(in io.Reader, name string) int) int {
 	in, name, closeIn, err := openInput(arg, stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "acsverify %s: %v\n", cmd, err)
-		return nil, "", nil, false
+		return exitInput
 	}
-	return progressReader(in, name, stderr), name, closeIn, true
+	defer closeIn()
+	return f(progressReader(in, name, stderr), name)
 }
 
 // hmacKeys adds each --hmac-ikm KEY_ID=HEX to keys.
@@ -270,56 +271,52 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "acsverify chain: --session, --keys and --hmac-ikm need --responses")
 		return exitInput
 	}
-	in, name, closeIn, ok := openArg("chain", fs.Arg(0), stdin, stderr)
-	if !ok {
-		return exitInput
-	}
-	defer closeIn()
-
-	var r *verify.Report
-	var err error
-	if *responses == "" {
-		r, err = verify.VerifyChain(in)
-		if err != nil {
-			fmt.Fprintf(stderr, "acsverify chain: %s: %v\n", name, err)
-			return exitInput
-		}
-	} else {
-		keys := new(sig.KeySet)
-		if *keyDir != "" {
-			kd, err := sig.LoadKeyDir(*keyDir)
+	return withArg("chain", fs.Arg(0), stdin, stderr, func(in io.Reader, name string) int {
+		var r *verify.Report
+		var err error
+		if *responses == "" {
+			r, err = verify.VerifyChain(in)
 			if err != nil {
-				fmt.Fprintf(stderr, "acsverify chain: --keys: %v\n", err)
+				fmt.Fprintf(stderr, "acsverify chain: %s: %v\n", name, err)
 				return exitInput
 			}
-			keys = kd.KeySet
-		}
-		if err := hmacKeys(keys, ikms); err != nil {
-			fmt.Fprintf(stderr, "acsverify chain: %v\n", err)
-			return exitInput
-		}
-		rin, rname, closeR, err := openInput(*responses, stdin)
-		if err != nil {
-			fmt.Fprintf(stderr, "acsverify chain: %v\n", err)
-			return exitInput
-		}
-		defer closeR()
-		r, err = verify.VerifyChainHeads(in, rin, keys, *session)
-		if err != nil {
-			var ie *verify.InputError
-			if errors.As(err, &ie) && ie.File == "responses" {
-				ie.File = ""
-				fmt.Fprintf(stderr, "acsverify chain: %s: %v\n", rname, ie)
-			} else if ie != nil {
-				ie.File = ""
-				fmt.Fprintf(stderr, "acsverify chain: %s: %v\n", name, ie)
-			} else {
-				fmt.Fprintf(stderr, "acsverify chain: %v\n", err)
+		} else {
+			keys := new(sig.KeySet)
+			if *keyDir != "" {
+				kd, err := sig.LoadKeyDir(*keyDir)
+				if err != nil {
+					fmt.Fprintf(stderr, "acsverify chain: --keys: %v\n", err)
+					return exitInput
+				}
+				keys = kd.KeySet
 			}
-			return exitInput
+			if err := hmacKeys(keys, ikms); err != nil {
+				fmt.Fprintf(stderr, "acsverify chain: %v\n", err)
+				return exitInput
+			}
+			rin, rname, closeR, err := openInput(*responses, stdin)
+			if err != nil {
+				fmt.Fprintf(stderr, "acsverify chain: %v\n", err)
+				return exitInput
+			}
+			defer closeR()
+			r, err = verify.VerifyChainHeads(in, rin, keys, *session)
+			if err != nil {
+				var ie *verify.InputError
+				if errors.As(err, &ie) && ie.File == "responses" {
+					ie.File = ""
+					fmt.Fprintf(stderr, "acsverify chain: %s: %v\n", rname, ie)
+				} else if ie != nil {
+					ie.File = ""
+					fmt.Fprintf(stderr, "acsverify chain: %s: %v\n", name, ie)
+				} else {
+					fmt.Fprintf(stderr, "acsverify chain: %v\n", err)
+				}
+				return exitInput
+			}
 		}
-	}
-	return printReport("chain", name, r, *asJSON, stdout, stderr)
+		return printReport("chain", name, r, *asJSON, stdout, stderr)
+	})
 }
 
 func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -347,26 +344,23 @@ func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return code
 		}
 	}
-	in, name, closeIn, ok := openArg("bundle", fs.Arg(0), stdin, stderr)
-	if !ok {
-		return exitInput
-	}
-	defer closeIn()
-	var r *verify.Report
-	if earlier != nil {
-		r, err = verify.VerifyBundleSince(in, trust, earlier)
-	} else {
-		r, err = verify.VerifyBundle(in, trust)
-	}
-	if err != nil {
-		var ie *verify.InputError
-		if errors.As(err, &ie) {
-			ie.File = ""
+	return withArg("bundle", fs.Arg(0), stdin, stderr, func(in io.Reader, name string) int {
+		var r *verify.Report
+		if earlier != nil {
+			r, err = verify.VerifyBundleSince(in, trust, earlier)
+		} else {
+			r, err = verify.VerifyBundle(in, trust)
 		}
-		fmt.Fprintf(stderr, "acsverify bundle: %s: %v\n", name, err)
-		return exitInput
-	}
-	return printReport("bundle", name, r, *asJSON, stdout, stderr)
+		if err != nil {
+			var ie *verify.InputError
+			if errors.As(err, &ie) {
+				ie.File = ""
+			}
+			fmt.Fprintf(stderr, "acsverify bundle: %s: %v\n", name, err)
+			return exitInput
+		}
+		return printReport("bundle", name, r, *asJSON, stdout, stderr)
+	})
 }
 
 // verifyEarlier verifies the --since bundle. It returns its report, or nil

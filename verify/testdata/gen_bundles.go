@@ -15,7 +15,7 @@
 // encoded by ledger/tlog, so the corpus checks verify's own leaf encoding
 // and proof checks rather than agreeing with them by construction.
 //
-// Run from this directory: go run gen_bundles.go
+// Run from this directory: go run gen_bundles.go gen_util.go
 package main
 
 import (
@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/acsledger/acsledger/acs"
@@ -52,12 +51,6 @@ func seed(label string) [32]byte {
 	return sha256.Sum256([]byte("acsledger verify corpus seed: " + label))
 }
 
-type policyRef struct {
-	PolicyID      string `json:"policy_id"`
-	PolicyVersion string `json:"policy_version"`
-	RuleID        string `json:"rule_id"`
-}
-
 type decision struct {
 	Disposition      string      `json:"disposition"`
 	Reasoning        string      `json:"reasoning,omitempty"`
@@ -67,11 +60,7 @@ type decision struct {
 
 // entry is the ContextEntry the Guardian writes (guardian/step.go).
 type entry struct {
-	EntryID      string   `json:"entry_id"`
-	StepID       string   `json:"step_id"`
-	StepType     string   `json:"step_type"`
-	Timestamp    string   `json:"timestamp"`
-	RequestHash  string   `json:"request_hash"`
+	entryHead
 	AgentID      string   `json:"agent_id"`
 	Decision     decision `json:"decision"`
 	PreviousHash *string  `json:"previous_hash"`
@@ -106,13 +95,15 @@ func build() []entry {
 		}
 		rh := sha256.Sum256([]byte(fmt.Sprintf("params of step %d", i)))
 		es[i] = entry{
-			EntryID:     fmt.Sprintf("%08x-77a1-4c3e-9d20-%012x", 0x51c0e000+i, 0x6b2f0a10+i*29),
-			StepID:      fmt.Sprintf("7c1e5a20-0000-4000-8000-%012d", i+1),
-			StepType:    s.method,
-			Timestamp:   timestamp(i),
-			RequestHash: fmt.Sprintf("%x", rh),
-			AgentID:     "report-builder",
-			Decision:    decision{Disposition: s.disposition, Reasoning: s.reasoning, ReasonCodes: []string{}, PolicyReferences: refs},
+			entryHead: entryHead{
+				EntryID:     fmt.Sprintf("%08x-77a1-4c3e-9d20-%012x", 0x51c0e000+i, 0x6b2f0a10+i*29),
+				StepID:      fmt.Sprintf("7c1e5a20-0000-4000-8000-%012d", i+1),
+				StepType:    s.method,
+				Timestamp:   timestamp(i),
+				RequestHash: fmt.Sprintf("%x", rh),
+			},
+			AgentID:  "report-builder",
+			Decision: decision{Disposition: s.disposition, Reasoning: s.reasoning, ReasonCodes: []string{}, PolicyReferences: refs},
 		}
 	}
 	rehash(es, 0)
@@ -440,11 +431,6 @@ func assemble(k keys, es []entry, responses []json.RawMessage, respKey *sig.Priv
 	return b
 }
 
-type finding struct {
-	Code       string `json:"code"`
-	EntryIndex int    `json:"entry_index"`
-}
-
 type manifestCase struct {
 	File     string    `json:"file"`
 	Mutation string    `json:"mutation"`
@@ -464,20 +450,15 @@ func main() {
 	clone := func() []entry { return append([]entry(nil), valid...) }
 	var cases []manifestCase
 	write := func(file, mutation string, b bundle, trust bool, ikm string, findings []finding, notices ...finding) {
-		out, err := json.MarshalIndent(b, "", " ")
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("bundles", file), append(out, '\n'), 0o644); err != nil {
-			log.Fatal(err)
-		}
-		if findings == nil {
-			findings = []finding{}
-		}
-		if notices == nil {
-			notices = []finding{}
-		}
-		cases = append(cases, manifestCase{file, mutation, trust, ikm, findings, notices})
+		writeJSON("bundles", file, b, " ")
+		cases = append(cases, manifestCase{file, mutation, trust, ikm, orNone(findings), orNone(notices)})
+	}
+	// tamper writes an ECDSA-P256 bundle of the valid session after change
+	// has tampered with it, to be checked with trust.json.
+	tamper := func(file, mutation string, change func(b *bundle), findings []finding, notices ...finding) {
+		b := assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
+		change(&b)
+		write(file, mutation, b, true, "", findings, notices...)
 	}
 	ikm := fmt.Sprintf("%s=%x", hmacKeyID, hmacIKM)
 
@@ -508,87 +489,77 @@ func main() {
 		[]finding{{"chain_mismatch", 5}})
 	write("valid_steps.json", "none: ECDSA-P256 responses, each beside its entry in \"steps\"", toSteps(good), true, "", nil)
 
-	b := assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Responses[5] = bytes.Replace(b.Responses[5], []byte(`"decision":"deny"`), []byte(`"decision":"allow"`), 1)
-	write("response_signature_invalid.json", "response 5's deny edited into an allow, signature kept", b, true, "",
+	tamper("response_signature_invalid.json", "response 5's deny edited into an allow, signature kept",
+		func(b *bundle) {
+			b.Responses[5] = bytes.Replace(b.Responses[5], []byte(`"decision":"deny"`), []byte(`"decision":"allow"`), 1)
+		},
 		[]finding{{"response_signature_invalid", 5}})
 
 	cut := valid[:len(valid)-1]
 	write("response_without_entry.json", "the last entry cut off (and logged without it); its signed response kept", assemble(k, cut, respond(valid, k.ecdsa), k.ecdsa), true, "",
 		[]finding{{"response_without_entry", -1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Responses = append(b.Responses[:3:3], b.Responses[4:]...)
-	write("entry_without_response.json", "the response for entry 3 left out", b, true, "",
+	tamper("entry_without_response.json", "the response for entry 3 left out",
+		func(b *bundle) { b.Responses = append(b.Responses[:3:3], b.Responses[4:]...) },
 		[]finding{{"entry_without_response", 3}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Checkpoints[1] = mangleSig(b.Checkpoints[1], origin, 0)
-	write("checkpoint_signature_invalid.json", "one byte of the log's Ed25519 signature on checkpoint 1 flipped", b, true, "",
+	tamper("checkpoint_signature_invalid.json", "one byte of the log's Ed25519 signature on checkpoint 1 flipped",
+		func(b *bundle) { b.Checkpoints[1] = mangleSig(b.Checkpoints[1], origin, 0) },
 		[]finding{{"checkpoint_signature_invalid", -1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Checkpoints[1] = dropSig(b.Checkpoints[1], "witness.beta.example")
-	write("witness_quorum_not_met.json", "witness beta's cosignature removed from checkpoint 1: 1 of 3, quorum 2", b, true, "",
+	tamper("witness_quorum_not_met.json", "witness beta's cosignature removed from checkpoint 1: 1 of 3, quorum 2",
+		func(b *bundle) { b.Checkpoints[1] = dropSig(b.Checkpoints[1], "witness.beta.example") },
 		[]finding{{"witness_quorum_not_met", -1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Anchors = b.Anchors[:1]
-	write("not_anchored.json", "the inclusion proof of the last entry left out", b, true, "",
+	tamper("not_anchored.json", "the inclusion proof of the last entry left out",
+		func(b *bundle) { b.Anchors = b.Anchors[:1] },
 		[]finding{{"not_anchored", 5}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Entries = b.Entries[:len(b.Entries)-1]
-	b.Responses = b.Responses[:len(b.Responses)-1]
-	write("anchor_without_entry.json", "the last entry and its response cut off after logging; the anchor of the real head kept", b, true, "",
+	tamper("anchor_without_entry.json", "the last entry and its response cut off after logging; the anchor of the real head kept",
+		func(b *bundle) {
+			b.Entries = b.Entries[:len(b.Entries)-1]
+			b.Responses = b.Responses[:len(b.Responses)-1]
+		},
 		[]finding{{"anchor_without_entry", -1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Anchors[1].Proof[0][7] ^= 0x20
-	write("inclusion_proof_invalid.json", "one byte of the last entry's inclusion proof flipped", b, true, "",
+	tamper("inclusion_proof_invalid.json", "one byte of the last entry's inclusion proof flipped",
+		func(b *bundle) { b.Anchors[1].Proof[0][7] ^= 0x20 },
 		[]finding{{"inclusion_proof_invalid", len(valid) - 1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.ConsistencyProofs[0].Proof[0][0] ^= 0x01
-	write("consistency_proof_invalid.json", "one byte of the consistency proof between the checkpoints flipped", b, true, "",
+	tamper("consistency_proof_invalid.json", "one byte of the consistency proof between the checkpoints flipped",
+		func(b *bundle) { b.ConsistencyProofs[0].Proof[0][0] ^= 0x01 },
 		[]finding{{"consistency_proof_invalid", -1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.PolicyBundles = b.PolicyBundles[:1]
-	write("policy_unresolved.json", "the egress policy bundle entry 6 cites left out", b, true, "",
+	tamper("policy_unresolved.json", "the egress policy bundle entry 6 cites left out",
+		func(b *bundle) { b.PolicyBundles = b.PolicyBundles[:1] },
 		[]finding{{"policy_unresolved", 6}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.PolicyBundles[1].RecordedAt = "2026-03-14T14:02:09.823Z" // entry 6 was decided at 14:02:09.822
-	write("policy_recorded_after_decision.json", "the egress policy's recorded_at moved 1 ms after entry 6's decision", b, true, "",
+	tamper("policy_recorded_after_decision.json", "the egress policy's recorded_at moved 1 ms after entry 6's decision",
+		func(b *bundle) {
+			b.PolicyBundles[1].RecordedAt = "2026-03-14T14:02:09.823Z" // entry 6 was decided at 14:02:09.822
+		},
 		[]finding{{"policy_recorded_after_decision", 6}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.PolicyBundles[1].Content = bytes.Replace(b.PolicyBundles[1].Content, []byte("example.com"), []byte("example.net"), 1)
-	write("policy_digest_mismatch.json", "the egress policy's content edited, digest kept", b, true, "",
+	tamper("policy_digest_mismatch.json", "the egress policy's content edited, digest kept",
+		func(b *bundle) {
+			b.PolicyBundles[1].Content = bytes.Replace(b.PolicyBundles[1].Content, []byte("example.com"), []byte("example.net"), 1)
+		},
 		[]finding{{"policy_digest_mismatch", -1}})
 
-	b = assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
-	b.Responses = nil
-	write("no_responses.json", "the responses left out: no published head can be checked", b, true, "", nil,
-		finding{"heads_not_checked", -1})
+	tamper("no_responses.json", "the responses left out: no published head can be checked",
+		func(b *bundle) { b.Responses = nil },
+		nil, finding{"heads_not_checked", -1})
 
 	writeSince(k, valid)
 
 	trust := bundleKeys{ResponseKeys: []json.RawMessage{pub(k.ecdsa), pub(k.mldsa), pub(k.hybrid)}, LogKeys: k.logVKeys, Witnesses: k.witnessVKeys, WitnessQuorum: 2}
-	out, _ := json.MarshalIndent(trust, "", " ")
-	if err := os.WriteFile(filepath.Join("bundles", "trust.json"), append(out, '\n'), 0o644); err != nil {
-		log.Fatal(err)
-	}
+	writeJSON("bundles", "trust.json", trust, " ")
 	m := map[string]any{
 		"comment": "Written by gen_bundles.go. Each case checks a bundle with trust.json (when trust is true) and the HMAC IKM (when given), and lists the findings and notices (code, 0-based entry_index, -1 for none) verify must report, in order, and nothing else.",
 		"session": sessionID,
 		"cases":   cases,
 	}
-	out, _ = json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(filepath.Join("bundles", "manifest.json"), append(out, '\n'), 0o644); err != nil {
-		log.Fatal(err)
-	}
+	writeJSON("bundles", "manifest.json", m, "  ")
 }
 
 // writeSince writes the bundles `acsverify bundle --since` compares with
@@ -597,15 +568,7 @@ func main() {
 // first checkpoint was the latest, so valid.json extends it; the others are
 // later bundles that each verify on their own but do not extend it.
 func writeSince(k keys, valid []entry) {
-	put := func(file string, b bundle) {
-		out, err := json.MarshalIndent(b, "", " ")
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("bundles", file), append(out, '\n'), 0o644); err != nil {
-			log.Fatal(err)
-		}
-	}
+	put := func(file string, b bundle) { writeJSON("bundles", file, b, " ") }
 	// Entries 0..4 and the checkpoint after entry 4, which anchors entry 4.
 	b := assemble(k, valid, respond(valid, k.ecdsa), k.ecdsa)
 	l := buildLog(valid)

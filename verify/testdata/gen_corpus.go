@@ -8,7 +8,7 @@
 // It hashes with gowebpki/jcs and crypto/sha256 directly, not with package
 // acs, so the corpus checks acs instead of agreeing with it by construction.
 //
-// Run from this directory: go run gen_corpus.go
+// Run from this directory: go run gen_corpus.go gen_util.go
 package main
 
 import (
@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/gowebpki/jcs"
@@ -33,11 +32,7 @@ const sessionID = "sess-7f3c9a52-1e4b-4d8a-9c61-0b2e5d7a8f14"
 // entry is a ContextEntry (ACS §8.1) with its members in the order a
 // Guardian would write them.
 type entry struct {
-	EntryID           string          `json:"entry_id"`
-	StepID            string          `json:"step_id"`
-	StepType          string          `json:"step_type"`
-	Timestamp         string          `json:"timestamp"`
-	RequestHash       string          `json:"request_hash"`
+	entryHead
 	Decision          string          `json:"decision"`
 	Reasoning         string          `json:"reasoning,omitempty"`
 	ReasonCodes       []string        `json:"reason_codes,omitempty"`
@@ -45,12 +40,6 @@ type entry struct {
 	ProvenanceSummary json.RawMessage `json:"provenance_summary"`
 	PreviousHash      *string         `json:"previous_hash"`
 	EntryHash         string          `json:"entry_hash,omitempty"` // "" only when tampered away
-}
-
-type policyRef struct {
-	PolicyID      string `json:"policy_id"`
-	PolicyVersion string `json:"policy_version"`
-	RuleID        string `json:"rule_id"`
 }
 
 // step is one request of the session: its method, its payload and what
@@ -103,13 +92,8 @@ func main() {
 				log.Fatal(err)
 			}
 		}
-		if err := os.WriteFile(filepath.Join("corpus", file), buf.Bytes(), 0o644); err != nil {
-			log.Fatal(err)
-		}
-		if findings == nil {
-			findings = []finding{}
-		}
-		cases = append(cases, manifestCase{File: file, Mutation: mutation, Note: note, Entries: len(es), Head: head(es), Findings: findings})
+		writeFile("corpus", file, buf.Bytes())
+		cases = append(cases, manifestCase{File: file, Mutation: mutation, Note: note, Entries: len(es), Head: head(es), Findings: orNone(findings)})
 	}
 	if err := os.MkdirAll("corpus", 0o755); err != nil {
 		log.Fatal(err)
@@ -196,20 +180,12 @@ func main() {
 	// session, and chains and response files checked against each other.
 	resp := responses(valid)
 	writeResponses := func(file string, lines [][]byte) {
-		if err := os.WriteFile(filepath.Join("corpus", file), bytes.Join(append(lines, nil), []byte("\n")), 0o644); err != nil {
-			log.Fatal(err)
-		}
+		writeFile("corpus", file, bytes.Join(append(lines, nil), []byte("\n")))
 	}
 	writeResponses("valid.responses.jsonl", resp)
 	var heads []headCase
 	addHead := func(entries, responses, mutation string, ikm bool, findings []finding, notices ...finding) {
-		if findings == nil {
-			findings = []finding{}
-		}
-		if notices == nil {
-			notices = []finding{}
-		}
-		hc := headCase{Entries: entries, Responses: responses, Mutation: mutation, Session: sessionID, Findings: findings, Notices: notices}
+		hc := headCase{Entries: entries, Responses: responses, Mutation: mutation, Session: sessionID, Findings: orNone(findings), Notices: orNone(notices)}
 		if ikm {
 			hc.HMACIKM = hmacKeyID + "=" + hex.EncodeToString(hmacIKM)
 		}
@@ -255,13 +231,7 @@ func main() {
 		Heads:    heads,
 		Requests: reqs,
 	}
-	out, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join("corpus", "manifest.json"), append(out, '\n'), 0o644); err != nil {
-		log.Fatal(err)
-	}
+	writeJSON("corpus", "manifest.json", m, "  ")
 }
 
 type manifest struct {
@@ -337,11 +307,6 @@ func canon(v any) []byte {
 	return b
 }
 
-type finding struct {
-	Code       string `json:"code"`
-	EntryIndex int    `json:"entry_index"`
-}
-
 type requestVector struct {
 	Step        int             `json:"step"`
 	Params      json.RawMessage `json:"params"`
@@ -353,11 +318,13 @@ func build() []entry {
 	es := make([]entry, len(session))
 	for i, s := range session {
 		e := entry{
-			EntryID:           fmt.Sprintf("%08x-5c1d-4e2a-8b6f-%012x", 0x9e1f0000+i, 0x3a7c00d0+i*17),
-			StepID:            fmt.Sprintf("req-%04d", i+1),
-			StepType:          s.method,
-			Timestamp:         timestamp(i),
-			RequestHash:       requestHash(params(i)),
+			entryHead: entryHead{
+				EntryID:     fmt.Sprintf("%08x-5c1d-4e2a-8b6f-%012x", 0x9e1f0000+i, 0x3a7c00d0+i*17),
+				StepID:      fmt.Sprintf("req-%04d", i+1),
+				StepType:    s.method,
+				Timestamp:   timestamp(i),
+				RequestHash: requestHash(params(i)),
+			},
 			Decision:          s.decision,
 			Reasoning:         s.reasoning,
 			ReasonCodes:       s.reasons,

@@ -102,26 +102,24 @@ func mldsaKey(alg, label string) component {
 	switch alg {
 	case "ML-DSA-44":
 		pk, sk := mldsa44.NewKeyFromSeed(&seed)
-		return component{pk.Bytes(), func(msg []byte) []byte {
-			out := make([]byte, mldsa44.SignatureSize)
-			must(0, mldsa44.SignTo(sk, msg, nil, false, out))
-			return out
-		}}
+		return mldsaComponent(pk.Bytes(), sk, mldsa44.SignatureSize, mldsa44.SignTo)
 	case "ML-DSA-65":
 		pk, sk := mldsa65.NewKeyFromSeed(&seed)
-		return component{pk.Bytes(), func(msg []byte) []byte {
-			out := make([]byte, mldsa65.SignatureSize)
-			must(0, mldsa65.SignTo(sk, msg, nil, false, out))
-			return out
-		}}
+		return mldsaComponent(pk.Bytes(), sk, mldsa65.SignatureSize, mldsa65.SignTo)
 	default:
 		pk, sk := mldsa87.NewKeyFromSeed(&seed)
-		return component{pk.Bytes(), func(msg []byte) []byte {
-			out := make([]byte, mldsa87.SignatureSize)
-			must(0, mldsa87.SignTo(sk, msg, nil, false, out))
-			return out
-		}}
+		return mldsaComponent(pk.Bytes(), sk, mldsa87.SignatureSize, mldsa87.SignTo)
 	}
+}
+
+// mldsaComponent signs with signTo, FIPS 204's deterministic variant with
+// an empty context.
+func mldsaComponent[SK any](pub []byte, sk SK, size int, signTo func(SK, []byte, []byte, bool, []byte) error) component {
+	return component{pub, func(msg []byte) []byte {
+		out := make([]byte, size)
+		must(0, signTo(sk, msg, nil, false, out))
+		return out
+	}}
 }
 
 func slhKey(id slhdsa.ID, label string) component {
