@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,16 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/sig"
 )
-
-func newUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
 
 // acsClient builds HMAC-signed ACS requests for one session.
 type acsClient struct {
@@ -41,7 +33,7 @@ func (c *acsClient) request(t *testing.T, method string, payload any) []byte {
 	c.id++
 	env, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": map[string]any{
 		"acs_version": "0.1.0",
-		"request_id":  newUUID(),
+		"request_id":  acs.NewUUID(),
 		"timestamp":   time.Now().UTC().Format(time.RFC3339Nano),
 		"metadata":    map[string]any{"agent_id": "agent-cli", "session_id": c.session},
 		"payload":     payload,
@@ -100,7 +92,7 @@ func TestServeGuardian(t *testing.T) {
 			hmacKey = k
 		}
 	}
-	c := &acsClient{session: newUUID()}
+	c := &acsClient{session: acs.NewUUID()}
 	if c.signer, err = hmacKey.Signer(c.session); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +177,7 @@ func TestGuardianStdio(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ping := (&acsClient{session: newUUID()}).request(t, "system/ping", map[string]any{"echo": "hello"})
+	ping := (&acsClient{session: acs.NewUUID()}).request(t, "system/ping", map[string]any{"echo": "hello"})
 	fmt.Fprintf(stdin, "Content-Length: %d\r\n\r\n%s", len(ping), ping)
 	br := bufio.NewReader(stdout)
 	hdr, err := textproto.NewReader(br).ReadMIMEHeader()

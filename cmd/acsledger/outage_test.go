@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/internal/pgtest"
 )
@@ -140,7 +141,7 @@ func hmacClient(t *testing.T, keys string) *acsClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &acsClient{session: newUUID()}
+	c := &acsClient{session: acs.NewUUID()}
 	for _, k := range kd.Private {
 		if k.Algorithm() == sig.HMACSHA256 {
 			if c.signer, err = k.Signer(c.session); err != nil {
