@@ -25,10 +25,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	keysDir := fs.String("keys", "", "the server's key directory, for its HMAC key (default: serve's, ./acsledger-data/keys or, for a PostgreSQL store, ./acsledger-keys)")
 	approverDir := fs.String("approver-keys", "", "directory with the approver's private key (key_id security-oncall, the baseline's approver) to grant the ASK")
 	out := fs.String("out", "", "directory to write each session's signed responses to (default: a new temporary directory)")
-	tokenFile := fs.String("token-file", "", "file holding a token that may read sessions, to fetch the chains (default: $ACSLEDGER_TOKEN, else $ACSLEDGER_ADMIN_TOKEN, else serve's first admin token file, "+defaultAdminTokenFile("")+")")
+	tokenFile := fs.String("token-file", "", "file holding a token that may read sessions, to fetch the chains (default: $ACSLEDGER_TOKEN, else $ACSLEDGER_ADMIN_TOKEN, else admin-token beside the --keys directory, else serve's first admin token file, "+defaultAdminTokenFile("")+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	givenKeys := *keysDir
 	if *keysDir == "" {
 		*keysDir = filepath.Join(storeopen.DefaultDir, "keys")
 		if _, err := os.Stat(*keysDir); err != nil {
@@ -61,7 +62,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	token, tokenFrom, err := demoToken(*tokenFile)
+	token, tokenFrom, err := demoToken(*tokenFile, givenKeys)
 	if err != nil {
 		return err
 	}
@@ -73,9 +74,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // demoToken finds a token to read the chains back with: $ACSLEDGER_TOKEN,
 // $ACSLEDGER_ADMIN_TOKEN, or the file serve saved its first admin token
-// in. It returns the token and, for the printed hints, a shell expression
+// in: admin-token beside the key directory given with --keys (serve
+// --db DIR keeps DIR/keys and DIR/admin-token), else serve's default
+// file. It returns the token and, for the printed hints, a shell expression
 // that yields it (never the token itself).
-func demoToken(file string) (string, string, error) {
+func demoToken(file, keysDir string) (string, string, error) {
 	if file == "" {
 		for _, env := range []string{"ACSLEDGER_TOKEN", "ACSLEDGER_ADMIN_TOKEN"} {
 			if v := os.Getenv(env); v != "" {
@@ -83,6 +86,11 @@ func demoToken(file string) (string, string, error) {
 			}
 		}
 		file = defaultAdminTokenFile("")
+		if beside := filepath.Join(filepath.Dir(keysDir), "admin-token"); keysDir != "" {
+			if _, err := os.Stat(beside); err == nil {
+				file = beside
+			}
+		}
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {

@@ -200,6 +200,25 @@ func checkDemo(t *testing.T, output, url, keys, respDir string) string {
 	return push
 }
 
+// TestDemoTokenBesideKeys: `acsledger demo --keys DIR/keys`, run from
+// elsewhere with no token in its environment, reads the admin token that
+// `serve --db DIR` saved beside the keys, DIR/admin-token.
+func TestDemoTokenBesideKeys(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	env := envWithout()
+	s := startIn(t, t.TempDir(), env, "serve", "--addr", "127.0.0.1:0", "--db", data)
+	demo := exec.Command(binary, "demo", "--url", s.url, "--keys", filepath.Join(data, "keys"))
+	demo.Dir, demo.Env = t.TempDir(), env
+	out, err := demo.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "entries verified") {
+		t.Fatalf("demo --keys %s: %v\n%s\nserver:\n%s", filepath.Join(data, "keys"), err, out, s.log())
+	}
+	if hint := "TOKEN=$(cat " + filepath.Join(data, "admin-token") + ")"; !strings.Contains(string(out), hint) {
+		t.Errorf("the demo does not say %q\n%s", hint, out)
+	}
+	s.stop(t, syscall.SIGTERM)
+}
+
 // TestDemoNeedsKeys: without the server's key directory the demo says
 // where it looked and what to do, and sends nothing.
 func TestDemoNeedsKeys(t *testing.T) {

@@ -307,12 +307,15 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-// runKeygen writes new keys into a directory.
+// runKeygen writes new keys into a directory: the Guardian keys of
+// --alg and the Merkle log key.
 func runKeygen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keygen", stderr)
 	dir := fs.String("dir", "", "directory to write the keys into (required; existing files are never overwritten)")
 	algs := fs.String("alg", string(sig.ECDSAP256)+","+string(sig.HMACSHA256), "comma-separated ACS algorithms, e.g. ML-DSA-65,ECDSA-P256,HMAC-SHA256")
 	prefix := fs.String("key-id-prefix", "acsledger", "key_ids are PREFIX-<algorithm in lower case>")
+	var lf logFlags
+	fs.StringVar(&lf.origin, "log-origin", "", "checkpoint origin line of the Merkle log key written beside the keys, as serve would make it (default HOSTNAME/acsledger)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -337,5 +340,9 @@ func runKeygen(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, k := range keys {
 		fmt.Fprintf(stdout, "%s\t%s\n", k.KeyID(), k.Algorithm())
 	}
-	return nil
+	// The Merkle log key too, where serve would make it, so that an
+	// offline ingest into a fresh store with these keys anchors what it
+	// takes in.
+	_, err := lf.loadLogKeys(*dir, newLogger(stderr))
+	return err
 }

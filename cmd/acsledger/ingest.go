@@ -238,10 +238,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	defer st.Close()
-	store, ok := st.(ingest.Store)
-	if !ok {
-		return fmt.Errorf("store %s does not support ingest", redact(url))
-	}
+	var store ingest.Store = st
 	m, err := f.mapper(store)
 	if err != nil {
 		return &inputError{err}
