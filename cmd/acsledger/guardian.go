@@ -288,15 +288,11 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	// Spans and metrics leave over OTLP as from serve; stdout is the
 	// protocol's, so nothing else is served.
-	tel, err := newTelemetry(ctx, os.Getenv, log)
+	_, stopTelemetry, err := startTelemetry(ctx, log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := tel.stop(ctx); err != nil {
-			log.Warn("telemetry shutdown incomplete", "err", err)
-		}
-	}()
+	defer stopTelemetry()
 	g, err := gf.newGuardian(ctx, store, keys, keySet, log)
 	if err != nil {
 		return err

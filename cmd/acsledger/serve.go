@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/acsledger/acsledger/internal/telemetry"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/storeopen"
@@ -113,15 +114,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	tel, err := newTelemetry(ctx, os.Getenv, log)
+	tel, stopTelemetry, err := startTelemetry(ctx, log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := tel.stop(ctx); err != nil {
-			log.Warn("telemetry shutdown incomplete", "err", err)
-		}
-	}()
+	defer stopTelemetry()
 
 	keys, keySet, err := gf.loadKeys(url, log)
 	if err != nil {
@@ -162,7 +159,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
 	}, Ingest: inf.options(), Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store})
-	mountRoutes(handler.Router(), mlog, tel.metrics, gd, gd.ApprovalHandler(), log)
+	mountRoutes(handler.Router(), mlog, tel.Metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -273,4 +270,22 @@ func storeURL(db string) string {
 		return "./acsledger-data"
 	}
 	return db
+}
+
+// startTelemetry sets up OpenTelemetry as the OTEL_* environment says
+// (package internal/telemetry); a setting it refuses is a usage error.
+// stop flushes the exporters, logging what it could not.
+func startTelemetry(ctx context.Context, log *slog.Logger) (tel *telemetry.Telemetry, stop func(), err error) {
+	env, err := telemetry.ReadEnv(os.Getenv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if tel, err = telemetry.New(ctx, env, log); err != nil {
+		return nil, nil, err
+	}
+	return tel, func() {
+		if err := tel.Stop(ctx); err != nil {
+			log.Warn("telemetry shutdown incomplete", "err", err)
+		}
+	}, nil
 }
