@@ -13,6 +13,7 @@ import (
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/internal/acsagent"
 	"github.com/acsledger/acsledger/internal/demo"
+	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
@@ -25,7 +26,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	keysDir := fs.String("keys", "", "the server's key directory, for its HMAC key (default: serve's, ./acsledger-data/keys or, for a PostgreSQL store, ./acsledger-keys)")
 	approverDir := fs.String("approver-keys", "", "directory with the approver's private key (key_id security-oncall, the baseline's approver) to grant the ASK")
 	out := fs.String("out", "", "directory to write each session's signed responses to (default: a new temporary directory)")
-	tokenFile := fs.String("token-file", "", "file holding a token that may read sessions, to fetch the chains (default: $ACSLEDGER_TOKEN, else $ACSLEDGER_ADMIN_TOKEN, else admin-token beside the --keys directory, else serve's first admin token file, "+defaultAdminTokenFile("")+")")
+	tokenFile := fs.String("token-file", "", "file holding a token that may read sessions, to fetch the chains (default: $ACSLEDGER_TOKEN, else $ACSLEDGER_ADMIN_TOKEN, else admin-token beside the --keys directory, else serve's first admin token file, "+keydir.AdminTokenFile("")+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func demoToken(file, keysDir string) (string, string, error) {
 				return v, "$" + env, nil
 			}
 		}
-		file = defaultAdminTokenFile("")
+		file = keydir.AdminTokenFile("")
 		if beside := filepath.Join(filepath.Dir(keysDir), "admin-token"); keysDir != "" {
 			if _, err := os.Stat(beside); err == nil {
 				file = beside

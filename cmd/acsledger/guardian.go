@@ -6,11 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +17,7 @@ import (
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/guardian/opapolicy"
 	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/paramcrypt"
 	"github.com/acsledger/acsledger/ledger/storeopen"
@@ -65,7 +64,7 @@ func (f *guardianFlags) register(fs *flag.FlagSet) {
 	})
 	acsTrace, _ := strconv.ParseBool(os.Getenv(envACSTrace))
 	fs.BoolVar(&f.acsTrace, "acs-trace", acsTrace, "emit ACS-Trace spans: one per step, named by the ACS OpenTelemetry mapping, with an acs.decision event (exported when OTEL_EXPORTER_OTLP_ENDPOINT is set); default $"+envACSTrace)
-	fs.StringVar(&f.masterKeyFile, "master-key-file", "", "FILE holding the master key (64 hex digits) that encrypts request params at rest; default $"+envMasterKey+", else "+masterKeyFile+" in the key directory, created if missing")
+	fs.StringVar(&f.masterKeyFile, "master-key-file", "", "FILE holding the master key (64 hex digits) that encrypts request params at rest; default $"+keydir.EnvMasterKey+", else "+keydir.MasterKeyFile+" in the key directory, created if missing")
 }
 
 // sealer returns the sealer of request params at rest, creating the
@@ -79,65 +78,19 @@ func (f *guardianFlags) sealer(storeURL string, log *slog.Logger) (*paramcrypt.S
 		// exist, so that a mistyped path is not a new identity.
 		return nil, fmt.Errorf("couldn't read key directory %s: %w", dir, err)
 	}
-	return paramsSealer(f.masterKeyFile, dir, true, log)
-}
-
-// defaultKeysDir is where keys live when --keys is not given.
-func defaultKeysDir(storeURL string) string {
-	t, err := storeopen.Parse(storeURL)
-	if err == nil && t.Dir != "" {
-		return filepath.Join(t.Dir, "keys")
-	}
-	return "acsledger-keys"
-}
-
-// defaultKeys are what a first start generates: an asymmetric response key
-// and an HMAC input key for clients that use the §10 baseline.
-var defaultKeys = []struct {
-	alg sig.Algorithm
-	id  string
-}{
-	{sig.ECDSAP256, "acsledger-ecdsa-p256"},
-	{sig.HMACSHA256, "acsledger-hmac"},
+	return keydir.ParamsSealer(f.masterKeyFile, dir, true, log)
 }
 
 // loadKeys reads the key directory, creating it with default keys when it
-// does not exist, and adds the --hmac-key keys.
+// does not exist (keydir.Open), and adds the --hmac-key keys.
 func (f *guardianFlags) loadKeys(storeURL string, log *slog.Logger) ([]*sig.PrivateKey, *sig.KeySet, error) {
 	dir := f.keysDir
-	var generate bool
 	if dir == "" {
-		// The default directory is created with fresh keys when missing.
 		dir = defaultKeysDir(storeURL)
-		none, err := noKeyFiles(dir)
-		generate = errors.Is(err, fs.ErrNotExist) || err == nil && none
-	} else {
-		// A directory given with --keys must exist (a mistyped path is an
-		// error, not a new key set); an existing one without any key file
-		// (a fresh volume, say) gets fresh keys, as the default one does.
-		none, err := noKeyFiles(dir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("couldn't read key directory %s: %w", dir, err)
-		}
-		generate = none
 	}
-	if generate {
-		var keys []*sig.PrivateKey
-		for _, k := range defaultKeys {
-			pk, err := sig.GenerateKey(k.alg, k.id)
-			if err != nil {
-				return nil, nil, err
-			}
-			keys = append(keys, pk)
-		}
-		if err := sig.WriteKeyDir(dir, keys...); err != nil {
-			return nil, nil, fmt.Errorf("couldn't create keys in %s: %w", dir, err)
-		}
-		log.Info("generated Guardian keys", "dir", dir)
-	}
-	kd, err := sig.LoadKeyDir(dir)
+	kd, err := keydir.Open(dir, f.keysDir == "", log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("couldn't load keys from %s: %w", dir, err)
+		return nil, nil, err
 	}
 	keys := kd.Private
 	for _, v := range f.hmacKeys {
@@ -151,22 +104,6 @@ func (f *guardianFlags) loadKeys(storeURL string, log *slog.Logger) ([]*sig.Priv
 		keys = append(keys, k)
 	}
 	return keys, kd.KeySet, nil
-}
-
-// noKeyFiles reports whether dir, which must exist, holds no Guardian key
-// files (*.key.json, *.pub.json); other files, such as the Merkle log's
-// key, do not count.
-func noKeyFiles(dir string) (bool, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return false, err
-	}
-	for _, e := range ents {
-		if n := e.Name(); strings.HasSuffix(n, ".key.json") || strings.HasSuffix(n, ".pub.json") {
-			return false, nil
-		}
-	}
-	return true, nil
 }
 
 // bundle returns the policy bundle to decide with.
@@ -342,3 +279,6 @@ func runKeygen(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	_, err := lf.loadLogKeys(*dir, newLogger(stderr))
 	return err
 }
+
+// defaultKeysDir is where keys live when --keys is not given.
+func defaultKeysDir(storeURL string) string { return keydir.Default(storeURL) }

@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/internal/telemetry"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
@@ -59,11 +60,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	tokenFile := af.adminTokenPath(storeURL(db.named()))
 	// Secrets readable by others are refused before anything starts.
-	if err := checkPrivate(tokenFile); err != nil {
+	if err := keydir.CheckPrivate(tokenFile); err != nil {
 		return err
 	}
 	if af.tlsKey != "" {
-		if err := checkPrivate(af.tlsKey); err != nil {
+		if err := keydir.CheckPrivate(af.tlsKey); err != nil {
 			return err
 		}
 	}
@@ -128,7 +129,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if keysDir == "" {
 		keysDir = defaultKeysDir(url)
 	}
-	if err := checkKeyDir(keysDir); err != nil {
+	if err := keydir.CheckDir(keysDir); err != nil {
 		return err
 	}
 	mlog, err := lf.openLog(ctx, store, keysDir, log)
