@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/acsledger/acsledger/internal/keydir"
+	"github.com/acsledger/acsledger/internal/term"
 	"github.com/acsledger/acsledger/web"
 )
 
@@ -71,24 +71,11 @@ func firstAdminToken(ctx context.Context, ts web.Tokens, path string, stdout, st
 	}
 	abs, _ := filepath.Abs(path)
 	for _, w := range []io.Writer{stdout, stderr} {
-		if isTerminal(w) {
+		if term.Is(w) {
 			fmt.Fprintf(w, "\nThe first admin token (shown once; saved in %s):\n\n  %s\n\nLog in at /ui/login with it, or send it as Authorization: Bearer. 'acsledger token create' makes others.\n\n", abs, token)
 			break
 		}
 	}
 	log.Info("created the first admin token", "name", "admin", "file", abs)
 	return nil
-}
-
-// isTerminal reports whether w is a terminal, where a secret may be shown
-// once; logs, files and pipes never get one. It takes any character
-// device for a terminal (/dev/null too, where the token is simply lost),
-// which needs no terminal library.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0 && st.Mode()&os.ModeDevice != 0
 }

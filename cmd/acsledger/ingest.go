@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,11 +11,11 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/ingest"
+	"github.com/acsledger/acsledger/internal/ingestfiles"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/web"
@@ -173,19 +171,6 @@ func (f *ingestFlags) mapper(store ingest.Store) (ingest.Mapper, error) {
 	return nil, fmt.Errorf("unknown --format %q (want opa, bash-guard, bash-guard-audit, a2h or acs)", f.format)
 }
 
-// recordJSON is one line of --json output.
-type recordJSON struct {
-	File      string   `json:"file"`
-	Record    int64    `json:"record"`
-	Key       string   `json:"key"`
-	Status    string   `json:"status"`
-	Reason    *string  `json:"reason"`
-	SessionID *string  `json:"session_id"`
-	Position  *int64   `json:"position"`
-	Flags     []string `json:"flags"`
-	Detail    string   `json:"detail,omitempty"`
-}
-
 // runIngest takes in records other systems wrote (docs/ingest.md).
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("ingest", stderr)
@@ -244,71 +229,8 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &inputError{err}
 	}
 
-	out := bufio.NewWriter(stdout)
-	defer out.Flush()
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
-	var total ingest.Summary
-	var unreadable []error
-	term, _ := stderr.(*os.File)
-	showProgress := !f.json && term != nil && isTerminal(term)
-	for i, name := range files {
-		var in io.Reader = opened[i]
-		var bar *ingestProgress
-		if showProgress {
-			bar = newIngestProgress(term, name, opened[i])
-			in = bar
-		}
-		r := ingest.Runner{Store: store, Batch: f.batch, OnResult: func(rec ledger.IngestRecord, res ledger.IngestResult) {
-			if bar != nil {
-				bar.record()
-			}
-			if f.json {
-				line := recordJSON{File: rec.File, Record: rec.Record, Key: rec.Key, Status: string(res.Status), Detail: res.Detail, Flags: rec.Flags}
-				if res.Status == ledger.IngestQuarantined {
-					line.Reason = &res.Reason
-				} else {
-					line.SessionID, line.Position = &res.SessionID, &res.Position
-				}
-				if line.Flags == nil {
-					line.Flags = []string{}
-				}
-				enc.Encode(line)
-				return
-			}
-			if res.Status == ledger.IngestQuarantined {
-				fmt.Fprintf(out, "quarantined %s: %s\n", res.Reason, withPlace(res.Detail, rec))
-			}
-		}}
-		// Each batch's results leave as soon as it committed.
-		r.OnBatch = func() { out.Flush() }
-		var raws func(func(ingest.Raw) bool)
-		if ingest.Format(f.format) == ingest.OPA {
-			raws = ingest.ArrayElements(in, name)
-		} else {
-			raws = ingest.Lines(in, name)
-		}
-		sum, err := r.Run(ctx, m, raws)
-		if bar != nil {
-			bar.done()
-		}
-		total.Accepted += sum.Accepted
-		total.Duplicate += sum.Duplicate
-		total.Quarantined += sum.Quarantined
-		if errors.Is(err, ingest.ErrUnreadable) {
-			unreadable = append(unreadable, err)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if f.json {
-		enc.Encode(map[string]ingest.Summary{"summary": total})
-	} else {
-		fmt.Fprintf(out, "accepted %d, duplicate %d, quarantined %d\n", total.Accepted, total.Duplicate, total.Quarantined)
-	}
-	if err := out.Flush(); err != nil {
+	total, unreadable, err := ingestfiles.Run(ctx, store, m, files, opened, ingestfiles.Options{Format: ingest.Format(f.format), Batch: f.batch, JSON: f.json}, stdout, stderr)
+	if err != nil {
 		return err
 	}
 	if !f.noAnchor && total.Accepted > 0 {
@@ -323,15 +245,6 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("%d records quarantined", total.Quarantined)
 	}
 	return nil
-}
-
-// withPlace prefixes a detail with the record's place unless it has one.
-func withPlace(detail string, rec ledger.IngestRecord) string {
-	place := fmt.Sprintf("%s:%d: ", rec.File, rec.Record)
-	if strings.HasPrefix(detail, place) {
-		return detail
-	}
-	return place + detail
 }
 
 // anchorIngested integrates the new entries into the Merkle log when the
@@ -362,59 +275,6 @@ func anchorIngested(ctx context.Context, st storeopen.Store, f ingestFlags, stde
 	}
 	fmt.Fprintf(stderr, "anchored %d entries in the Merkle log\n", total)
 	return nil
-}
-
-// ingestProgress draws one line on a terminal: records, records/s, and
-// the ETA from the share of the file read.
-type ingestProgress struct {
-	r          io.Reader
-	w          io.Writer
-	name       string
-	size, read int64
-	records    atomic.Int64
-	start      time.Time
-	last       time.Time
-	drawn      bool
-}
-
-func newIngestProgress(w io.Writer, name string, f *os.File) *ingestProgress {
-	p := &ingestProgress{r: f, w: w, name: name, start: time.Now()}
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		p.size = fi.Size()
-	}
-	return p
-}
-
-func (p *ingestProgress) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b)
-	atomic.AddInt64(&p.read, int64(n))
-	return n, err
-}
-
-// record counts one stored record and redraws at most five times a second.
-func (p *ingestProgress) record() {
-	n := p.records.Add(1)
-	t := time.Now()
-	if t.Sub(p.last) < 200*time.Millisecond {
-		return
-	}
-	p.last = t
-	secs := t.Sub(p.start).Seconds()
-	rate := float64(n) / max(secs, 1e-3)
-	line := fmt.Sprintf("%s: %d records, %.0f records/s", p.name, n, rate)
-	if read := atomic.LoadInt64(&p.read); p.size > 0 && read > 0 {
-		frac := float64(read) / float64(p.size)
-		eta := time.Duration(secs*(1-frac)/frac) * time.Second
-		line += fmt.Sprintf(", %.0f%%, ETA %s", 100*frac, eta.Round(time.Second))
-	}
-	fmt.Fprint(p.w, "\r\x1b[K"+line)
-	p.drawn = true
-}
-
-func (p *ingestProgress) done() {
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\x1b[K")
-	}
 }
 
 // ingestServeFlags configure serve's ingest routes (docs/ingest.md).

@@ -1,0 +1,182 @@
+// Package ingestfiles takes in files of records other systems wrote
+// (acsledger ingest, docs/ingest.md) through ingest.Runner, and reports
+// what became of each record as the command prints it: a line per
+// quarantined record or a JSON object per record, a summary, and a
+// progress line on a terminal.
+package ingestfiles
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/acsledger/acsledger/ingest"
+	"github.com/acsledger/acsledger/internal/term"
+	"github.com/acsledger/acsledger/ledger"
+)
+
+// Options say how Run reads and reports.
+type Options struct {
+	// Format is the records' format: OPA's are JSON arrays, the others
+	// JSON Lines.
+	Format ingest.Format
+	// Batch is the records per transaction.
+	Batch int
+	// JSON prints one JSON object per record and a summary object;
+	// otherwise the quarantined records and a summary line are printed.
+	JSON bool
+}
+
+// Run takes in the records of files (named names) through m into store,
+// one file after the other, and reports each record on stdout as it is
+// committed. On stderr, when it is a terminal and the output is not JSON,
+// it draws a progress line per file. It returns the total, the errors of
+// files found unreadable part way (their records before that are taken
+// in), and any other error, which stops it.
+func Run(ctx context.Context, store ingest.Store, m ingest.Mapper, names []string, files []*os.File, o Options, stdout, stderr io.Writer) (total ingest.Summary, unreadable []error, err error) {
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	tty, _ := stderr.(*os.File)
+	showProgress := !o.JSON && tty != nil && term.Is(tty)
+	for i, name := range names {
+		var in io.Reader = files[i]
+		var bar *progress
+		if showProgress {
+			bar = newProgress(tty, name, files[i])
+			in = bar
+		}
+		r := ingest.Runner{Store: store, Batch: o.Batch, OnResult: func(rec ledger.IngestRecord, res ledger.IngestResult) {
+			if bar != nil {
+				bar.record()
+			}
+			if o.JSON {
+				line := recordJSON{File: rec.File, Record: rec.Record, Key: rec.Key, Status: string(res.Status), Detail: res.Detail, Flags: rec.Flags}
+				if res.Status == ledger.IngestQuarantined {
+					line.Reason = &res.Reason
+				} else {
+					line.SessionID, line.Position = &res.SessionID, &res.Position
+				}
+				if line.Flags == nil {
+					line.Flags = []string{}
+				}
+				enc.Encode(line)
+				return
+			}
+			if res.Status == ledger.IngestQuarantined {
+				fmt.Fprintf(out, "quarantined %s: %s\n", res.Reason, withPlace(res.Detail, rec))
+			}
+		}}
+		// Each batch's results leave as soon as it committed.
+		r.OnBatch = func() { out.Flush() }
+		var raws func(func(ingest.Raw) bool)
+		if o.Format == ingest.OPA {
+			raws = ingest.ArrayElements(in, name)
+		} else {
+			raws = ingest.Lines(in, name)
+		}
+		sum, err := r.Run(ctx, m, raws)
+		if bar != nil {
+			bar.done()
+		}
+		total.Accepted += sum.Accepted
+		total.Duplicate += sum.Duplicate
+		total.Quarantined += sum.Quarantined
+		if errors.Is(err, ingest.ErrUnreadable) {
+			unreadable = append(unreadable, err)
+			continue
+		}
+		if err != nil {
+			return total, unreadable, err
+		}
+	}
+	if o.JSON {
+		enc.Encode(map[string]ingest.Summary{"summary": total})
+	} else {
+		fmt.Fprintf(out, "accepted %d, duplicate %d, quarantined %d\n", total.Accepted, total.Duplicate, total.Quarantined)
+	}
+	return total, unreadable, out.Flush()
+}
+
+// recordJSON is one line of the JSON output.
+type recordJSON struct {
+	File      string   `json:"file"`
+	Record    int64    `json:"record"`
+	Key       string   `json:"key"`
+	Status    string   `json:"status"`
+	Reason    *string  `json:"reason"`
+	SessionID *string  `json:"session_id"`
+	Position  *int64   `json:"position"`
+	Flags     []string `json:"flags"`
+	Detail    string   `json:"detail,omitempty"`
+}
+
+// withPlace prefixes a detail with the record's place unless it has one.
+func withPlace(detail string, rec ledger.IngestRecord) string {
+	place := fmt.Sprintf("%s:%d: ", rec.File, rec.Record)
+	if strings.HasPrefix(detail, place) {
+		return detail
+	}
+	return place + detail
+}
+
+// progress draws one line on a terminal: records, records/s, and
+// the ETA from the share of the file read.
+type progress struct {
+	r          io.Reader
+	w          io.Writer
+	name       string
+	size, read int64
+	records    atomic.Int64
+	start      time.Time
+	last       time.Time
+	drawn      bool
+}
+
+func newProgress(w io.Writer, name string, f *os.File) *progress {
+	p := &progress{r: f, w: w, name: name, start: time.Now()}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		p.size = fi.Size()
+	}
+	return p
+}
+
+func (p *progress) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	atomic.AddInt64(&p.read, int64(n))
+	return n, err
+}
+
+// record counts one stored record and redraws at most five times a second.
+func (p *progress) record() {
+	n := p.records.Add(1)
+	t := time.Now()
+	if t.Sub(p.last) < 200*time.Millisecond {
+		return
+	}
+	p.last = t
+	secs := t.Sub(p.start).Seconds()
+	rate := float64(n) / max(secs, 1e-3)
+	line := fmt.Sprintf("%s: %d records, %.0f records/s", p.name, n, rate)
+	if read := atomic.LoadInt64(&p.read); p.size > 0 && read > 0 {
+		frac := float64(read) / float64(p.size)
+		eta := time.Duration(secs*(1-frac)/frac) * time.Second
+		line += fmt.Sprintf(", %.0f%%, ETA %s", 100*frac, eta.Round(time.Second))
+	}
+	fmt.Fprint(p.w, "\r\x1b[K"+line)
+	p.drawn = true
+}
+
+func (p *progress) done() {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
+}
