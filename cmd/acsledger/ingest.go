@@ -11,11 +11,11 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/ingest"
 	"github.com/acsledger/acsledger/internal/ingestfiles"
+	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/web"
@@ -30,17 +30,13 @@ func (e *inputError) Is(target error) bool { return target == errUsage }
 
 // ingestFlags are the source flags of `acsledger ingest`.
 type ingestFlags struct {
-	format     string
-	db         dbFlags
-	keys       string
-	json       bool
-	batch      int
-	opaSession string
-	a2hKeys    []ingest.A2HKey
-	a2hWindow  time.Duration
-	a2hTypes   map[string]string
-	acsKeys    *sig.KeySet
-	noAnchor   bool
+	format   string
+	db       dbFlags
+	keys     string
+	json     bool
+	batch    int
+	noAnchor bool
+	src      ingestfiles.Sources
 }
 
 func (f *ingestFlags) register(fs *flag.FlagSet) {
@@ -56,22 +52,17 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 		if !ok || id == "" || !slices.Contains([]string{"ask", "task", "notify"}, typ) {
 			return fmt.Errorf("want MESSAGE_ID=ask|task|notify, got %q", v)
 		}
-		if f.a2hTypes == nil {
-			f.a2hTypes = map[string]string{}
+		if f.src.A2HTypes == nil {
+			f.src.A2HTypes = map[string]string{}
 		}
-		f.a2hTypes[id] = typ
+		f.src.A2HTypes[id] = typ
 		return nil
 	})
 	fs.Func("acs-keys", "acs: the other Guardian's response keys, a key directory or a .pub.json file (repeatable)", func(v string) error {
 		var keys []*sig.PublicKey
 		if fi, err := os.Stat(v); err == nil && fi.IsDir() {
-			kd, err := sig.LoadKeyDir(v)
-			if err != nil {
+			if keys, err = keydir.PublicKeys(v); err != nil {
 				return err
-			}
-			for _, id := range kd.KeySet.KeyIDs() {
-				k, _ := kd.KeySet.Get(id)
-				keys = append(keys, k)
 			}
 		} else {
 			b, err := os.ReadFile(v)
@@ -98,13 +89,13 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 // registerPush registers the flags of the sources that also arrive over
 // HTTP (serve takes them too).
 func (f *ingestFlags) registerPush(fs *flag.FlagSet) {
-	fs.StringVar(&f.opaSession, "opa-session-path", ingest.DefaultOPASessionPath, "opa: dotted path of the session id in a decision event")
+	fs.StringVar(&f.src.OPASessionPath, "opa-session-path", ingest.DefaultOPASessionPath, "opa: dotted path of the session id in a decision event")
 	fs.Func("a2h-hmac", "a2h: a Hub's HMAC-SHA256 secret, `KEY_ID=HEX` (repeatable)", func(v string) error {
 		id, b, err := keyFlag(v)
 		if err != nil {
 			return err
 		}
-		f.a2hKeys = append(f.a2hKeys, ingest.A2HKey{ID: id, HMAC: b})
+		f.src.A2HKeys = append(f.src.A2HKeys, ingest.A2HKey{ID: id, HMAC: b})
 		return nil
 	})
 	fs.Func("a2h-ed25519", "a2h: a Hub's raw 32-byte Ed25519 public key, `KEY_ID=HEX` (repeatable)", func(v string) error {
@@ -115,18 +106,18 @@ func (f *ingestFlags) registerPush(fs *flag.FlagSet) {
 		if len(b) != ed25519.PublicKeySize {
 			return fmt.Errorf("%s: an Ed25519 public key is %d bytes, not %d", id, ed25519.PublicKeySize, len(b))
 		}
-		f.a2hKeys = append(f.a2hKeys, ingest.A2HKey{ID: id, Ed25519: ed25519.PublicKey(b)})
+		f.src.A2HKeys = append(f.src.A2HKeys, ingest.A2HKey{ID: id, Ed25519: ed25519.PublicKey(b)})
 		return nil
 	})
-	fs.DurationVar(&f.a2hWindow, "a2h-window", ingest.DefaultA2HWindow, "a2h: replay window around received_at")
+	fs.DurationVar(&f.src.A2HWindow, "a2h-window", ingest.DefaultA2HWindow, "a2h: replay window around received_at")
 }
 
 func (f *ingestFlags) addACSKeys(keys ...*sig.PublicKey) error {
-	if f.acsKeys == nil {
-		f.acsKeys = &sig.KeySet{}
+	if f.src.ACSKeys == nil {
+		f.src.ACSKeys = &sig.KeySet{}
 	}
 	for _, k := range keys {
-		if err := f.acsKeys.Add(k); err != nil {
+		if err := f.src.ACSKeys.Add(k); err != nil {
 			return err
 		}
 	}
@@ -144,31 +135,6 @@ func keyFlag(v string) (string, []byte, error) {
 		return "", nil, fmt.Errorf("%s: the key is not hex", id)
 	}
 	return id, b, nil
-}
-
-// mapper returns the Mapper of the format.
-func (f *ingestFlags) mapper(store ingest.Store) (ingest.Mapper, error) {
-	switch ingest.Format(f.format) {
-	case ingest.OPA:
-		return ingest.OPAMapper{SessionPath: f.opaSession}, nil
-	case ingest.BashGuard:
-		return ingest.BashGuardMapper{}, nil
-	case ingest.BashGuardAudit:
-		return ingest.BashGuardAuditMapper{Store: store}, nil
-	case ingest.A2H:
-		if len(f.a2hKeys) == 0 {
-			return nil, errors.New("--format a2h needs at least one --a2h-hmac or --a2h-ed25519 key")
-		}
-		return ingest.A2HMapper{Verifier: ingest.A2HVerifier{Keys: f.a2hKeys, Window: f.a2hWindow}, Store: store, MessageTypes: f.a2hTypes}, nil
-	case ingest.ACS:
-		if f.acsKeys == nil || f.acsKeys.Len() == 0 {
-			return nil, errors.New("--format acs needs the other Guardian's keys (--acs-keys or --acs-hmac)")
-		}
-		return ingest.ACSMapper{Keys: f.acsKeys}, nil
-	case "":
-		return nil, errors.New("--format is required")
-	}
-	return nil, fmt.Errorf("unknown --format %q (want opa, bash-guard, bash-guard-audit, a2h or acs)", f.format)
 }
 
 // runIngest takes in records other systems wrote (docs/ingest.md).
@@ -193,7 +159,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if f.batch <= 0 {
 		return &inputError{errors.New("--batch must be positive")}
 	}
-	if _, err := f.mapper(nil); err != nil {
+	if _, err := f.src.Mapper(f.format, nil); err != nil {
 		return &inputError{err}
 	}
 	// Every file must open before anything is written.
@@ -224,7 +190,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer st.Close()
 	var store ingest.Store = st
-	m, err := f.mapper(store)
+	m, err := f.src.Mapper(f.format, store)
 	if err != nil {
 		return &inputError{err}
 	}
@@ -292,7 +258,7 @@ func (s *ingestServeFlags) register(fs *flag.FlagSet) {
 
 func (s *ingestServeFlags) options() web.IngestOptions {
 	return web.IngestOptions{
-		OPASessionPath: s.f.opaSession, A2HKeys: s.f.a2hKeys, A2HWindow: s.f.a2hWindow,
+		OPASessionPath: s.f.src.OPASessionPath, A2HKeys: s.f.src.A2HKeys, A2HWindow: s.f.src.A2HWindow,
 		A2HCallbackURL: s.callbackURL, MaxInFlight: s.maxInFlight,
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/ingest"
 	"github.com/acsledger/acsledger/internal/term"
 	"github.com/acsledger/acsledger/ledger"
@@ -104,6 +105,44 @@ func Run(ctx context.Context, store ingest.Store, m ingest.Mapper, names []strin
 		fmt.Fprintf(out, "accepted %d, duplicate %d, quarantined %d\n", total.Accepted, total.Duplicate, total.Quarantined)
 	}
 	return total, unreadable, out.Flush()
+}
+
+// Sources are the settings of the formats that need some: where OPA's
+// decision events carry the session, the A2H Hubs' keys, replay window
+// and message types, and the other Guardian's keys for ACS records.
+type Sources struct {
+	OPASessionPath string
+	A2HKeys        []ingest.A2HKey
+	A2HWindow      time.Duration
+	A2HTypes       map[string]string
+	ACSKeys        *sig.KeySet
+}
+
+// Mapper returns the Mapper of format, refusing a format whose settings
+// are missing. store, which the A2H and bash-guard-audit mappers read, may
+// be nil to check the flags before a store is opened.
+func (f Sources) Mapper(format string, store ingest.Store) (ingest.Mapper, error) {
+	switch ingest.Format(format) {
+	case ingest.OPA:
+		return ingest.OPAMapper{SessionPath: f.OPASessionPath}, nil
+	case ingest.BashGuard:
+		return ingest.BashGuardMapper{}, nil
+	case ingest.BashGuardAudit:
+		return ingest.BashGuardAuditMapper{Store: store}, nil
+	case ingest.A2H:
+		if len(f.A2HKeys) == 0 {
+			return nil, errors.New("--format a2h needs at least one --a2h-hmac or --a2h-ed25519 key")
+		}
+		return ingest.A2HMapper{Verifier: ingest.A2HVerifier{Keys: f.A2HKeys, Window: f.A2HWindow}, Store: store, MessageTypes: f.A2HTypes}, nil
+	case ingest.ACS:
+		if f.ACSKeys == nil || f.ACSKeys.Len() == 0 {
+			return nil, errors.New("--format acs needs the other Guardian's keys (--acs-keys or --acs-hmac)")
+		}
+		return ingest.ACSMapper{Keys: f.ACSKeys}, nil
+	case "":
+		return nil, errors.New("--format is required")
+	}
+	return nil, fmt.Errorf("unknown --format %q (want opa, bash-guard, bash-guard-audit, a2h or acs)", format)
 }
 
 // recordJSON is one line of the JSON output.
