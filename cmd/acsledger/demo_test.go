@@ -62,6 +62,21 @@ func parseDemo(t *testing.T, out string) (lines []demoLine, sessions []string) {
 	return lines, sessions
 }
 
+// approverKeys writes the key of the baseline's approver, security-oncall,
+// into dir/approvers and returns the directory and the key.
+func approverKeys(t *testing.T, dir string) (string, *sig.PrivateKey) {
+	t.Helper()
+	k, err := sig.GenerateKey(sig.ECDSAP256, "security-oncall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	approvers := filepath.Join(dir, "approvers")
+	if err := sig.WriteKeyDir(approvers, k); err != nil {
+		t.Fatal(err)
+	}
+	return approvers, k
+}
+
 // TestDemo runs `acsledger demo` against a real `acsledger serve` binary
 // with keys from `acsledger keygen` and an approver key, checks the
 // decision on every step, and verifies every stored chain and the heads the
@@ -69,17 +84,8 @@ func parseDemo(t *testing.T, out string) (lines []demoLine, sessions []string) {
 func TestDemo(t *testing.T) {
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys")
-	if out, err := exec.Command(binary, "keygen", "--dir", keys).CombinedOutput(); err != nil {
-		t.Fatalf("keygen: %v\n%s", err, out)
-	}
-	approverKey, err := sig.GenerateKey(sig.ECDSAP256, "security-oncall")
-	if err != nil {
-		t.Fatal(err)
-	}
-	approvers := filepath.Join(dir, "approvers")
-	if err := sig.WriteKeyDir(approvers, approverKey); err != nil {
-		t.Fatal(err)
-	}
+	keygen(t, keys)
+	approvers, _ := approverKeys(t, dir)
 	s := startServer(t, "--db", filepath.Join(dir, "store"), "--keys", keys, "--approver-keys", approvers)
 
 	respDir := filepath.Join(dir, "responses")
@@ -241,21 +247,12 @@ func TestDemoAskGrant(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys")
-	if out, err := exec.Command(binary, "keygen", "--dir", keys).CombinedOutput(); err != nil {
-		t.Fatalf("keygen: %v\n%s", err, out)
-	}
+	keygen(t, keys)
 	kd, err := sig.LoadKeyDir(keys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	approverKey, err := sig.GenerateKey(sig.ECDSAP256, "security-oncall")
-	if err != nil {
-		t.Fatal(err)
-	}
-	approvers := filepath.Join(dir, "approvers")
-	if err := sig.WriteKeyDir(approvers, approverKey); err != nil {
-		t.Fatal(err)
-	}
+	approvers, approverKey := approverKeys(t, dir)
 	approverSet, err := sig.NewKeySet(approverKey.Public())
 	if err != nil {
 		t.Fatal(err)

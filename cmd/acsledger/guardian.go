@@ -205,18 +205,9 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	// As serve: never migrates a PostgreSQL database.
-	// Nothing is created beside a store that cannot be reached.
-	if err := storeopen.Reach(ctx, url); err != nil {
-		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
-	}
-	sealer, err := gf.sealer(url, log)
+	store, _, err := gf.openStore(ctx, url, ledger.Options{}, log)
 	if err != nil {
 		return err
-	}
-	store, err := storeopen.Open(ctx, url, ledger.Options{Params: sealer})
-	if err != nil {
-		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	defer store.Close()
 	keys, keySet, err := gf.loadKeys(url, log)
@@ -278,6 +269,26 @@ func runKeygen(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// takes in.
 	_, err := lf.loadLogKeys(*dir, newLogger(stderr))
 	return err
+}
+
+// openStore opens the Guardian's store at url with opts and the sealer
+// of request params at rest, and returns the options it opened it with.
+// Like serve it never migrates a PostgreSQL database, and it creates
+// nothing beside a store that cannot be reached.
+func (f *guardianFlags) openStore(ctx context.Context, url string, opts ledger.Options, log *slog.Logger) (storeopen.Store, ledger.Options, error) {
+	if err := storeopen.Reach(ctx, url); err != nil {
+		return nil, opts, fmt.Errorf("couldn't open store %s: %w", redact(url), err)
+	}
+	sealer, err := f.sealer(url, log)
+	if err != nil {
+		return nil, opts, err
+	}
+	opts.Params = sealer
+	store, err := storeopen.Open(ctx, url, opts)
+	if err != nil {
+		return nil, opts, fmt.Errorf("couldn't open store %s: %w", redact(url), err)
+	}
+	return store, opts, nil
 }
 
 // defaultKeysDir is where keys live when --keys is not given.

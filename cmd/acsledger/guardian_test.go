@@ -64,6 +64,19 @@ type acsReply struct {
 	Error  json.RawMessage `json:"error"`
 }
 
+// postACS posts a request to the Guardian of the server at url and
+// decodes the answer.
+func postACS(t *testing.T, url string, body []byte) acsReply {
+	t.Helper()
+	resp, err := http.Post(url+"/acs", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return decodeReply(t, b)
+}
+
 func decodeReply(t *testing.T, b []byte) acsReply {
 	t.Helper()
 	var r acsReply
@@ -78,36 +91,13 @@ func decodeReply(t *testing.T, b []byte) acsReply {
 // shipped baseline policy, then the chain through the evidence API.
 func TestServeGuardian(t *testing.T) {
 	keys := filepath.Join(t.TempDir(), "keys")
-	out, err := exec.Command(binary, "keygen", "--dir", keys, "--alg", "ECDSA-P256,HMAC-SHA256").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "acsledger-hmac-sha256\tHMAC-SHA256") {
-		t.Fatalf("keygen: %v\n%s", err, out)
+	if out := keygen(t, keys, "--alg", "ECDSA-P256,HMAC-SHA256"); !strings.Contains(out, "acsledger-hmac-sha256\tHMAC-SHA256") {
+		t.Fatalf("keygen printed %s", out)
 	}
-	kd, err := sig.LoadKeyDir(keys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hmacKey *sig.PrivateKey
-	for _, k := range kd.Private {
-		if k.Algorithm() == sig.HMACSHA256 {
-			hmacKey = k
-		}
-	}
-	c := &acsClient{session: acs.NewUUID()}
-	if c.signer, err = hmacKey.Signer(c.session); err != nil {
-		t.Fatal(err)
-	}
+	c := hmacClient(t, keys)
 
 	s := startServer(t, "--db", t.TempDir(), "--keys", keys)
-	send := func(body []byte) acsReply {
-		t.Helper()
-		resp, err := http.Post(s.url+"/acs", "application/json", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return decodeReply(t, b)
-	}
+	send := func(body []byte) acsReply { return postACS(t, s.url, body) }
 	if r := send(c.request(t, "handshake/hello", helloPayload)); r.Error != nil || r.Result == nil {
 		t.Fatalf("handshake failed: %+v", r)
 	}

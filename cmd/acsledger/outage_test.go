@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -35,9 +33,7 @@ func testLedgerOutage(t *testing.T, posture string) {
 	ps := pgtest.NewServer(t)
 	db := ps.NewDatabase(t)
 	keys := filepath.Join(t.TempDir(), "keys")
-	if out, err := exec.Command(binary, "keygen", "--dir", keys, "--alg", "ECDSA-P256,HMAC-SHA256").CombinedOutput(); err != nil {
-		t.Fatalf("keygen: %v\n%s", err, out)
-	}
+	keygen(t, keys, "--alg", "ECDSA-P256,HMAC-SHA256")
 	if out, err := exec.Command(binary, "migrate", "--db", db).CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
@@ -47,16 +43,7 @@ func testLedgerOutage(t *testing.T, posture string) {
 	}
 	s := startServer(t, args...)
 	c := hmacClient(t, keys)
-	send := func(body []byte) acsReply {
-		t.Helper()
-		resp, err := http.Post(s.url+"/acs", "application/json", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return decodeReply(t, b)
-	}
+	send := func(body []byte) acsReply { return postACS(t, s.url, body) }
 	status := func(path string) int {
 		t.Helper()
 		code, _ := get(t, s.url+path)

@@ -87,22 +87,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// serve never migrates: it runs as the writer login, which may not
 	// change the schema (`acsledger migrate`, as the owner, does). The
 	// embedded store, which has no roles, migrates as it opens.
-	// Nothing is created beside a store that cannot be reached.
-	if err := storeopen.Reach(ctx, url); err != nil {
-		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
-	}
-	sealer, err := gf.sealer(url, log)
+	store, opts, err := gf.openStore(ctx, url, ledger.Options{MaxEntryBytes: *maxEntry}, log)
 	if err != nil {
 		return err
-	}
-	store, err := storeopen.Open(ctx, url, ledger.Options{MaxEntryBytes: *maxEntry, Params: sealer})
-	if err != nil {
-		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	defer store.Close()
 	var replica *storeopen.ReadReplica
 	if readURL != "" {
-		if replica, err = storeopen.OpenReadReplica(ctx, readURL, store, ledger.Options{MaxEntryBytes: *maxEntry, Params: sealer}); err != nil {
+		if replica, err = storeopen.OpenReadReplica(ctx, readURL, store, opts); err != nil {
 			return fmt.Errorf("couldn't open the read replica %s: %w", redact(readURL), err)
 		}
 		defer replica.Close()

@@ -57,15 +57,11 @@ type GuardianConfig struct {
 func RunGuardian(ctx context.Context, c GuardianConfig, stdout, stderr io.Writer) error {
 	base, key, pgURL := c.URL, c.Key, ""
 	if base == "" {
-		url := c.Store
-		if url == "" {
-			tmp, err := os.MkdirTemp("", "acsledger-bench-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(tmp)
-			url = tmp
+		url, cleanup, err := storeOrTemp(c.Store, "acsledger-bench-")
+		if err != nil {
+			return err
 		}
+		defer cleanup()
 		srv, err := startGuardian(ctx, url, c.Log)
 		if err != nil {
 			return err
@@ -257,6 +253,19 @@ func startGuardian(ctx context.Context, storeURL string, log *slog.Logger) (*Gua
 	}
 	log.Info("in-process guardian serving", "url", bg.URL, "store", storeopen.Redact(storeURL))
 	return bg, nil
+}
+
+// storeOrTemp returns url, or when it is empty a new temporary directory
+// for a throwaway embedded store, which cleanup removes.
+func storeOrTemp(url, prefix string) (_ string, cleanup func(), err error) {
+	if url != "" {
+		return url, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
 }
 
 // openStore migrates and opens the store at url.

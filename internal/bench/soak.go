@@ -71,15 +71,11 @@ func RunSoak(ctx context.Context, c SoakConfig, stdout, stderr io.Writer) error 
 	if err := os.MkdirAll(c.Out, 0o755); err != nil {
 		return fmt.Errorf("couldn't create --out: %w", err)
 	}
-	url := c.Store
-	if url == "" {
-		tmp, err := os.MkdirTemp("", "acsledger-soak-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		url = tmp
+	url, cleanup, err := storeOrTemp(c.Store, "acsledger-soak-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	sg, err := startSoakGuardian(ctx, url, c.Notifying)
 	if err != nil {
 		return err

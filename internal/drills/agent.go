@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/acsledger/acsledger/acs/sig"
@@ -37,6 +38,16 @@ func LoadAgentKeys(dir string) (*AgentKeys, error) {
 		}
 	}
 	return nil, fmt.Errorf("no HMAC-SHA256 key in %s", dir)
+}
+
+// MustLoadAgentKeys is LoadAgentKeys for a drill: an error fails t.
+func MustLoadAgentKeys(t testing.TB, dir string) *AgentKeys {
+	t.Helper()
+	ak, err := LoadAgentKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ak
 }
 
 // Answer is what became of one request an agent sent.

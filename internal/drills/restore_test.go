@@ -136,10 +136,7 @@ func loadForRestore(t *testing.T, s *Server, db, keys string, backup func()) res
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ak, err := LoadAgentKeys(keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ak := MustLoadAgentKeys(t, keys)
 	want := restoreSessions * (restoreSteps + 1)
 	src := restoreSource{keys: keys}
 	var stop func()
@@ -237,10 +234,7 @@ func servesOn(t *testing.T, r *Server, keys string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ak, err := LoadAgentKeys(keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ak := MustLoadAgentKeys(t, keys)
 	const sessions, steps = 2, 50
 	want := sessions * (steps + 1)
 	tally, stop := Load{URL: r.URL, Keys: ak, Sessions: sessions, Steps: steps}.Start(ctx)
