@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -47,7 +44,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	sessionCounts, err := parseSessionList(*sessionList)
+	sessionCounts, err := bench.ParseSessions(*sessionList)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: --sessions %q: %v", errUsage, *sessionList, err)
@@ -67,7 +64,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Peer: *peer, OPA: *opaBin, CPUProfile: *cpuProfile, Log: newLogger(stderr),
 	}
 	if *target != "" {
-		if err := checkLoopback(*target); err != nil {
+		if err := bench.CheckLoopback(*target); err != nil {
 			return fmt.Errorf("%w: --url: %v", errUsage, err)
 		}
 		c.URL = strings.TrimRight(*target, "/")
@@ -80,39 +77,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	return bench.RunGuardian(ctx, c, stdout, stderr)
-}
-
-// parseSessionList reads --sessions: one count or a comma-separated list.
-func parseSessionList(s string) ([]int, error) {
-	var ns []int
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a number", f)
-		}
-		if n < 1 || n > bench.MaxSessions {
-			return nil, fmt.Errorf("%d sessions: must be 1 to %d", n, bench.MaxSessions)
-		}
-		ns = append(ns, n)
-	}
-	return ns, nil
-}
-
-// checkLoopback refuses a URL whose host is not a loopback address: the
-// load generator is for one's own machine.
-func checkLoopback(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL", raw)
-	}
-	host := u.Hostname()
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return fmt.Errorf("%q is not a loopback address; the load generator only drives servers on this machine", host)
 }
 
 // runBenchSoak is `acsledger bench soak` (bench.RunSoak): the bench

@@ -40,10 +40,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer store.Close()
 
-	dir := *keysDir
-	if dir == "" {
-		dir = defaultKeysDir(storeURL(db.named()))
-	}
+	dir := db.keysDir(*keysDir)
 	opts := evidence.Options{IncludePolicies: *includePolicies, SinceSize: *sinceSize}
 	if opts.ResponseKeys, err = keydir.PublicKeys(dir); err != nil {
 		return err

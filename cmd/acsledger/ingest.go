@@ -2,20 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
 
-	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/ingest"
 	"github.com/acsledger/acsledger/internal/ingestfiles"
-	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/web"
@@ -47,94 +41,18 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per record, then a summary object")
 	fs.IntVar(&f.batch, "batch", ingest.DefaultBatch, "records per transaction")
 	f.registerPush(fs)
-	fs.Func("a2h-type", "a2h: the type of an A2H message, `MESSAGE_ID=ask|task|notify` (repeatable)", func(v string) error {
-		id, typ, ok := strings.Cut(v, "=")
-		if !ok || id == "" || !slices.Contains([]string{"ask", "task", "notify"}, typ) {
-			return fmt.Errorf("want MESSAGE_ID=ask|task|notify, got %q", v)
-		}
-		if f.src.A2HTypes == nil {
-			f.src.A2HTypes = map[string]string{}
-		}
-		f.src.A2HTypes[id] = typ
-		return nil
-	})
-	fs.Func("acs-keys", "acs: the other Guardian's response keys, a key directory or a .pub.json file (repeatable)", func(v string) error {
-		var keys []*sig.PublicKey
-		if fi, err := os.Stat(v); err == nil && fi.IsDir() {
-			if keys, err = keydir.PublicKeys(v); err != nil {
-				return err
-			}
-		} else {
-			b, err := os.ReadFile(v)
-			if err != nil {
-				return err
-			}
-			k, err := sig.ParsePublicKey(b)
-			if err != nil {
-				return fmt.Errorf("%s: %w", v, err)
-			}
-			keys = append(keys, k)
-		}
-		return f.addACSKeys(keys...)
-	})
-	fs.Func("acs-hmac", "acs: the other Guardian's HMAC-SHA256 IKM, `KEY_ID=HEX` (repeatable)", func(v string) error {
-		k, err := sig.ParseHMACKeyFlag(v)
-		if err != nil {
-			return err
-		}
-		return f.addACSKeys(k.Public())
-	})
+	fs.Func("a2h-type", "a2h: the type of an A2H message, `MESSAGE_ID=ask|task|notify` (repeatable)", f.src.AddA2HType)
+	fs.Func("acs-keys", "acs: the other Guardian's response keys, a key directory or a .pub.json file (repeatable)", f.src.AddACSKeys)
+	fs.Func("acs-hmac", "acs: the other Guardian's HMAC-SHA256 IKM, `KEY_ID=HEX` (repeatable)", f.src.AddACSHMAC)
 }
 
 // registerPush registers the flags of the sources that also arrive over
 // HTTP (serve takes them too).
 func (f *ingestFlags) registerPush(fs *flag.FlagSet) {
 	fs.StringVar(&f.src.OPASessionPath, "opa-session-path", ingest.DefaultOPASessionPath, "opa: dotted path of the session id in a decision event")
-	fs.Func("a2h-hmac", "a2h: a Hub's HMAC-SHA256 secret, `KEY_ID=HEX` (repeatable)", func(v string) error {
-		id, b, err := keyFlag(v)
-		if err != nil {
-			return err
-		}
-		f.src.A2HKeys = append(f.src.A2HKeys, ingest.A2HKey{ID: id, HMAC: b})
-		return nil
-	})
-	fs.Func("a2h-ed25519", "a2h: a Hub's raw 32-byte Ed25519 public key, `KEY_ID=HEX` (repeatable)", func(v string) error {
-		id, b, err := keyFlag(v)
-		if err != nil {
-			return err
-		}
-		if len(b) != ed25519.PublicKeySize {
-			return fmt.Errorf("%s: an Ed25519 public key is %d bytes, not %d", id, ed25519.PublicKeySize, len(b))
-		}
-		f.src.A2HKeys = append(f.src.A2HKeys, ingest.A2HKey{ID: id, Ed25519: ed25519.PublicKey(b)})
-		return nil
-	})
+	fs.Func("a2h-hmac", "a2h: a Hub's HMAC-SHA256 secret, `KEY_ID=HEX` (repeatable)", f.src.AddA2HHMAC)
+	fs.Func("a2h-ed25519", "a2h: a Hub's raw 32-byte Ed25519 public key, `KEY_ID=HEX` (repeatable)", f.src.AddA2HEd25519)
 	fs.DurationVar(&f.src.A2HWindow, "a2h-window", ingest.DefaultA2HWindow, "a2h: replay window around received_at")
-}
-
-func (f *ingestFlags) addACSKeys(keys ...*sig.PublicKey) error {
-	if f.src.ACSKeys == nil {
-		f.src.ACSKeys = &sig.KeySet{}
-	}
-	for _, k := range keys {
-		if err := f.src.ACSKeys.Add(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// keyFlag parses KEY_ID=HEX.
-func keyFlag(v string) (string, []byte, error) {
-	id, hx, ok := strings.Cut(v, "=")
-	if !ok || id == "" {
-		return "", nil, errors.New("want KEY_ID=HEX")
-	}
-	b, err := hex.DecodeString(hx)
-	if err != nil || len(b) == 0 {
-		return "", nil, fmt.Errorf("%s: the key is not hex", id)
-	}
-	return id, b, nil
 }
 
 // runIngest takes in records other systems wrote (docs/ingest.md).
@@ -216,10 +134,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // anchorIngested integrates the new entries into the Merkle log when the
 // key directory holds its key, as a running server would.
 func anchorIngested(ctx context.Context, st storeopen.Store, f ingestFlags, stderr io.Writer) error {
-	dir := f.keys
-	if dir == "" {
-		dir = defaultKeysDir(storeURL(f.db.named()))
-	}
+	dir := f.db.keysDir(f.keys)
 	l, err := openLogReadOnly(ctx, st, dir)
 	if err != nil {
 		return err

@@ -49,10 +49,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	dir := *keysDir
-	if dir == "" {
-		dir = defaultKeysDir(storeURL(db.named()))
-	}
+	dir := db.keysDir(*keysDir)
 	sealer, err := keydir.ParamsSealer(*masterKey, dir, false, nil)
 	if err != nil {
 		return err

@@ -8,17 +8,21 @@ package ingestfiles
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/ingest"
+	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/internal/term"
 	"github.com/acsledger/acsledger/ledger"
 )
@@ -121,7 +125,7 @@ type Sources struct {
 // Mapper returns the Mapper of format, refusing a format whose settings
 // are missing. store, which the A2H and bash-guard-audit mappers read, may
 // be nil to check the flags before a store is opened.
-func (f Sources) Mapper(format string, store ingest.Store) (ingest.Mapper, error) {
+func (f *Sources) Mapper(format string, store ingest.Store) (ingest.Mapper, error) {
 	switch ingest.Format(format) {
 	case ingest.OPA:
 		return ingest.OPAMapper{SessionPath: f.OPASessionPath}, nil
@@ -143,6 +147,99 @@ func (f Sources) Mapper(format string, store ingest.Store) (ingest.Mapper, error
 		return nil, errors.New("--format is required")
 	}
 	return nil, fmt.Errorf("unknown --format %q (want opa, bash-guard, bash-guard-audit, a2h or acs)", format)
+}
+
+// AddA2HHMAC adds an A2H Hub's HMAC-SHA256 secret, KEY_ID=HEX.
+func (f *Sources) AddA2HHMAC(v string) error {
+	id, b, err := keyFlag(v)
+	if err != nil {
+		return err
+	}
+	f.A2HKeys = append(f.A2HKeys, ingest.A2HKey{ID: id, HMAC: b})
+	return nil
+}
+
+// AddA2HEd25519 adds an A2H Hub's raw 32-byte Ed25519 public key,
+// KEY_ID=HEX.
+func (f *Sources) AddA2HEd25519(v string) error {
+	id, b, err := keyFlag(v)
+	if err != nil {
+		return err
+	}
+	if len(b) != ed25519.PublicKeySize {
+		return fmt.Errorf("%s: an Ed25519 public key is %d bytes, not %d", id, ed25519.PublicKeySize, len(b))
+	}
+	f.A2HKeys = append(f.A2HKeys, ingest.A2HKey{ID: id, Ed25519: ed25519.PublicKey(b)})
+	return nil
+}
+
+// AddA2HType sets the type of an A2H message, MESSAGE_ID=ask|task|notify.
+func (f *Sources) AddA2HType(v string) error {
+	id, typ, ok := strings.Cut(v, "=")
+	if !ok || id == "" || !slices.Contains([]string{"ask", "task", "notify"}, typ) {
+		return fmt.Errorf("want MESSAGE_ID=ask|task|notify, got %q", v)
+	}
+	if f.A2HTypes == nil {
+		f.A2HTypes = map[string]string{}
+	}
+	f.A2HTypes[id] = typ
+	return nil
+}
+
+// AddACSKeys adds the other Guardian's response keys: those of a key
+// directory, or the one of a .pub.json file.
+func (f *Sources) AddACSKeys(path string) error {
+	var keys []*sig.PublicKey
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		if keys, err = keydir.PublicKeys(path); err != nil {
+			return err
+		}
+	} else {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		k, err := sig.ParsePublicKey(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		keys = append(keys, k)
+	}
+	return f.addACSKeys(keys...)
+}
+
+// AddACSHMAC adds the other Guardian's HMAC-SHA256 IKM, KEY_ID=HEX.
+func (f *Sources) AddACSHMAC(v string) error {
+	k, err := sig.ParseHMACKeyFlag(v)
+	if err != nil {
+		return err
+	}
+	return f.addACSKeys(k.Public())
+}
+
+func (f *Sources) addACSKeys(keys ...*sig.PublicKey) error {
+	if f.ACSKeys == nil {
+		f.ACSKeys = &sig.KeySet{}
+	}
+	for _, k := range keys {
+		if err := f.ACSKeys.Add(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyFlag parses KEY_ID=HEX.
+func keyFlag(v string) (string, []byte, error) {
+	id, hx, ok := strings.Cut(v, "=")
+	if !ok || id == "" {
+		return "", nil, errors.New("want KEY_ID=HEX")
+	}
+	b, err := hex.DecodeString(hx)
+	if err != nil || len(b) == 0 {
+		return "", nil, fmt.Errorf("%s: the key is not hex", id)
+	}
+	return id, b, nil
 }
 
 // recordJSON is one line of the JSON output.
