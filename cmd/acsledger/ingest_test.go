@@ -1,14 +1,14 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/acsledger/acsledger/internal/launch"
 )
 
 // TestIngestScript runs `acsledger ingest` as a binary (the one TestMain
@@ -32,21 +32,7 @@ func TestIngestScript(t *testing.T) {
 				if neg || len(args) < 3 || args[1] != "exec" {
 					ts.Fatalf("usage: exitcode N exec command [args...]")
 				}
-				want, err := strconv.Atoi(args[0])
-				if err != nil {
-					ts.Fatalf("exitcode: %v", err)
-				}
-				got := 0
-				if err := ts.Exec(args[2], args[3:]...); err != nil {
-					var ee *exec.ExitError
-					if !errors.As(err, &ee) {
-						ts.Fatalf("exitcode: %v", err)
-					}
-					got = ee.ExitCode()
-				}
-				if got != want {
-					ts.Fatalf("%s exited with status %d, want %d", args[2], got, want)
-				}
+				launch.ExitCode(ts, args[0], args[2], args[3:]...)
 			},
 		},
 	})
