@@ -156,10 +156,8 @@ func measure(ctx context.Context, stdout, stderr io.Writer, s setup) (row, error
 		return row, err
 	}
 	row.guardian = gr
-	gr.print(stdout)
-	cpu.print(stdout, gr.Decisions, "postgres")
-	if gr.ErrorCount() > 0 {
-		return row, fmt.Errorf("%d of %d guardian requests failed", gr.ErrorCount(), gr.Decisions+gr.ErrorCount())
+	if err := report(stdout, gr, cpu, "postgres", "guardian"); err != nil {
+		return row, err
 	}
 
 	if s.opa != nil {
@@ -170,10 +168,8 @@ func measure(ctx context.Context, stdout, stderr io.Writer, s setup) (row, error
 			return row, err
 		}
 		row.opaServer = or
-		or.print(stdout)
-		cpu.print(stdout, or.Decisions, "opa")
-		if or.ErrorCount() > 0 {
-			return row, fmt.Errorf("%d of %d opa-server requests failed", or.ErrorCount(), or.Decisions+or.ErrorCount())
+		if err := report(stdout, or, cpu, "opa", "opa-server"); err != nil {
+			return row, err
 		}
 	}
 
@@ -184,8 +180,7 @@ func measure(ctx context.Context, stdout, stderr io.Writer, s setup) (row, error
 		return row, err
 	}
 	row.bare = br
-	br.print(stdout)
-	cpu.print(stdout, br.Decisions, "")
+	report(stdout, br, cpu, "", "")
 	if br.Rate() > 0 {
 		fmt.Fprintf(stdout, "ratio guardian/bare-OPA: %.2f (decisions/s)\n", gr.Rate()/br.Rate())
 	}
@@ -193,6 +188,18 @@ func measure(ctx context.Context, stdout, stderr io.Writer, s setup) (row, error
 		fmt.Fprintf(stdout, "ratio guardian/opa-server: %.2f (decisions/s)\n", gr.Rate()/row.opaServer.Rate())
 	}
 	return row, nil
+}
+
+// report prints a measurement and the CPU per decision of this process
+// and of the other one cpu measured (named other), and refuses a
+// measurement of what ("" for none) in which requests failed.
+func report(w io.Writer, r *Result, cpu *cpuMeter, other, what string) error {
+	r.print(w)
+	cpu.print(w, r.Decisions, other)
+	if what != "" && r.ErrorCount() > 0 {
+		return fmt.Errorf("%d of %d %s requests failed", r.ErrorCount(), r.Decisions+r.ErrorCount(), what)
+	}
+	return nil
 }
 
 // chain returns a function calling each non-nil f in turn.

@@ -170,6 +170,13 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// call is one tool call of the coder with its Intent's capability.
+	call := func(tool, capability, what string, args map[string]any) func() error {
+		return func() error {
+			_, err := d.toolCall(ctx, coder, tool, capability, args, what)
+			return err
+		}
+	}
 	steps := []func() error{
 		func() error {
 			_, err := d.step(ctx, coder, "steps/userMessage", "user: fix the failing parser test", map[string]any{"payload": map[string]any{
@@ -177,22 +184,10 @@ func (d *demo) run(ctx context.Context) error {
 			}})
 			return err
 		},
-		func() error {
-			_, err := d.toolCall(ctx, coder, "read_file", "filesystem.read", map[string]any{"path": arg("internal/parser/lexer.go", "p-a1", "agent_generated")}, "internal/parser/lexer.go")
-			return err
-		},
-		func() error {
-			_, err := d.toolCall(ctx, coder, "bash", "process.execute", map[string]any{"command": arg("go test ./internal/parser/ -run TestCRLF", "p-a2", "agent_generated")}, "go test ./internal/parser/ -run TestCRLF")
-			return err
-		},
-		func() error {
-			_, err := d.toolCall(ctx, coder, "bash", "process.execute", map[string]any{"command": arg("rm -rf / --no-preserve-root", "p-a3", "agent_generated")}, "rm -rf / --no-preserve-root")
-			return err
-		},
-		func() error {
-			_, err := d.toolCall(ctx, coder, "bash", "process.execute", map[string]any{"command": arg("git clone https://ghp_0123456789abcdefghijABCDEFGHIJklmnopqr@github.com/acme/parser", "p-a4", "user_input")}, "git clone https://ghp_…@github.com/acme/parser")
-			return err
-		},
+		call("read_file", "filesystem.read", "internal/parser/lexer.go", map[string]any{"path": arg("internal/parser/lexer.go", "p-a1", "agent_generated")}),
+		call("bash", "process.execute", "go test ./internal/parser/ -run TestCRLF", map[string]any{"command": arg("go test ./internal/parser/ -run TestCRLF", "p-a2", "agent_generated")}),
+		call("bash", "process.execute", "rm -rf / --no-preserve-root", map[string]any{"command": arg("rm -rf / --no-preserve-root", "p-a3", "agent_generated")}),
+		call("bash", "process.execute", "git clone https://ghp_…@github.com/acme/parser", map[string]any{"command": arg("git clone https://ghp_0123456789abcdefghijABCDEFGHIJklmnopqr@github.com/acme/parser", "p-a4", "user_input")}),
 		func() error {
 			_, err := d.step(ctx, coder, "steps/memoryStore", "remember: lexer must accept CRLF", map[string]any{"payload": map[string]any{
 				"content": map[string]any{"value": "The lexer must accept CRLF line endings (parser test TestCRLF).", "provenance": map[string]any{"provenance_id": "p-mem-1", "origin": "agent_generated"}},
