@@ -14,7 +14,6 @@ import (
 
 	"github.com/acsledger/acsledger/internal/acsagent"
 	"github.com/acsledger/acsledger/internal/bench"
-	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
@@ -115,7 +114,7 @@ func runBenchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return bench.RunSoak(ctx, bench.SoakConfig{
 		Store: *db, Rate: *rate, Probe: *probe, Sessions: *sessions, SessionLen: *sessionLen,
 		Duration: *duration, Interval: *interval, Out: *out, MemProfile: *memProfile, Log: newLogger(stderr),
-		Notifying: func(s storeopen.Store, notify func()) ledger.GuardianStore {
+		Notifying: func(s storeopen.Store, notify func()) storeopen.Store {
 			return notifyingStore{Store: s, notify: notify}
 		},
 	}, stdout, stderr)

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/internal/acsagent"
-	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/ledger/tlog"
 )
@@ -52,7 +51,7 @@ type SoakConfig struct {
 	MemProfile bool
 	// Notifying wraps the store so that every commit wakes the Merkle
 	// log, as serve does.
-	Notifying func(store storeopen.Store, notify func()) ledger.GuardianStore
+	Notifying func(store storeopen.Store, notify func()) storeopen.Store
 	Log       *slog.Logger
 }
 
@@ -192,7 +191,7 @@ type soakGuardian struct {
 	file    string   // embedded stores: the database file
 }
 
-func startSoakGuardian(ctx context.Context, url string, notifying func(storeopen.Store, func()) ledger.GuardianStore) (*soakGuardian, error) {
+func startSoakGuardian(ctx context.Context, url string, notifying func(storeopen.Store, func()) storeopen.Store) (*soakGuardian, error) {
 	store, err := openStore(ctx, url)
 	if err != nil {
 		return nil, err
