@@ -147,7 +147,7 @@ func checkMixes(t *testing.T, out string) {
 		n := allow + deny + modify
 		// The mix is 6 allow, 2 deny, 2 modify in 10, rotated per worker.
 		if n == 0 || math.Abs(float64(allow)/float64(n)-0.6) > 0.1 || deny == 0 || modify == 0 {
-			t.Errorf("decision mix allow %d, deny %d, modify %d is not the benchCalls mix:\n%s", allow, deny, modify, out)
+			t.Errorf("decision mix allow %d, deny %d, modify %d is not the bench.Calls mix:\n%s", allow, deny, modify, out)
 		}
 	}
 }

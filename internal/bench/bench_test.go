@@ -163,7 +163,7 @@ func opaBinary(tb testing.TB) string {
 // memoPolicy remembers the decision for each distinct method and payload.
 // Only the benchmark uses it: the session-dependent parts of the input
 // (position, chain head) do not change the baseline's decision on the
-// benchCalls mix, which every answer is checked against.
+// Calls mix, which every answer is checked against.
 type memoPolicy struct {
 	next guardian.Policy
 	memo sync.Map // string -> guardian.Decision
