@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/acsledger/acsledger/internal/acsagent"
 	"github.com/acsledger/acsledger/internal/demo"
 	"github.com/acsledger/acsledger/internal/keydir"
-	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
 // runDemo is `acsledger demo`: a short, realistic multi-session agent
@@ -32,12 +30,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	givenKeys := *keysDir
 	if *keysDir == "" {
-		*keysDir = filepath.Join(storeopen.DefaultDir, "keys")
-		if _, err := os.Stat(*keysDir); err != nil {
-			if _, err := os.Stat(defaultKeysDir("postgres://")); err == nil {
-				*keysDir = defaultKeysDir("postgres://")
-			}
-		}
+		*keysDir = demo.ServeKeysDir()
 	}
 	key, err := acsagent.HMACKey(*keysDir)
 	if err != nil {
@@ -63,7 +56,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	token, tokenFrom, err := demoToken(*tokenFile, givenKeys)
+	token, tokenFrom, err := demo.Token(*tokenFile, givenKeys)
 	if err != nil {
 		return err
 	}
@@ -71,31 +64,4 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Base: strings.TrimRight(*base, "/"), Key: key, Keys: kd.KeySet, KeysDir: *keysDir, Approvers: approvers,
 		Token: token, TokenFrom: tokenFrom, Client: &http.Client{Timeout: 30 * time.Second}, Out: stdout, Dir: dir,
 	})
-}
-
-// demoToken finds a token to read the chains back with: $ACSLEDGER_TOKEN,
-// $ACSLEDGER_ADMIN_TOKEN, or the file serve saved its first admin token
-// in: admin-token beside the key directory given with --keys (serve
-// --db DIR keeps DIR/keys and DIR/admin-token), else serve's default
-// file. It returns the token and, for the printed hints, a shell expression
-// that yields it (never the token itself).
-func demoToken(file, keysDir string) (string, string, error) {
-	if file == "" {
-		for _, env := range []string{"ACSLEDGER_TOKEN", "ACSLEDGER_ADMIN_TOKEN"} {
-			if v := os.Getenv(env); v != "" {
-				return v, "$" + env, nil
-			}
-		}
-		file = keydir.AdminTokenFile("")
-		if beside := filepath.Join(filepath.Dir(keysDir), "admin-token"); keysDir != "" {
-			if _, err := os.Stat(beside); err == nil {
-				file = beside
-			}
-		}
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", "", fmt.Errorf("couldn't read a token to fetch the chains with: %w (set ACSLEDGER_TOKEN or pass --token-file)", err)
-	}
-	return strings.TrimSpace(string(b)), "$(cat " + file + ")", nil
 }

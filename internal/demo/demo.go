@@ -23,6 +23,8 @@ import (
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/internal/acsagent"
+	"github.com/acsledger/acsledger/internal/keydir"
+	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -63,6 +65,51 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	return d.verify(ctx, c.Keys, c.KeysDir)
+}
+
+// ServeKeysDir is where serve keeps its keys when demo is given none:
+// ./acsledger-data/keys, else ./acsledger-keys (a PostgreSQL store's)
+// when only that exists.
+func ServeKeysDir() string {
+	dir := filepath.Join(storeopen.DefaultDir, "keys")
+	if _, err := os.Stat(dir); err != nil {
+		if pg := keydir.Default("postgres://"); fileExists(pg) {
+			return pg
+		}
+	}
+	return dir
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// Token finds a token to read the chains back with: $ACSLEDGER_TOKEN,
+// $ACSLEDGER_ADMIN_TOKEN, or the file serve saved its first admin token
+// in: admin-token beside the key directory given with --keys (serve
+// --db DIR keeps DIR/keys and DIR/admin-token), else serve's default
+// file. It returns the token and, for the printed hints, a shell expression
+// that yields it (never the token itself).
+func Token(file, keysDir string) (string, string, error) {
+	if file == "" {
+		for _, env := range []string{"ACSLEDGER_TOKEN", "ACSLEDGER_ADMIN_TOKEN"} {
+			if v := os.Getenv(env); v != "" {
+				return v, "$" + env, nil
+			}
+		}
+		file = keydir.AdminTokenFile("")
+		if beside := filepath.Join(filepath.Dir(keysDir), "admin-token"); keysDir != "" {
+			if _, err := os.Stat(beside); err == nil {
+				file = beside
+			}
+		}
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", fmt.Errorf("couldn't read a token to fetch the chains with: %w (set ACSLEDGER_TOKEN or pass --token-file)", err)
+	}
+	return strings.TrimSpace(string(b)), "$(cat " + file + ")", nil
 }
 
 // demo holds one run's sessions and what they were answered.
