@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/acsledger/acsledger/ingest"
 	"github.com/acsledger/acsledger/internal/ingestfiles"
@@ -81,30 +80,15 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &inputError{err}
 	}
 	// Every file must open before anything is written.
-	opened := make([]*os.File, len(files))
-	for i, name := range files {
-		fh, err := os.Open(name)
-		if err != nil {
-			for _, o := range opened[:i] {
-				o.Close()
-			}
-			return &inputError{fmt.Errorf("couldn't read input: %w", err)}
-		}
-		opened[i] = fh
+	opened, err := ingestfiles.Open(files)
+	if err != nil {
+		return &inputError{err}
 	}
-	defer func() {
-		for _, o := range opened {
-			o.Close()
-		}
-	}()
+	defer ingestfiles.Close(opened)
 
-	url, err := f.db.url()
+	st, err := openStore(ctx, f.db, ledger.Options{})
 	if err != nil {
 		return err
-	}
-	st, err := storeopen.Open(ctx, url, ledger.Options{})
-	if err != nil {
-		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	defer st.Close()
 	var store ingest.Store = st

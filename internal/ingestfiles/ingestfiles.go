@@ -27,6 +27,29 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 )
 
+// Open opens every file named, or none: a file that does not open closes
+// the ones before it, so that nothing is taken in from a run that cannot
+// read all its input.
+func Open(names []string) ([]*os.File, error) {
+	files := make([]*os.File, len(names))
+	for i, name := range names {
+		f, err := os.Open(name)
+		if err != nil {
+			Close(files[:i])
+			return nil, fmt.Errorf("couldn't read input: %w", err)
+		}
+		files[i] = f
+	}
+	return files, nil
+}
+
+// Close closes files.
+func Close(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
 // Options say how Run reads and reports.
 type Options struct {
 	// Format is the records' format: OPA's are JSON arrays, the others
