@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/acsledger/acsledger/ledger/storeopen"
+	"github.com/acsledger/acsledger/internal/keydir"
+	"github.com/acsledger/acsledger/internal/term"
 	"github.com/acsledger/acsledger/web"
 )
 
@@ -51,51 +48,7 @@ func (f *accessFlags) adminTokenPath(storeURL string) string {
 	if f.adminTokenFile != "" {
 		return f.adminTokenFile
 	}
-	return defaultAdminTokenFile(storeURL)
-}
-
-func defaultAdminTokenFile(storeURL string) string {
-	if t, err := storeopen.Parse(storeURL); err == nil && t.Dir != "" {
-		return filepath.Join(t.Dir, "admin-token")
-	}
-	return "acsledger-admin-token"
-}
-
-// errExposed reports a secret file that group or others can read.
-var errExposed = errors.New("readable by group or others")
-
-// checkPrivate refuses a secret file whose mode lets anyone but its owner
-// read it, saying how to fix it. A missing file passes.
-func checkPrivate(path string) error {
-	st, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("couldn't check %s: %w", path, err)
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("%s is %w (mode %04o): it holds a secret; run: chmod 600 %s", path, errExposed, st.Mode().Perm(), path)
-	}
-	return nil
-}
-
-// checkKeyDir refuses private key files in dir that group or others can
-// read: the Guardian's *.key.json and the log's *.note.key. Public keys
-// (*.pub.json) may be readable.
-func checkKeyDir(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("couldn't read key directory %s: %w", dir, err)
-	}
-	var errs []error
-	for _, e := range ents {
-		n := e.Name()
-		if e.Type().IsRegular() && (strings.HasSuffix(n, ".key.json") || strings.HasSuffix(n, ".key")) {
-			errs = append(errs, checkPrivate(filepath.Join(dir, n)))
-		}
-	}
-	return errors.Join(errs...)
+	return keydir.AdminTokenFile(storeURL)
 }
 
 // firstAdminToken makes the first admin token when the store holds none
@@ -113,49 +66,16 @@ func firstAdminToken(ctx context.Context, ts web.Tokens, path string, stdout, st
 	if err != nil {
 		return fmt.Errorf("couldn't create the first admin token: %w", err)
 	}
-	if err := writeSecret(path, token+"\n"); err != nil {
+	if err := keydir.WriteSecret(path, token+"\n"); err != nil {
 		return fmt.Errorf("couldn't save the first admin token: %w", err)
 	}
 	abs, _ := filepath.Abs(path)
 	for _, w := range []io.Writer{stdout, stderr} {
-		if isTerminal(w) {
+		if term.Is(w) {
 			fmt.Fprintf(w, "\nThe first admin token (shown once; saved in %s):\n\n  %s\n\nLog in at /ui/login with it, or send it as Authorization: Bearer. 'acsledger token create' makes others.\n\n", abs, token)
 			break
 		}
 	}
 	log.Info("created the first admin token", "name", "admin", "file", abs)
 	return nil
-}
-
-// writeSecret replaces path with content, mode 0600 from the start.
-func writeSecret(path, content string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".admin-token-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(content); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-// isTerminal reports whether w is a terminal, where a secret may be shown
-// once; logs, files and pipes never get one. It takes any character
-// device for a terminal (/dev/null too, where the token is simply lost),
-// which needs no terminal library.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0 && st.Mode()&os.ModeDevice != 0
 }

@@ -2,143 +2,17 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/acsledger/acsledger/acs/sig"
-	"github.com/acsledger/acsledger/guardian"
-	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/internal/bench"
 	"github.com/acsledger/acsledger/internal/pgtest"
-	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/pgstore"
-	"github.com/acsledger/acsledger/ledger/storeopen"
 )
-
-// benchSessions is the concurrency of BenchmarkGuardianToolCall: 64
-// sessions, each with one request in flight, as the issue's target states.
-// ACSLEDGER_BENCH_SESSIONS sets another, to see latency at lower load.
-var benchSessions = 64
-
-func init() {
-	if v := os.Getenv("ACSLEDGER_BENCH_SESSIONS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1024 {
-			panic(fmt.Sprintf("ACSLEDGER_BENCH_SESSIONS=%q: want 1 to 1024", v))
-		}
-		benchSessions = n
-	}
-}
-
-// BenchmarkGuardianToolCall measures HMAC-signed steps/toolCallRequest
-// decisions from 64 concurrent sessions against an in-process Guardian over
-// loopback HTTP, with the ledger in PostgreSQL (synchronous_commit=on, from
-// internal/pgtest), beside bare in-process OPA evaluation (Engine.Decide) of
-// the same baseline policy on the same inputs and as many goroutines, OPA's
-// own server (opa-server) on those inputs over loopback HTTP, and the
-// Guardian with evaluation memoized (guardian-memo). Each reports
-// decisions/s and p50/p99 latency; b.N is the number of decisions.
-//
-//	go test ./cmd/acsledger -run '^$' -bench BenchmarkGuardianToolCall -benchtime 3000x -count 1
-func BenchmarkGuardianToolCall(b *testing.B) {
-	ctx := context.Background()
-	key, err := benchKey()
-	if err != nil {
-		b.Fatal(err)
-	}
-	report := func(b *testing.B, r *loadResult) {
-		b.Helper()
-		if r.errorCount() > 0 {
-			b.Fatalf("%d errors (%s); first: %v", r.errorCount(), counts(r.errors), r.firstErr)
-		}
-		if r.decisions != b.N {
-			b.Fatalf("%d decisions for b.N = %d", r.decisions, b.N)
-		}
-		b.ReportMetric(r.rate(), "decisions/s")
-		b.ReportMetric(float64(r.percentile(0.99).Microseconds())/1000, "p99-ms")
-		b.ReportMetric(float64(r.percentile(0.50).Microseconds())/1000, "p50-ms")
-	}
-
-	guardianRun := func(b *testing.B, wrap func(guardian.Policy) guardian.Policy) {
-		url := pgtest.NewDatabase(b)
-		if err := storeopen.Migrate(ctx, url); err != nil {
-			b.Fatal(err)
-		}
-		store, err := storeopen.Open(ctx, url, ledger.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		bg, err := serveBenchGuardian(ctx, store, wrap)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer bg.close()
-		// appends/commit is the mean group-commit size while measuring.
-		commits := func() int64 { return 0 }
-		if pg, ok := store.(*pgstore.Store); ok {
-			commits = pg.Commits
-		}
-		var c0 int64
-		start := func() { c0 = commits(); b.ResetTimer() }
-		r, err := driveGuardian(ctx, bg.url, bg.key, benchSessions, time.Hour, int64(b.N), start)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		report(b, r)
-		if n := commits() - c0; n > 0 {
-			b.ReportMetric(float64(r.decisions)/float64(n), "appends/commit")
-		}
-	}
-	b.Run("guardian", func(b *testing.B) { guardianRun(b, nil) })
-	// guardian-memo answers each distinct call with the baseline's decision
-	// on its first occurrence: the Guardian's own cost (HTTP, signatures,
-	// schema, chain, Postgres) without policy evaluation. Not a baseline for
-	// the target; it shows how much of the gap is the policy.
-	b.Run("guardian-memo", func(b *testing.B) {
-		guardianRun(b, func(p guardian.Policy) guardian.Policy { return &memoPolicy{next: p} })
-	})
-
-	// opa-server is what a team runs instead of a Guardian: OPA's own
-	// server (opa run --server, built from the OPA module in go.mod) with
-	// the baseline bundle and console decision logging, driven over
-	// loopback HTTP with the same inputs and concurrency.
-	b.Run("opa-server", func(b *testing.B) {
-		opa, err := startOPAServer(ctx, opaBinary(b))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer opa.close()
-		r, err := driveOPAServer(ctx, opa.url, key, benchSessions, time.Hour, int64(b.N), b.ResetTimer)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		report(b, r)
-	})
-
-	b.Run("bare-opa", func(b *testing.B) {
-		e, err := policy.New(ctx, policy.Baseline(), discardRecorder{}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := driveBare(ctx, e, key, benchSessions, time.Hour, int64(b.N), b.ResetTimer)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		report(b, r)
-	})
-}
 
 // TestBenchCommand runs `acsledger bench guardian` in-process against both
 // stores and checks what it reports: the expected mix of decisions from both
@@ -215,27 +89,15 @@ func TestBenchPeerRefused(t *testing.T) {
 	}
 }
 
-var (
-	opaBuild    sync.Once
-	opaBuilt    string
-	opaBuildErr error
-)
-
-// opaBinary builds OPA's command from the OPA module in go.mod (a tool of
-// this module: go tool opa) once per test process, beside the acsledger
-// binary TestMain builds (and removes), and returns its path.
+// opaBinary builds OPA's command once per test process, beside the
+// acsledger binary TestMain builds (and removes), and returns its path.
 func opaBinary(tb testing.TB) string {
 	tb.Helper()
-	opaBuild.Do(func() {
-		opaBuilt = filepath.Join(filepath.Dir(binary), "opa")
-		if out, err := exec.Command("go", "build", "-o", opaBuilt, "github.com/open-policy-agent/opa").CombinedOutput(); err != nil {
-			opaBuildErr = fmt.Errorf("go build github.com/open-policy-agent/opa: %v\n%s", err, out)
-		}
-	})
-	if opaBuildErr != nil {
-		tb.Fatal(opaBuildErr)
+	bin, err := bench.BuildOPA(filepath.Dir(binary))
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return opaBuilt
+	return bin
 }
 
 // TestBenchCommandURL drives a real `acsledger serve` through --url, with
@@ -274,7 +136,7 @@ func checkBenchOutput(t *testing.T, out string) {
 	}
 }
 
-// checkMixes checks every reported decision count against the benchCalls
+// checkMixes checks every reported decision count against the bench.Calls
 // mix.
 func checkMixes(t *testing.T, out string) {
 	t.Helper()
@@ -285,7 +147,7 @@ func checkMixes(t *testing.T, out string) {
 		n := allow + deny + modify
 		// The mix is 6 allow, 2 deny, 2 modify in 10, rotated per worker.
 		if n == 0 || math.Abs(float64(allow)/float64(n)-0.6) > 0.1 || deny == 0 || modify == 0 {
-			t.Errorf("decision mix allow %d, deny %d, modify %d is not the benchCalls mix:\n%s", allow, deny, modify, out)
+			t.Errorf("decision mix allow %d, deny %d, modify %d is not the bench.Calls mix:\n%s", allow, deny, modify, out)
 		}
 	}
 }
@@ -310,26 +172,3 @@ func TestBenchRefusesRemote(t *testing.T) {
 		}
 	}
 }
-
-// memoPolicy remembers the decision for each distinct method and payload.
-// Only the benchmark uses it: the session-dependent parts of the input
-// (position, chain head) do not change the baseline's decision on the
-// benchCalls mix, which every answer is checked against.
-type memoPolicy struct {
-	next guardian.Policy
-	memo sync.Map // string -> guardian.Decision
-}
-
-func (p *memoPolicy) Decide(ctx context.Context, in guardian.Input) (guardian.Decision, error) {
-	k := in.Method + "\x00" + string(in.Payload)
-	if d, ok := p.memo.Load(k); ok {
-		return d.(guardian.Decision), nil
-	}
-	d, err := p.next.Decide(ctx, in)
-	if err == nil {
-		p.memo.Store(k, d)
-	}
-	return d, err
-}
-
-func benchKey() (*sig.PrivateKey, error) { return sig.GenerateKey(sig.HMACSHA256, "bench-hmac") }

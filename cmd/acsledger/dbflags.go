@@ -41,6 +41,15 @@ func (d *dbFlags) url() (string, error) {
 	return storeURL(u), nil
 }
 
+// keysDir is the key directory given with --keys, or the default one
+// beside the store named.
+func (d *dbFlags) keysDir(given string) string {
+	if given != "" {
+		return given
+	}
+	return defaultKeysDir(storeURL(d.named()))
+}
+
 // redact hides the password of a store URL before it is printed.
 func redact(s string) string { return storeopen.Redact(s) }
 

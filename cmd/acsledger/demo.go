@@ -1,23 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/acsledger/acsledger/acs/sig"
-	"github.com/acsledger/acsledger/guardian"
-	"github.com/acsledger/acsledger/ledger/storeopen"
-	"github.com/acsledger/acsledger/verify"
+	"github.com/acsledger/acsledger/internal/acsagent"
+	"github.com/acsledger/acsledger/internal/demo"
+	"github.com/acsledger/acsledger/internal/keydir"
 )
 
 // runDemo is `acsledger demo`: a short, realistic multi-session agent
@@ -29,19 +24,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	keysDir := fs.String("keys", "", "the server's key directory, for its HMAC key (default: serve's, ./acsledger-data/keys or, for a PostgreSQL store, ./acsledger-keys)")
 	approverDir := fs.String("approver-keys", "", "directory with the approver's private key (key_id security-oncall, the baseline's approver) to grant the ASK")
 	out := fs.String("out", "", "directory to write each session's signed responses to (default: a new temporary directory)")
-	tokenFile := fs.String("token-file", "", "file holding a token that may read sessions, to fetch the chains (default: $ACSLEDGER_TOKEN, else $ACSLEDGER_ADMIN_TOKEN, else serve's first admin token file, "+defaultAdminTokenFile("")+")")
+	tokenFile := fs.String("token-file", "", "file holding a token that may read sessions, to fetch the chains (default: $ACSLEDGER_TOKEN, else $ACSLEDGER_ADMIN_TOKEN, else admin-token beside the --keys directory, else serve's first admin token file, "+keydir.AdminTokenFile("")+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	givenKeys := *keysDir
 	if *keysDir == "" {
-		*keysDir = filepath.Join(storeopen.DefaultDir, "keys")
-		if _, err := os.Stat(*keysDir); err != nil {
-			if _, err := os.Stat(defaultKeysDir("postgres://")); err == nil {
-				*keysDir = defaultKeysDir("postgres://")
-			}
-		}
+		*keysDir = demo.ServeKeysDir()
 	}
-	key, err := hmacKeyFrom(*keysDir)
+	key, err := acsagent.HMACKey(*keysDir)
 	if err != nil {
 		return fmt.Errorf("%w (start the server first with 'acsledger serve', which creates its keys, or pass --keys)", err)
 	}
@@ -65,365 +56,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	token, tokenFrom, err := demoToken(*tokenFile)
+	token, tokenFrom, err := demo.Token(*tokenFile, givenKeys)
 	if err != nil {
 		return err
 	}
-	d := &demo{
-		token:     token,
-		tokenFrom: tokenFrom,
-		base:      strings.TrimRight(*base, "/"),
-		key:       key,
-		approvers: approvers,
-		client:    &http.Client{Timeout: 30 * time.Second},
-		w:         stdout,
-		dir:       dir,
-	}
-	if err := d.run(ctx); err != nil {
-		var ne *net.OpError
-		if errors.As(err, &ne) {
-			return fmt.Errorf("%w (is 'acsledger serve' running at %s?)", err, d.base)
-		}
-		return err
-	}
-	return d.verify(ctx, kd.KeySet, *keysDir)
-}
-
-// demo holds one run's sessions and what they were answered.
-type demo struct {
-	token     string // reads the chains back; never printed
-	tokenFrom string // where the token came from, for the hints
-	base      string
-	key       *sig.PrivateKey
-	approvers []*sig.PrivateKey
-	client    *http.Client
-	w         io.Writer
-	dir       string
-	sessions  []*demoSession
-}
-
-// demoSession is a session of the demo and its signed responses, as sent.
-type demoSession struct {
-	*agentSession
-	label     string
-	responses [][]byte
-	head      string
-}
-
-func (d *demo) session(ctx context.Context, label, agentID string, start map[string]any) (*demoSession, error) {
-	s, err := newAgentSession(d.base, agentID, d.key, d.client)
-	if err != nil {
-		return nil, err
-	}
-	ds := &demoSession{agentSession: s, label: label}
-	d.sessions = append(d.sessions, ds)
-	fmt.Fprintf(d.w, "\nsession %s  agent %s  (%s)\n", s.id, agentID, label)
-	_, raw, err := s.send(ctx, guardian.MethodHello, helloBody())
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", label, err)
-	}
-	d.printHello(raw)
-	if _, err := d.step(ctx, ds, "steps/sessionStart", "start", map[string]any{"payload": start}); err != nil {
-		return nil, err
-	}
-	return ds, nil
-}
-
-func (d *demo) printHello(raw []byte) {
-	var r struct {
-		Result struct {
-			Version string   `json:"negotiated_version"`
-			Methods []string `json:"methods_evaluated"`
-		} `json:"result"`
-	}
-	_ = json.Unmarshal(raw, &r)
-	fmt.Fprintf(d.w, "  %-26s %-52s ACS %s, evaluating %s\n", guardian.MethodHello, "", r.Result.Version, strings.Join(r.Result.Methods, " "))
-}
-
-// step sends one chained request and prints what was decided.
-func (d *demo) step(ctx context.Context, s *demoSession, method, what string, body map[string]any) (*stepResult, error) {
-	r, raw, err := s.send(ctx, method, body)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.label, err)
-	}
-	line := raw
-	if c := new(bytes.Buffer); json.Compact(c, raw) == nil {
-		line = c.Bytes()
-	}
-	s.responses = append(s.responses, line)
-	s.head = r.ChainHash
-	codes := strings.Join(r.ReasonCodes, ",")
-	if codes == "" {
-		codes = "-"
-	}
-	if r := []rune(what); len(r) > 52 {
-		what = string(r[:49]) + "..."
-	}
-	fmt.Fprintf(d.w, "  %-26s %-52s %-6s %-44s chain %.12s\n", method, what, strings.ToUpper(r.Decision), codes, r.ChainHash)
-	return r, nil
-}
-
-func (d *demo) toolCall(ctx context.Context, s *demoSession, tool, capability string, args map[string]any, what string) (*stepResult, error) {
-	body := toolCallBody(tool, args)
-	if capability != "" {
-		body["payload"].(map[string]any)["capability"] = capability
-	}
-	return d.step(ctx, s, "steps/toolCallRequest", tool+": "+what, body)
-}
-
-// mcpCall sends a wrapped MCP tools/call (protocols/MCP/tools/call): the MCP
-// request's members sit in params beside the ACS ones.
-func (d *demo) mcpCall(ctx context.Context, s *demoSession, tool string, args map[string]any, what string) (*stepResult, error) {
-	return d.step(ctx, s, "protocols/MCP/tools/call", "mcp "+tool+": "+what, map[string]any{
-		"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-		"params":  map[string]any{"name": tool, "arguments": args},
-		"payload": map[string]any{"name": tool, "arguments": args},
+	return demo.Run(ctx, demo.Config{
+		Base: strings.TrimRight(*base, "/"), Key: key, Keys: kd.KeySet, KeysDir: *keysDir, Approvers: approvers,
+		Token: token, TokenFrom: tokenFrom, Client: &http.Client{Timeout: 30 * time.Second}, Out: stdout, Dir: dir,
 	})
-}
-
-func (d *demo) run(ctx context.Context) error {
-	fmt.Fprintf(d.w, "acsledger demo: sending a small agent workload to %s/acs\n", d.base)
-
-	// A coding agent fixing a test, with an Intent the user stated.
-	coder, err := d.session(ctx, "coding agent", "demo-coder", map[string]any{"intent": map[string]any{
-		"raw":               "fix the failing parser test",
-		"parsed":            []string{"filesystem.read", "filesystem.write", "process.execute"},
-		"parser_provenance": map[string]any{"provenance_id": "p-intent", "origin": "user_input"},
-		"scope_mode":        "strict",
-	}})
-	if err != nil {
-		return err
-	}
-	steps := []func() error{
-		func() error {
-			_, err := d.step(ctx, coder, "steps/userMessage", "user: fix the failing parser test", map[string]any{"payload": map[string]any{
-				"content": []any{map[string]any{"type": "text", "value": "The parser test fails on Windows line endings, please fix it.", "provenance": map[string]any{"provenance_id": "p-user-1", "origin": "user_input"}}},
-			}})
-			return err
-		},
-		func() error {
-			_, err := d.toolCall(ctx, coder, "read_file", "filesystem.read", map[string]any{"path": arg("internal/parser/lexer.go", "p-a1", "agent_generated")}, "internal/parser/lexer.go")
-			return err
-		},
-		func() error {
-			_, err := d.toolCall(ctx, coder, "bash", "process.execute", map[string]any{"command": arg("go test ./internal/parser/ -run TestCRLF", "p-a2", "agent_generated")}, "go test ./internal/parser/ -run TestCRLF")
-			return err
-		},
-		func() error {
-			_, err := d.toolCall(ctx, coder, "bash", "process.execute", map[string]any{"command": arg("rm -rf / --no-preserve-root", "p-a3", "agent_generated")}, "rm -rf / --no-preserve-root")
-			return err
-		},
-		func() error {
-			_, err := d.toolCall(ctx, coder, "bash", "process.execute", map[string]any{"command": arg("git clone https://ghp_0123456789abcdefghijABCDEFGHIJklmnopqr@github.com/acme/parser", "p-a4", "user_input")}, "git clone https://ghp_…@github.com/acme/parser")
-			return err
-		},
-		func() error {
-			_, err := d.step(ctx, coder, "steps/memoryStore", "remember: lexer must accept CRLF", map[string]any{"payload": map[string]any{
-				"content": map[string]any{"value": "The lexer must accept CRLF line endings (parser test TestCRLF).", "provenance": map[string]any{"provenance_id": "p-mem-1", "origin": "agent_generated"}},
-			}})
-			return err
-		},
-		func() error { return d.subagent(ctx, coder) },
-		func() error { return d.askAndGrant(ctx, coder) },
-		func() error {
-			_, err := d.step(ctx, coder, "steps/sessionEnd", "end", map[string]any{"payload": map[string]any{}})
-			return err
-		},
-	}
-	for _, f := range steps {
-		if err := f(); err != nil {
-			return err
-		}
-	}
-
-	// A support agent calling tools through MCP.
-	support, err := d.session(ctx, "support agent over MCP", "demo-support", map[string]any{})
-	if err != nil {
-		return err
-	}
-	if _, err := d.mcpCall(ctx, support, "get_weather", map[string]any{"city": "Oslo"}, `{"city":"Oslo"}`); err != nil {
-		return err
-	}
-	if _, err := d.mcpCall(ctx, support, "get_weather", map[string]any{"city": "Oslo", "api_token": "ghp_0123456789abcdefghijABCDEFGHIJklmnopqr"}, `{"city":"Oslo","api_token":"ghp_…"}`); err != nil {
-		return err
-	}
-	if _, err := d.step(ctx, support, "steps/sessionEnd", "end", map[string]any{"payload": map[string]any{}}); err != nil {
-		return err
-	}
-	return nil
-}
-
-// subagent starts a reviewer subagent in its own session and stops it.
-func (d *demo) subagent(ctx context.Context, parent *demoSession) error {
-	child, err := newAgentSession(d.base, "demo-coder/reviewer", d.key, d.client)
-	if err != nil {
-		return err
-	}
-	if _, err := d.step(ctx, parent, "steps/subagentStart", "reviewer subagent "+child.id[:8], map[string]any{"payload": map[string]any{"subagent_session_id": child.id}}); err != nil {
-		return err
-	}
-	sub := &demoSession{agentSession: child, label: "reviewer subagent"}
-	d.sessions = append(d.sessions, sub)
-	fmt.Fprintf(d.w, "    subagent session %s  agent %s\n", child.id, child.agentID)
-	if _, _, err := child.send(ctx, guardian.MethodHello, helloBody()); err != nil {
-		return fmt.Errorf("reviewer subagent: %w", err)
-	}
-	for _, st := range []struct {
-		method, what string
-		body         map[string]any
-	}{
-		{"steps/sessionStart", "start", map[string]any{"payload": map[string]any{}}},
-		{"steps/toolCallRequest", "grep: CRLF in internal/parser", toolCallBody("grep", map[string]any{"pattern": arg(`\r\n`, "p-r1", "agent_generated"), "path": arg("internal/parser", "p-r2", "agent_generated")})},
-		{"steps/sessionEnd", "end", map[string]any{"payload": map[string]any{}}},
-	} {
-		fmt.Fprint(d.w, "  ")
-		if _, err := d.step(ctx, sub, st.method, st.what, st.body); err != nil {
-			return err
-		}
-	}
-	_, err = d.step(ctx, parent, "steps/subagentStop", "reviewer subagent "+child.id[:8]+" completed", map[string]any{"payload": map[string]any{"subagent_session_id": child.id, "outcome": "completed"}})
-	return err
-}
-
-// askAndGrant asks to publish code, a capability outside the session's
-// Intent: the baseline policy asks its approver (security-oncall). With the
-// approver's key the demo grants the ASK through POST /acs/approvals for
-// this request and retries; a server that cannot route ASK answers DENY.
-func (d *demo) askAndGrant(ctx context.Context, s *demoSession) error {
-	push := func() (*stepResult, error) {
-		return d.toolCall(ctx, s, "git_push", "code.publish", map[string]any{"branch": arg("fix/crlf-lexer", "p-a5", "agent_generated")}, "fix/crlf-lexer (outside the Intent)")
-	}
-	r, err := push()
-	if err != nil || r.Decision != string(guardian.Ask) {
-		if err == nil {
-			fmt.Fprintf(d.w, "    (no ASK: %s)\n", r.Reasoning)
-		}
-		return err
-	}
-	a := r.AskDetails
-	if a == nil {
-		return fmt.Errorf("ASK without ask_details")
-	}
-	fmt.Fprintf(d.w, "    ASK to %s %s: %s\n", a.Approver.Type, a.Approver.ID, a.Prompt)
-	var key *sig.PrivateKey
-	for _, k := range d.approvers {
-		if k.KeyID() == a.Approver.ID {
-			key = k
-		}
-	}
-	if key == nil {
-		fmt.Fprintf(d.w, "    (no key for approver %s: pass --approver-keys DIR to grant it)\n", a.Approver.ID)
-		return nil
-	}
-	signer, err := key.Signer("")
-	if err != nil {
-		return err
-	}
-	doc, err := guardian.SignApproval(guardian.Approval{
-		SessionID: s.id, AskStepID: r.RequestID, Approver: a.Approver, Decision: guardian.Allow,
-		IntentExtension: &guardian.ApprovalExtension{Capabilities: a.RequestedCapabilities, Scope: "this_request"},
-		Timestamp:       time.Now().UTC().Format(time.RFC3339),
-	}, signer)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.base+"/acs/approvals", bytes.NewReader(doc))
-	if err != nil {
-		return err
-	}
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var res struct {
-		Decision  string `json:"decision"`
-		ChainHash string `json:"chain_hash"`
-		Error     string `json:"error"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&res)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST /acs/approvals: HTTP %d: %s", resp.StatusCode, res.Error)
-	}
-	s.head = res.ChainHash
-	fmt.Fprintf(d.w, "  %-26s %-52s %-6s %-44s chain %.12s\n", "POST /acs/approvals", a.Approver.ID+" grants "+strings.Join(a.RequestedCapabilities, ","), strings.ToUpper(res.Decision), "-", res.ChainHash)
-	_, err = push()
-	return err
-}
-
-// verify fetches every session's chain, checks it and the chain heads the
-// signed responses published (package verify), and says how to do the same.
-func (d *demo) verify(ctx context.Context, keys *sig.KeySet, keysDir string) error {
-	fmt.Fprintf(d.w, "\nevidence (signed responses in %s):\n", d.dir)
-	var failed error
-	for _, s := range d.sessions {
-		respFile := filepath.Join(d.dir, s.id+".responses.jsonl")
-		if err := os.WriteFile(respFile, append(bytes.Join(s.responses, []byte("\n")), '\n'), 0o644); err != nil {
-			return err
-		}
-		entries, err := d.chain(ctx, s.id)
-		if err != nil {
-			return err
-		}
-		rep, err := verify.VerifyChainHeads(bytes.NewReader(entries), bytes.NewReader(bytes.Join(s.responses, []byte("\n"))), keys, s.id)
-		switch {
-		case err != nil:
-			failed = errors.Join(failed, fmt.Errorf("session %s: %w", s.id, err))
-			fmt.Fprintf(d.w, "  %s  %-24s could not be verified: %v\n", s.id, s.label, err)
-		case !rep.Verified():
-			failed = errors.Join(failed, fmt.Errorf("session %s: %d findings, first: %v", s.id, len(rep.Findings), rep.Findings[0]))
-			fmt.Fprintf(d.w, "  %s  %-24s DOES NOT VERIFY: %v\n", s.id, s.label, rep.Findings[0])
-		default:
-			fmt.Fprintf(d.w, "  %s  %-24s %2d entries verified, head %.12s matches %d signed responses\n", s.id, s.label, rep.Entries, rep.Head, len(s.responses))
-		}
-	}
-	first := d.sessions[0].id
-	fmt.Fprintf(d.w, "\nlook at the evidence yourself:\n")
-	fmt.Fprintf(d.w, "  TOKEN=%s\n", d.tokenFrom)
-	fmt.Fprintf(d.w, "  curl -s -H \"Authorization: Bearer $TOKEN\" %s/api/v1/sessions?agent_id=demo-coder\n", d.base)
-	fmt.Fprintf(d.w, "  curl -s -H \"Authorization: Bearer $TOKEN\" '%s/api/v1/sessions/%s/entries?format=jsonl' > chain.jsonl\n", d.base, first)
-	fmt.Fprintf(d.w, "  go run ./cmd/acsverify chain --session %s --responses %s --keys %s chain.jsonl\n", first, filepath.Join(d.dir, first+".responses.jsonl"), keysDir)
-	return failed
-}
-
-// chain returns a session's stored entries as JSON Lines.
-func (d *demo) chain(ctx context.Context, sessionID string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.base+"/api/v1/sessions/"+sessionID+"/entries?format=jsonl", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+d.token)
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET the chain of session %s: HTTP %d: %s", sessionID, resp.StatusCode, bytes.TrimSpace(b))
-	}
-	return b, nil
-}
-
-// demoToken finds a token to read the chains back with: $ACSLEDGER_TOKEN,
-// $ACSLEDGER_ADMIN_TOKEN, or the file serve saved its first admin token
-// in. It returns the token and, for the printed hints, a shell expression
-// that yields it (never the token itself).
-func demoToken(file string) (string, string, error) {
-	if file == "" {
-		for _, env := range []string{"ACSLEDGER_TOKEN", "ACSLEDGER_ADMIN_TOKEN"} {
-			if v := os.Getenv(env); v != "" {
-				return v, "$" + env, nil
-			}
-		}
-		file = defaultAdminTokenFile("")
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", "", fmt.Errorf("couldn't read a token to fetch the chains with: %w (set ACSLEDGER_TOKEN or pass --token-file)", err)
-	}
-	return strings.TrimSpace(string(b)), "$(cat " + file + ")", nil
 }

@@ -62,6 +62,21 @@ func parseDemo(t *testing.T, out string) (lines []demoLine, sessions []string) {
 	return lines, sessions
 }
 
+// approverKeys writes the key of the baseline's approver, security-oncall,
+// into dir/approvers and returns the directory and the key.
+func approverKeys(t *testing.T, dir string) (string, *sig.PrivateKey) {
+	t.Helper()
+	k, err := sig.GenerateKey(sig.ECDSAP256, "security-oncall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	approvers := filepath.Join(dir, "approvers")
+	if err := sig.WriteKeyDir(approvers, k); err != nil {
+		t.Fatal(err)
+	}
+	return approvers, k
+}
+
 // TestDemo runs `acsledger demo` against a real `acsledger serve` binary
 // with keys from `acsledger keygen` and an approver key, checks the
 // decision on every step, and verifies every stored chain and the heads the
@@ -69,17 +84,8 @@ func parseDemo(t *testing.T, out string) (lines []demoLine, sessions []string) {
 func TestDemo(t *testing.T) {
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys")
-	if out, err := exec.Command(binary, "keygen", "--dir", keys).CombinedOutput(); err != nil {
-		t.Fatalf("keygen: %v\n%s", err, out)
-	}
-	approverKey, err := sig.GenerateKey(sig.ECDSAP256, "security-oncall")
-	if err != nil {
-		t.Fatal(err)
-	}
-	approvers := filepath.Join(dir, "approvers")
-	if err := sig.WriteKeyDir(approvers, approverKey); err != nil {
-		t.Fatal(err)
-	}
+	keygen(t, keys)
+	approvers, _ := approverKeys(t, dir)
 	s := startServer(t, "--db", filepath.Join(dir, "store"), "--keys", keys, "--approver-keys", approvers)
 
 	respDir := filepath.Join(dir, "responses")
@@ -200,6 +206,25 @@ func checkDemo(t *testing.T, output, url, keys, respDir string) string {
 	return push
 }
 
+// TestDemoTokenBesideKeys: `acsledger demo --keys DIR/keys`, run from
+// elsewhere with no token in its environment, reads the admin token that
+// `serve --db DIR` saved beside the keys, DIR/admin-token.
+func TestDemoTokenBesideKeys(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	env := envWithout()
+	s := startIn(t, t.TempDir(), env, "serve", "--addr", "127.0.0.1:0", "--db", data)
+	demo := exec.Command(binary, "demo", "--url", s.url, "--keys", filepath.Join(data, "keys"))
+	demo.Dir, demo.Env = t.TempDir(), env
+	out, err := demo.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "entries verified") {
+		t.Fatalf("demo --keys %s: %v\n%s\nserver:\n%s", filepath.Join(data, "keys"), err, out, s.log())
+	}
+	if hint := "TOKEN=$(cat " + filepath.Join(data, "admin-token") + ")"; !strings.Contains(string(out), hint) {
+		t.Errorf("the demo does not say %q\n%s", hint, out)
+	}
+	s.stop(t, syscall.SIGTERM)
+}
+
 // TestDemoNeedsKeys: without the server's key directory the demo says
 // where it looked and what to do, and sends nothing.
 func TestDemoNeedsKeys(t *testing.T) {
@@ -222,21 +247,12 @@ func TestDemoAskGrant(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys")
-	if out, err := exec.Command(binary, "keygen", "--dir", keys).CombinedOutput(); err != nil {
-		t.Fatalf("keygen: %v\n%s", err, out)
-	}
+	keygen(t, keys)
 	kd, err := sig.LoadKeyDir(keys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	approverKey, err := sig.GenerateKey(sig.ECDSAP256, "security-oncall")
-	if err != nil {
-		t.Fatal(err)
-	}
-	approvers := filepath.Join(dir, "approvers")
-	if err := sig.WriteKeyDir(approvers, approverKey); err != nil {
-		t.Fatal(err)
-	}
+	approvers, approverKey := approverKeys(t, dir)
 	approverSet, err := sig.NewKeySet(approverKey.Public())
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/acsledger/acsledger/acs/sig"
+	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/storeopen"
@@ -40,12 +40,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer store.Close()
 
-	dir := *keysDir
-	if dir == "" {
-		dir = defaultKeysDir(storeURL(db.named()))
-	}
+	dir := db.keysDir(*keysDir)
 	opts := evidence.Options{IncludePolicies: *includePolicies, SinceSize: *sinceSize}
-	if opts.ResponseKeys, err = publicKeys(dir); err != nil {
+	if opts.ResponseKeys, err = keydir.PublicKeys(dir); err != nil {
 		return err
 	}
 	var log evidence.Log
@@ -116,24 +113,6 @@ func openStore(ctx context.Context, db dbFlags, opts ledger.Options) (storeopen.
 		return nil, fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	return st, nil
-}
-
-// publicKeys loads the public halves of the keys in dir, if it exists.
-// HMAC keys are left to the bundle builder, which never carries them.
-func publicKeys(dir string) ([]*sig.PublicKey, error) {
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	kd, err := sig.LoadKeyDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("couldn't load keys from %s: %w", dir, err)
-	}
-	var out []*sig.PublicKey
-	for _, id := range kd.KeySet.KeyIDs() {
-		k, _ := kd.KeySet.Get(id)
-		out = append(out, k)
-	}
-	return out, nil
 }
 
 // openLogReadOnly opens the Merkle log over store with the log keys serve

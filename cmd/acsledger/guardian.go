@@ -6,11 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +17,7 @@ import (
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/guardian/opapolicy"
 	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/paramcrypt"
 	"github.com/acsledger/acsledger/ledger/storeopen"
@@ -65,7 +64,7 @@ func (f *guardianFlags) register(fs *flag.FlagSet) {
 	})
 	acsTrace, _ := strconv.ParseBool(os.Getenv(envACSTrace))
 	fs.BoolVar(&f.acsTrace, "acs-trace", acsTrace, "emit ACS-Trace spans: one per step, named by the ACS OpenTelemetry mapping, with an acs.decision event (exported when OTEL_EXPORTER_OTLP_ENDPOINT is set); default $"+envACSTrace)
-	fs.StringVar(&f.masterKeyFile, "master-key-file", "", "FILE holding the master key (64 hex digits) that encrypts request params at rest; default $"+envMasterKey+", else "+masterKeyFile+" in the key directory, created if missing")
+	fs.StringVar(&f.masterKeyFile, "master-key-file", "", "FILE holding the master key (64 hex digits) that encrypts request params at rest; default $"+keydir.EnvMasterKey+", else "+keydir.MasterKeyFile+" in the key directory, created if missing")
 }
 
 // sealer returns the sealer of request params at rest, creating the
@@ -79,65 +78,19 @@ func (f *guardianFlags) sealer(storeURL string, log *slog.Logger) (*paramcrypt.S
 		// exist, so that a mistyped path is not a new identity.
 		return nil, fmt.Errorf("couldn't read key directory %s: %w", dir, err)
 	}
-	return paramsSealer(f.masterKeyFile, dir, true, log)
-}
-
-// defaultKeysDir is where keys live when --keys is not given.
-func defaultKeysDir(storeURL string) string {
-	t, err := storeopen.Parse(storeURL)
-	if err == nil && t.Dir != "" {
-		return filepath.Join(t.Dir, "keys")
-	}
-	return "acsledger-keys"
-}
-
-// defaultKeys are what a first start generates: an asymmetric response key
-// and an HMAC input key for clients that use the §10 baseline.
-var defaultKeys = []struct {
-	alg sig.Algorithm
-	id  string
-}{
-	{sig.ECDSAP256, "acsledger-ecdsa-p256"},
-	{sig.HMACSHA256, "acsledger-hmac"},
+	return keydir.ParamsSealer(f.masterKeyFile, dir, true, log)
 }
 
 // loadKeys reads the key directory, creating it with default keys when it
-// does not exist, and adds the --hmac-key keys.
+// does not exist (keydir.Open), and adds the --hmac-key keys.
 func (f *guardianFlags) loadKeys(storeURL string, log *slog.Logger) ([]*sig.PrivateKey, *sig.KeySet, error) {
 	dir := f.keysDir
-	var generate bool
 	if dir == "" {
-		// The default directory is created with fresh keys when missing.
 		dir = defaultKeysDir(storeURL)
-		none, err := noKeyFiles(dir)
-		generate = errors.Is(err, fs.ErrNotExist) || err == nil && none
-	} else {
-		// A directory given with --keys must exist (a mistyped path is an
-		// error, not a new key set); an existing one without any key file
-		// (a fresh volume, say) gets fresh keys, as the default one does.
-		none, err := noKeyFiles(dir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("couldn't read key directory %s: %w", dir, err)
-		}
-		generate = none
 	}
-	if generate {
-		var keys []*sig.PrivateKey
-		for _, k := range defaultKeys {
-			pk, err := sig.GenerateKey(k.alg, k.id)
-			if err != nil {
-				return nil, nil, err
-			}
-			keys = append(keys, pk)
-		}
-		if err := sig.WriteKeyDir(dir, keys...); err != nil {
-			return nil, nil, fmt.Errorf("couldn't create keys in %s: %w", dir, err)
-		}
-		log.Info("generated Guardian keys", "dir", dir)
-	}
-	kd, err := sig.LoadKeyDir(dir)
+	kd, err := keydir.Open(dir, f.keysDir == "", log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("couldn't load keys from %s: %w", dir, err)
+		return nil, nil, err
 	}
 	keys := kd.Private
 	for _, v := range f.hmacKeys {
@@ -151,22 +104,6 @@ func (f *guardianFlags) loadKeys(storeURL string, log *slog.Logger) ([]*sig.Priv
 		keys = append(keys, k)
 	}
 	return keys, kd.KeySet, nil
-}
-
-// noKeyFiles reports whether dir, which must exist, holds no Guardian key
-// files (*.key.json, *.pub.json); other files, such as the Merkle log's
-// key, do not count.
-func noKeyFiles(dir string) (bool, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return false, err
-	}
-	for _, e := range ents {
-		if n := e.Name(); strings.HasSuffix(n, ".key.json") || strings.HasSuffix(n, ".pub.json") {
-			return false, nil
-		}
-	}
-	return true, nil
 }
 
 // bundle returns the policy bundle to decide with.
@@ -268,18 +205,9 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	// As serve: never migrates a PostgreSQL database.
-	// Nothing is created beside a store that cannot be reached.
-	if err := storeopen.Reach(ctx, url); err != nil {
-		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
-	}
-	sealer, err := gf.sealer(url, log)
+	store, _, err := gf.openStore(ctx, url, ledger.Options{}, log)
 	if err != nil {
 		return err
-	}
-	store, err := storeopen.Open(ctx, url, ledger.Options{Params: sealer})
-	if err != nil {
-		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	defer store.Close()
 	keys, keySet, err := gf.loadKeys(url, log)
@@ -288,15 +216,11 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	// Spans and metrics leave over OTLP as from serve; stdout is the
 	// protocol's, so nothing else is served.
-	tel, err := newTelemetry(ctx, os.Getenv, log)
+	_, stopTelemetry, err := startTelemetry(ctx, log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := tel.stop(ctx); err != nil {
-			log.Warn("telemetry shutdown incomplete", "err", err)
-		}
-	}()
+	defer stopTelemetry()
 	g, err := gf.newGuardian(ctx, store, keys, keySet, log)
 	if err != nil {
 		return err
@@ -307,12 +231,15 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-// runKeygen writes new keys into a directory.
+// runKeygen writes new keys into a directory: the Guardian keys of
+// --alg and the Merkle log key.
 func runKeygen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keygen", stderr)
 	dir := fs.String("dir", "", "directory to write the keys into (required; existing files are never overwritten)")
 	algs := fs.String("alg", string(sig.ECDSAP256)+","+string(sig.HMACSHA256), "comma-separated ACS algorithms, e.g. ML-DSA-65,ECDSA-P256,HMAC-SHA256")
 	prefix := fs.String("key-id-prefix", "acsledger", "key_ids are PREFIX-<algorithm in lower case>")
+	var lf logFlags
+	fs.StringVar(&lf.origin, "log-origin", "", "checkpoint origin line of the Merkle log key written beside the keys, as serve would make it (default HOSTNAME/acsledger)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -337,5 +264,32 @@ func runKeygen(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, k := range keys {
 		fmt.Fprintf(stdout, "%s\t%s\n", k.KeyID(), k.Algorithm())
 	}
-	return nil
+	// The Merkle log key too, where serve would make it, so that an
+	// offline ingest into a fresh store with these keys anchors what it
+	// takes in.
+	_, err := lf.loadLogKeys(*dir, newLogger(stderr))
+	return err
 }
+
+// openStore opens the Guardian's store at url with opts and the sealer
+// of request params at rest, and returns the options it opened it with.
+// Like serve it never migrates a PostgreSQL database, and it creates
+// nothing beside a store that cannot be reached.
+func (f *guardianFlags) openStore(ctx context.Context, url string, opts ledger.Options, log *slog.Logger) (storeopen.Store, ledger.Options, error) {
+	if err := storeopen.Reach(ctx, url); err != nil {
+		return nil, opts, fmt.Errorf("couldn't open store %s: %w", redact(url), err)
+	}
+	sealer, err := f.sealer(url, log)
+	if err != nil {
+		return nil, opts, err
+	}
+	opts.Params = sealer
+	store, err := storeopen.Open(ctx, url, opts)
+	if err != nil {
+		return nil, opts, fmt.Errorf("couldn't open store %s: %w", redact(url), err)
+	}
+	return store, opts, nil
+}
+
+// defaultKeysDir is where keys live when --keys is not given.
+func defaultKeysDir(storeURL string) string { return keydir.Default(storeURL) }

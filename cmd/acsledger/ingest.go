@@ -1,23 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"crypto/ed25519"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"slices"
-	"strings"
-	"sync/atomic"
-	"time"
 
-	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/ingest"
+	"github.com/acsledger/acsledger/internal/ingestfiles"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/web"
@@ -32,17 +23,13 @@ func (e *inputError) Is(target error) bool { return target == errUsage }
 
 // ingestFlags are the source flags of `acsledger ingest`.
 type ingestFlags struct {
-	format     string
-	db         dbFlags
-	keys       string
-	json       bool
-	batch      int
-	opaSession string
-	a2hKeys    []ingest.A2HKey
-	a2hWindow  time.Duration
-	a2hTypes   map[string]string
-	acsKeys    *sig.KeySet
-	noAnchor   bool
+	format   string
+	db       dbFlags
+	keys     string
+	json     bool
+	batch    int
+	noAnchor bool
+	src      ingestfiles.Sources
 }
 
 func (f *ingestFlags) register(fs *flag.FlagSet) {
@@ -53,137 +40,18 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per record, then a summary object")
 	fs.IntVar(&f.batch, "batch", ingest.DefaultBatch, "records per transaction")
 	f.registerPush(fs)
-	fs.Func("a2h-type", "a2h: the type of an A2H message, `MESSAGE_ID=ask|task|notify` (repeatable)", func(v string) error {
-		id, typ, ok := strings.Cut(v, "=")
-		if !ok || id == "" || !slices.Contains([]string{"ask", "task", "notify"}, typ) {
-			return fmt.Errorf("want MESSAGE_ID=ask|task|notify, got %q", v)
-		}
-		if f.a2hTypes == nil {
-			f.a2hTypes = map[string]string{}
-		}
-		f.a2hTypes[id] = typ
-		return nil
-	})
-	fs.Func("acs-keys", "acs: the other Guardian's response keys, a key directory or a .pub.json file (repeatable)", func(v string) error {
-		var keys []*sig.PublicKey
-		if fi, err := os.Stat(v); err == nil && fi.IsDir() {
-			kd, err := sig.LoadKeyDir(v)
-			if err != nil {
-				return err
-			}
-			for _, id := range kd.KeySet.KeyIDs() {
-				k, _ := kd.KeySet.Get(id)
-				keys = append(keys, k)
-			}
-		} else {
-			b, err := os.ReadFile(v)
-			if err != nil {
-				return err
-			}
-			k, err := sig.ParsePublicKey(b)
-			if err != nil {
-				return fmt.Errorf("%s: %w", v, err)
-			}
-			keys = append(keys, k)
-		}
-		return f.addACSKeys(keys...)
-	})
-	fs.Func("acs-hmac", "acs: the other Guardian's HMAC-SHA256 IKM, `KEY_ID=HEX` (repeatable)", func(v string) error {
-		k, err := sig.ParseHMACKeyFlag(v)
-		if err != nil {
-			return err
-		}
-		return f.addACSKeys(k.Public())
-	})
+	fs.Func("a2h-type", "a2h: the type of an A2H message, `MESSAGE_ID=ask|task|notify` (repeatable)", f.src.AddA2HType)
+	fs.Func("acs-keys", "acs: the other Guardian's response keys, a key directory or a .pub.json file (repeatable)", f.src.AddACSKeys)
+	fs.Func("acs-hmac", "acs: the other Guardian's HMAC-SHA256 IKM, `KEY_ID=HEX` (repeatable)", f.src.AddACSHMAC)
 }
 
 // registerPush registers the flags of the sources that also arrive over
 // HTTP (serve takes them too).
 func (f *ingestFlags) registerPush(fs *flag.FlagSet) {
-	fs.StringVar(&f.opaSession, "opa-session-path", ingest.DefaultOPASessionPath, "opa: dotted path of the session id in a decision event")
-	fs.Func("a2h-hmac", "a2h: a Hub's HMAC-SHA256 secret, `KEY_ID=HEX` (repeatable)", func(v string) error {
-		id, b, err := keyFlag(v)
-		if err != nil {
-			return err
-		}
-		f.a2hKeys = append(f.a2hKeys, ingest.A2HKey{ID: id, HMAC: b})
-		return nil
-	})
-	fs.Func("a2h-ed25519", "a2h: a Hub's raw 32-byte Ed25519 public key, `KEY_ID=HEX` (repeatable)", func(v string) error {
-		id, b, err := keyFlag(v)
-		if err != nil {
-			return err
-		}
-		if len(b) != ed25519.PublicKeySize {
-			return fmt.Errorf("%s: an Ed25519 public key is %d bytes, not %d", id, ed25519.PublicKeySize, len(b))
-		}
-		f.a2hKeys = append(f.a2hKeys, ingest.A2HKey{ID: id, Ed25519: ed25519.PublicKey(b)})
-		return nil
-	})
-	fs.DurationVar(&f.a2hWindow, "a2h-window", ingest.DefaultA2HWindow, "a2h: replay window around received_at")
-}
-
-func (f *ingestFlags) addACSKeys(keys ...*sig.PublicKey) error {
-	if f.acsKeys == nil {
-		f.acsKeys = &sig.KeySet{}
-	}
-	for _, k := range keys {
-		if err := f.acsKeys.Add(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// keyFlag parses KEY_ID=HEX.
-func keyFlag(v string) (string, []byte, error) {
-	id, hx, ok := strings.Cut(v, "=")
-	if !ok || id == "" {
-		return "", nil, errors.New("want KEY_ID=HEX")
-	}
-	b, err := hex.DecodeString(hx)
-	if err != nil || len(b) == 0 {
-		return "", nil, fmt.Errorf("%s: the key is not hex", id)
-	}
-	return id, b, nil
-}
-
-// mapper returns the Mapper of the format.
-func (f *ingestFlags) mapper(store ingest.Store) (ingest.Mapper, error) {
-	switch ingest.Format(f.format) {
-	case ingest.OPA:
-		return ingest.OPAMapper{SessionPath: f.opaSession}, nil
-	case ingest.BashGuard:
-		return ingest.BashGuardMapper{}, nil
-	case ingest.BashGuardAudit:
-		return ingest.BashGuardAuditMapper{Store: store}, nil
-	case ingest.A2H:
-		if len(f.a2hKeys) == 0 {
-			return nil, errors.New("--format a2h needs at least one --a2h-hmac or --a2h-ed25519 key")
-		}
-		return ingest.A2HMapper{Verifier: ingest.A2HVerifier{Keys: f.a2hKeys, Window: f.a2hWindow}, Store: store, MessageTypes: f.a2hTypes}, nil
-	case ingest.ACS:
-		if f.acsKeys == nil || f.acsKeys.Len() == 0 {
-			return nil, errors.New("--format acs needs the other Guardian's keys (--acs-keys or --acs-hmac)")
-		}
-		return ingest.ACSMapper{Keys: f.acsKeys}, nil
-	case "":
-		return nil, errors.New("--format is required")
-	}
-	return nil, fmt.Errorf("unknown --format %q (want opa, bash-guard, bash-guard-audit, a2h or acs)", f.format)
-}
-
-// recordJSON is one line of --json output.
-type recordJSON struct {
-	File      string   `json:"file"`
-	Record    int64    `json:"record"`
-	Key       string   `json:"key"`
-	Status    string   `json:"status"`
-	Reason    *string  `json:"reason"`
-	SessionID *string  `json:"session_id"`
-	Position  *int64   `json:"position"`
-	Flags     []string `json:"flags"`
-	Detail    string   `json:"detail,omitempty"`
+	fs.StringVar(&f.src.OPASessionPath, "opa-session-path", ingest.DefaultOPASessionPath, "opa: dotted path of the session id in a decision event")
+	fs.Func("a2h-hmac", "a2h: a Hub's HMAC-SHA256 secret, `KEY_ID=HEX` (repeatable)", f.src.AddA2HHMAC)
+	fs.Func("a2h-ed25519", "a2h: a Hub's raw 32-byte Ed25519 public key, `KEY_ID=HEX` (repeatable)", f.src.AddA2HEd25519)
+	fs.DurationVar(&f.src.A2HWindow, "a2h-window", ingest.DefaultA2HWindow, "a2h: replay window around received_at")
 }
 
 // runIngest takes in records other systems wrote (docs/ingest.md).
@@ -208,110 +76,29 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if f.batch <= 0 {
 		return &inputError{errors.New("--batch must be positive")}
 	}
-	if _, err := f.mapper(nil); err != nil {
+	if _, err := f.src.Mapper(f.format, nil); err != nil {
 		return &inputError{err}
 	}
 	// Every file must open before anything is written.
-	opened := make([]*os.File, len(files))
-	for i, name := range files {
-		fh, err := os.Open(name)
-		if err != nil {
-			for _, o := range opened[:i] {
-				o.Close()
-			}
-			return &inputError{fmt.Errorf("couldn't read input: %w", err)}
-		}
-		opened[i] = fh
+	opened, err := ingestfiles.Open(files)
+	if err != nil {
+		return &inputError{err}
 	}
-	defer func() {
-		for _, o := range opened {
-			o.Close()
-		}
-	}()
+	defer ingestfiles.Close(opened)
 
-	url, err := f.db.url()
+	st, err := openStore(ctx, f.db, ledger.Options{})
 	if err != nil {
 		return err
 	}
-	st, err := storeopen.Open(ctx, url, ledger.Options{})
-	if err != nil {
-		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
-	}
 	defer st.Close()
-	store, ok := st.(ingest.Store)
-	if !ok {
-		return fmt.Errorf("store %s does not support ingest", redact(url))
-	}
-	m, err := f.mapper(store)
+	var store ingest.Store = st
+	m, err := f.src.Mapper(f.format, store)
 	if err != nil {
 		return &inputError{err}
 	}
 
-	out := bufio.NewWriter(stdout)
-	defer out.Flush()
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
-	var total ingest.Summary
-	var unreadable []error
-	term, _ := stderr.(*os.File)
-	showProgress := !f.json && term != nil && isTerminal(term)
-	for i, name := range files {
-		var in io.Reader = opened[i]
-		var bar *ingestProgress
-		if showProgress {
-			bar = newIngestProgress(term, name, opened[i])
-			in = bar
-		}
-		r := ingest.Runner{Store: store, Batch: f.batch, OnResult: func(rec ledger.IngestRecord, res ledger.IngestResult) {
-			if bar != nil {
-				bar.record()
-			}
-			if f.json {
-				line := recordJSON{File: rec.File, Record: rec.Record, Key: rec.Key, Status: string(res.Status), Detail: res.Detail, Flags: rec.Flags}
-				if res.Status == ledger.IngestQuarantined {
-					line.Reason = &res.Reason
-				} else {
-					line.SessionID, line.Position = &res.SessionID, &res.Position
-				}
-				if line.Flags == nil {
-					line.Flags = []string{}
-				}
-				enc.Encode(line)
-				return
-			}
-			if res.Status == ledger.IngestQuarantined {
-				fmt.Fprintf(out, "quarantined %s: %s\n", res.Reason, withPlace(res.Detail, rec))
-			}
-		}}
-		// Each batch's results leave as soon as it committed.
-		r.OnBatch = func() { out.Flush() }
-		var raws func(func(ingest.Raw) bool)
-		if ingest.Format(f.format) == ingest.OPA {
-			raws = ingest.ArrayElements(in, name)
-		} else {
-			raws = ingest.Lines(in, name)
-		}
-		sum, err := r.Run(ctx, m, raws)
-		if bar != nil {
-			bar.done()
-		}
-		total.Accepted += sum.Accepted
-		total.Duplicate += sum.Duplicate
-		total.Quarantined += sum.Quarantined
-		if errors.Is(err, ingest.ErrUnreadable) {
-			unreadable = append(unreadable, err)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if f.json {
-		enc.Encode(map[string]ingest.Summary{"summary": total})
-	} else {
-		fmt.Fprintf(out, "accepted %d, duplicate %d, quarantined %d\n", total.Accepted, total.Duplicate, total.Quarantined)
-	}
-	if err := out.Flush(); err != nil {
+	total, unreadable, err := ingestfiles.Run(ctx, store, m, files, opened, ingestfiles.Options{Format: ingest.Format(f.format), Batch: f.batch, JSON: f.json}, stdout, stderr)
+	if err != nil {
 		return err
 	}
 	if !f.noAnchor && total.Accepted > 0 {
@@ -328,22 +115,10 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// withPlace prefixes a detail with the record's place unless it has one.
-func withPlace(detail string, rec ledger.IngestRecord) string {
-	place := fmt.Sprintf("%s:%d: ", rec.File, rec.Record)
-	if strings.HasPrefix(detail, place) {
-		return detail
-	}
-	return place + detail
-}
-
 // anchorIngested integrates the new entries into the Merkle log when the
 // key directory holds its key, as a running server would.
 func anchorIngested(ctx context.Context, st storeopen.Store, f ingestFlags, stderr io.Writer) error {
-	dir := f.keys
-	if dir == "" {
-		dir = defaultKeysDir(storeURL(f.db.named()))
-	}
+	dir := f.db.keysDir(f.keys)
 	l, err := openLogReadOnly(ctx, st, dir)
 	if err != nil {
 		return err
@@ -367,59 +142,6 @@ func anchorIngested(ctx context.Context, st storeopen.Store, f ingestFlags, stde
 	return nil
 }
 
-// ingestProgress draws one line on a terminal: records, records/s, and
-// the ETA from the share of the file read.
-type ingestProgress struct {
-	r          io.Reader
-	w          io.Writer
-	name       string
-	size, read int64
-	records    atomic.Int64
-	start      time.Time
-	last       time.Time
-	drawn      bool
-}
-
-func newIngestProgress(w io.Writer, name string, f *os.File) *ingestProgress {
-	p := &ingestProgress{r: f, w: w, name: name, start: time.Now()}
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		p.size = fi.Size()
-	}
-	return p
-}
-
-func (p *ingestProgress) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b)
-	atomic.AddInt64(&p.read, int64(n))
-	return n, err
-}
-
-// record counts one stored record and redraws at most five times a second.
-func (p *ingestProgress) record() {
-	n := p.records.Add(1)
-	t := time.Now()
-	if t.Sub(p.last) < 200*time.Millisecond {
-		return
-	}
-	p.last = t
-	secs := t.Sub(p.start).Seconds()
-	rate := float64(n) / max(secs, 1e-3)
-	line := fmt.Sprintf("%s: %d records, %.0f records/s", p.name, n, rate)
-	if read := atomic.LoadInt64(&p.read); p.size > 0 && read > 0 {
-		frac := float64(read) / float64(p.size)
-		eta := time.Duration(secs*(1-frac)/frac) * time.Second
-		line += fmt.Sprintf(", %.0f%%, ETA %s", 100*frac, eta.Round(time.Second))
-	}
-	fmt.Fprint(p.w, "\r\x1b[K"+line)
-	p.drawn = true
-}
-
-func (p *ingestProgress) done() {
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\x1b[K")
-	}
-}
-
 // ingestServeFlags configure serve's ingest routes (docs/ingest.md).
 type ingestServeFlags struct {
 	f           ingestFlags
@@ -435,7 +157,7 @@ func (s *ingestServeFlags) register(fs *flag.FlagSet) {
 
 func (s *ingestServeFlags) options() web.IngestOptions {
 	return web.IngestOptions{
-		OPASessionPath: s.f.opaSession, A2HKeys: s.f.a2hKeys, A2HWindow: s.f.a2hWindow,
+		OPASessionPath: s.f.src.OPASessionPath, A2HKeys: s.f.src.A2HKeys, A2HWindow: s.f.src.A2HWindow,
 		A2HCallbackURL: s.callbackURL, MaxInFlight: s.maxInFlight,
 	}
 }

@@ -1,14 +1,21 @@
 package main
 
 import (
-	"errors"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/acsledger/acsledger/internal/launch"
 )
 
 // TestIngestScript runs `acsledger ingest` as a binary (the one TestMain
@@ -32,22 +39,65 @@ func TestIngestScript(t *testing.T) {
 				if neg || len(args) < 3 || args[1] != "exec" {
 					ts.Fatalf("usage: exitcode N exec command [args...]")
 				}
-				want, err := strconv.Atoi(args[0])
-				if err != nil {
-					ts.Fatalf("exitcode: %v", err)
-				}
-				got := 0
-				if err := ts.Exec(args[2], args[3:]...); err != nil {
-					var ee *exec.ExitError
-					if !errors.As(err, &ee) {
-						ts.Fatalf("exitcode: %v", err)
-					}
-					got = ee.ExitCode()
-				}
-				if got != want {
-					ts.Fatalf("%s exited with status %d, want %d", args[2], got, want)
-				}
+				launch.ExitCode(ts, args[0], args[2], args[3:]...)
 			},
 		},
 	})
+}
+
+// TestServeIngest: `acsledger serve` takes an OPA upload on its ingest
+// route and its Merkle log anchors the new session; A2H pushes are refused
+// unless a Hub key is configured (--a2h-hmac).
+func TestServeIngest(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	s := startServer(t, "--db", dir, "--a2h-hmac", "hub=00112233445566778899aabbccddeeff")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`[{"decision_id":"s-1","path":"authz/allow","input":{"session_id":"served"},"result":true,"labels":{"id":"o"},"timestamp":"2026-12-01T10:00:00Z"}]`))
+	zw.Close()
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/api/v1/ingest/opa/logs", &gz)
+	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum map[string]any
+	json.NewDecoder(resp.Body).Decode(&sum)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || sum["accepted"] != 1.0 {
+		t.Fatalf("upload: %d %v", resp.StatusCode, sum)
+	}
+	// A push signed with no configured key is refused and quarantined.
+	req, _ = http.NewRequest(http.MethodPost, s.url+"/api/v1/ingest/a2h", strings.NewReader(`{"a2h_version":"0.3","in_reply_to":"m","resolution_id":"r","agent":{"id":"a","run_id":"b"},"resolution":"answered","response":{"actor":"human:x","resolved_at":"2026-12-01T10:00:00Z"}}`))
+	req.Header.Set("A2H-Signature", "t="+itoa(time.Now().Unix())+",jti=j,v1=AAAA")
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q map[string]any
+	json.NewDecoder(resp.Body).Decode(&q)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || q["reason"] != "signature_mismatch" {
+		t.Fatalf("push: %d %v", resp.StatusCode, q)
+	}
+	// The server's log anchors the ingested entry.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, _ := exec.Command(binary, "export", "--db", dir, "--session", "served", "--out", filepath.Join(t.TempDir(), "b.json")).CombinedOutput()
+		if strings.Contains(string(out), "anchored through entry 0") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not anchored: %s", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.stop(t, syscall.SIGTERM)
+}
+
+func itoa(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
 }

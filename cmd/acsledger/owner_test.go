@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,9 +19,7 @@ func TestPlainAppendIntoGuardianSession(t *testing.T) { stores(t, testPlainAppen
 
 func testPlainAppendIntoGuardianSession(t *testing.T, db string) {
 	keys := filepath.Join(t.TempDir(), "keys")
-	if out, err := exec.Command(binary, "keygen", "--dir", keys).CombinedOutput(); err != nil {
-		t.Fatalf("keygen: %v\n%s", err, out)
-	}
+	keygen(t, keys)
 	s := startServer(t, "--db", db, "--keys", keys)
 	var out, errs bytes.Buffer
 	if code := run(t.Context(), []string{"demo", "--url", s.url, "--keys", keys}, &out, &errs); code != 0 {

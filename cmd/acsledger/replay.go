@@ -10,6 +10,7 @@ import (
 	"os"
 
 	decisionreplay "github.com/acsledger/acsledger/guardian/replay"
+	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/ledger"
 )
 
@@ -27,7 +28,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	paramsFile := fs.String("params", "", "FILE holding the request's params as sent, or the whole request envelope (\"-\" for stdin); default: the params stored in the ledger")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	keysDir := fs.String("keys", "", "key directory, as for serve, holding the master key of request params at rest (default: keys/ beside the embedded store or ./acsledger-keys)")
-	masterKey := fs.String("master-key-file", "", "FILE holding the master key of request params at rest (default $"+envMasterKey+", else "+masterKeyFile+" in --keys)")
+	masterKey := fs.String("master-key-file", "", "FILE holding the master key of request params at rest (default $"+keydir.EnvMasterKey+", else "+keydir.MasterKeyFile+" in --keys)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: acsledger replay [--db URL] [--policy-version V] [--session ID] [--json] [--params FILE] REQUEST_ID")
 		fs.PrintDefaults()
@@ -48,11 +49,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	dir := *keysDir
-	if dir == "" {
-		dir = defaultKeysDir(storeURL(db.named()))
-	}
-	sealer, err := paramsSealer(*masterKey, dir, false, nil)
+	dir := db.keysDir(*keysDir)
+	sealer, err := keydir.ParamsSealer(*masterKey, dir, false, nil)
 	if err != nil {
 		return err
 	}

@@ -81,9 +81,7 @@ func TestLeastPrivilege(t *testing.T) {
 
 	// Before migrate, serve refuses to start, and creates nothing.
 	keys := filepath.Join(t.TempDir(), "keys")
-	if out, err := exec.Command(binary, "keygen", "--dir", keys).CombinedOutput(); err != nil {
-		t.Fatalf("keygen: %v\n%s", err, out)
-	}
+	keygen(t, keys)
 	out, err := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--db", writerURL, "--keys", keys).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "run `acsledger migrate` as the database owner first") {
 		t.Fatalf("serve on an unmigrated database: %v\n%s", err, out)

@@ -18,6 +18,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/acsledger/acsledger/internal/keydir"
+	"github.com/acsledger/acsledger/internal/telemetry"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/readroute"
@@ -59,11 +61,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	tokenFile := af.adminTokenPath(storeURL(db.named()))
 	// Secrets readable by others are refused before anything starts.
-	if err := checkPrivate(tokenFile); err != nil {
+	if err := keydir.CheckPrivate(tokenFile); err != nil {
 		return err
 	}
 	if af.tlsKey != "" {
-		if err := checkPrivate(af.tlsKey); err != nil {
+		if err := keydir.CheckPrivate(af.tlsKey); err != nil {
 			return err
 		}
 	}
@@ -86,22 +88,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// serve never migrates: it runs as the writer login, which may not
 	// change the schema (`acsledger migrate`, as the owner, does). The
 	// embedded store, which has no roles, migrates as it opens.
-	// Nothing is created beside a store that cannot be reached.
-	if err := storeopen.Reach(ctx, url); err != nil {
-		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
-	}
-	sealer, err := gf.sealer(url, log)
+	store, opts, err := gf.openStore(ctx, url, ledger.Options{MaxEntryBytes: *maxEntry}, log)
 	if err != nil {
 		return err
-	}
-	store, err := storeopen.Open(ctx, url, ledger.Options{MaxEntryBytes: *maxEntry, Params: sealer})
-	if err != nil {
-		return fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	defer store.Close()
 	var replica *storeopen.ReadReplica
 	if readURL != "" {
-		if replica, err = storeopen.OpenReadReplica(ctx, readURL, store, ledger.Options{MaxEntryBytes: *maxEntry, Params: sealer}); err != nil {
+		if replica, err = storeopen.OpenReadReplica(ctx, readURL, store, opts); err != nil {
 			return fmt.Errorf("couldn't open the read replica %s: %w", redact(readURL), err)
 		}
 		defer replica.Close()
@@ -114,15 +108,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	tel, err := newTelemetry(ctx, os.Getenv, log)
+	tel, stopTelemetry, err := startTelemetry(ctx, log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := tel.stop(ctx); err != nil {
-			log.Warn("telemetry shutdown incomplete", "err", err)
-		}
-	}()
+	defer stopTelemetry()
 
 	keys, keySet, err := gf.loadKeys(url, log)
 	if err != nil {
@@ -132,7 +122,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if keysDir == "" {
 		keysDir = defaultKeysDir(url)
 	}
-	if err := checkKeyDir(keysDir); err != nil {
+	if err := keydir.CheckDir(keysDir); err != nil {
 		return err
 	}
 	mlog, err := lf.openLog(ctx, store, keysDir, log)
@@ -165,7 +155,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
 	}, Ingest: ingestOpts, Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store})
-	mountRoutes(handler.Router(), mlog, tel.metrics, gd, gd.ApprovalHandler(), log)
+	mountRoutes(handler.Router(), mlog, tel.Metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -287,3 +277,21 @@ type routedStore struct {
 }
 
 type primaryStore struct{ storeopen.Store }
+
+// startTelemetry sets up OpenTelemetry as the OTEL_* environment says
+// (package internal/telemetry); a setting it refuses is a usage error.
+// stop flushes the exporters, logging what it could not.
+func startTelemetry(ctx context.Context, log *slog.Logger) (tel *telemetry.Telemetry, stop func(), err error) {
+	env, err := telemetry.ReadEnv(os.Getenv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if tel, err = telemetry.New(ctx, env, log); err != nil {
+		return nil, nil, err
+	}
+	return tel, func() {
+		if err := tel.Stop(ctx); err != nil {
+			log.Warn("telemetry shutdown incomplete", "err", err)
+		}
+	}, nil
+}

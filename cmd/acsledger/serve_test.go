@@ -47,6 +47,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// keygen runs `acsledger keygen --dir keys` with args and returns what it
+// printed.
+func keygen(t *testing.T, keys string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(binary, append([]string{"keygen", "--dir", keys}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("keygen: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
 // server is a running `acsledger serve` process.
 type server struct {
 	p   *launch.Process
@@ -262,9 +273,7 @@ func testShutdownKeepsAcknowledged(t *testing.T, dir string) {
 	// The restart must find the same keys: the log refuses to continue
 	// from a checkpoint it cannot verify.
 	keys := filepath.Join(t.TempDir(), "keys")
-	if out, err := exec.Command(binary, "keygen", "--dir", keys).CombinedOutput(); err != nil {
-		t.Fatalf("keygen: %v\n%s", err, out)
-	}
+	keygen(t, keys)
 	s := startServer(t, "--db", dir, "--keys", keys)
 
 	type ack struct {

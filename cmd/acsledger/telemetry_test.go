@@ -23,6 +23,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/acsledger/acsledger/guardian"
+	"github.com/acsledger/acsledger/internal/acsagent"
+	"github.com/acsledger/acsledger/internal/bench"
+	"github.com/acsledger/acsledger/internal/telemetry"
 )
 
 // otlpReceiver is an OTLP/HTTP collector on a loopback port: it decodes
@@ -121,17 +124,17 @@ func otelEnvFor(endpoint string, extra ...string) []string {
 
 // agentFor opens a signed session against a server started in dir with
 // its embedded store in dir/data.
-func agentFor(t *testing.T, s *server, dataDir string) *agentSession {
+func agentFor(t *testing.T, s *server, dataDir string) *acsagent.Session {
 	t.Helper()
-	key, err := hmacKeyFrom(defaultKeysDir(dataDir))
+	key, err := acsagent.HMACKey(defaultKeysDir(dataDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newAgentSession(s.url, "otel-agent", key, &http.Client{Timeout: 30 * time.Second})
+	a, err := acsagent.New(s.url, "otel-agent", key, &http.Client{Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.open(t.Context(), map[string]any{}); err != nil {
+	if err := a.Open(t.Context(), map[string]any{}); err != nil {
 		t.Fatalf("open: %v\n%s", err, s.log())
 	}
 	return a
@@ -149,8 +152,8 @@ func TestTracingOTLP(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	s := startIn(t, dir, otelEnvFor(recv.srv.URL), "serve", "--addr", "127.0.0.1:0", "--db", data, "--acs-trace")
 	a := agentFor(t, s, data)
-	call := benchCalls[3] // rm -rf /: the baseline denies it
-	r, _, err := a.send(t.Context(), "steps/toolCallRequest", toolCallBody(call.tool, call.args))
+	call := bench.Calls[3] // rm -rf /: the baseline denies it
+	r, _, err := a.Send(t.Context(), "steps/toolCallRequest", acsagent.ToolCall(call.Tool, call.Args))
 	if err != nil || r.Decision != string(guardian.Deny) {
 		t.Fatalf("decision %+v, %v; want deny", r, err)
 	}
@@ -184,8 +187,8 @@ func TestTracingOTLP(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	if got := attr(step.Attributes, "acs.session.id"); got != a.id {
-		t.Errorf("step span acs.session.id = %q, want %q", got, a.id)
+	if got := attr(step.Attributes, "acs.session.id"); got != a.ID {
+		t.Errorf("step span acs.session.id = %q, want %q", got, a.ID)
 	}
 	if got := attr(step.Attributes, "acs.agent.id"); got != "otel-agent" {
 		t.Errorf("step span acs.agent.id = %q", got)
@@ -281,11 +284,11 @@ func TestTracingOTLP(t *testing.T) {
 
 	// An agent's W3C traceparent makes the request a child of its span.
 	const agentTrace, agentSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-	env, err := a.envelope("steps/toolCallRequest", a.params(toolCallBody(benchCalls[0].tool, benchCalls[0].args)))
+	env, err := a.Envelope("steps/toolCallRequest", a.Params(acsagent.ToolCall(bench.Calls[0].Tool, bench.Calls[0].Args)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, a.acsURL, bytes.NewReader(env))
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, a.URL(), bytes.NewReader(env))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", "00-"+agentTrace+"-"+agentSpan+"-01")
 	resp, err := http.DefaultClient.Do(req)
@@ -385,11 +388,11 @@ func TestTracingBlackHole(t *testing.T) {
 	t0 := time.Now()
 	var slowest time.Duration
 	for i := range n {
-		c := benchCalls[i%len(benchCalls)]
+		c := bench.Calls[i%len(bench.Calls)]
 		t1 := time.Now()
-		r, _, err := a.send(t.Context(), "steps/toolCallRequest", toolCallBody(c.tool, c.args))
-		if err != nil || r.Decision != string(c.want) {
-			t.Fatalf("decision %d: %+v, %v; want %s\n%s", i, r, err, c.want, s.log())
+		r, _, err := a.Send(t.Context(), "steps/toolCallRequest", acsagent.ToolCall(c.Tool, c.Args))
+		if err != nil || r.Decision != string(c.Want) {
+			t.Fatalf("decision %d: %+v, %v; want %s\n%s", i, r, err, c.Want, s.log())
 		}
 		slowest = max(slowest, time.Since(t1))
 	}
@@ -421,41 +424,7 @@ func TestTracingBlackHole(t *testing.T) {
 
 	t1 := time.Now()
 	s.stop(t, syscall.SIGTERM)
-	if el := time.Since(t1); el > telemetryShutdownGrace+10*time.Second {
+	if el := time.Since(t1); el > telemetry.ShutdownGrace+10*time.Second {
 		t.Errorf("shutdown took %v with the collector a black hole", el)
-	}
-}
-
-// TestReadOTelEnv: which signals are exported, and which settings are
-// refused at start.
-func TestReadOTelEnv(t *testing.T) {
-	for _, tc := range []struct {
-		name            string
-		env             map[string]string
-		traces, metrics bool
-		err             string
-	}{
-		{"nothing set", nil, false, false, ""},
-		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, true, true, ""},
-		{"traces endpoint only", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, true, false, ""},
-		{"traces off", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:4318", "OTEL_TRACES_EXPORTER": "none"}, false, true, ""},
-		{"sdk disabled", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:4318", "OTEL_SDK_DISABLED": "true"}, false, false, ""},
-		{"json", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, true, true, ""},
-		{"grpc", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, false, false, "not gRPC"},
-		{"grpc for traces", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:4317", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, false, false, "not gRPC"},
-		{"zipkin", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, false, false, "otlp or not at all"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e, err := readOTelEnv(func(k string) string { return tc.env[k] })
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Errorf("error %v, want one saying %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil || e.traces != tc.traces || e.metrics != tc.metrics {
-				t.Errorf("traces %v metrics %v err %v; want traces %v metrics %v", e.traces, e.metrics, err, tc.traces, tc.metrics)
-			}
-		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/ledger"
-	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/web"
 )
 
@@ -34,13 +33,9 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // openTokens opens the store named by db and its token storage.
 func openTokens(ctx context.Context, db dbFlags) (web.Tokens, func() error, error) {
-	url, err := db.url()
+	st, err := openStore(ctx, db, ledger.Options{})
 	if err != nil {
 		return nil, nil, err
-	}
-	st, err := storeopen.Open(ctx, url, ledger.Options{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	return st, st.Close, nil
 }

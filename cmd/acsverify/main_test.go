@@ -5,11 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/acsledger/acsledger/internal/launch"
 )
 
 func TestMain(m *testing.M) {
@@ -37,21 +38,7 @@ func TestScript(t *testing.T) {
 				if neg || len(args) < 2 {
 					ts.Fatalf("usage: exitcode N command [args...]")
 				}
-				want, err := strconv.Atoi(args[0])
-				if err != nil {
-					ts.Fatalf("exitcode: %v", err)
-				}
-				got := 0
-				if err := ts.Exec(args[1], args[2:]...); err != nil {
-					var ee *exec.ExitError
-					if !errors.As(err, &ee) {
-						ts.Fatalf("exitcode: %v", err)
-					}
-					got = ee.ExitCode()
-				}
-				if got != want {
-					ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
-				}
+				launch.ExitCode(ts, args[0], args[1], args[2:]...)
 			},
 		},
 	})

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/acsledger/acsledger/internal/term"
 )
 
 // progressMin is the smallest input that gets a progress line: below it a
@@ -20,22 +22,15 @@ func progressReader(in io.Reader, name string, stderr io.Writer) io.Reader {
 	if !ok {
 		return in
 	}
-	term, ok := stderr.(*os.File)
-	if !ok || !isTerminal(term) {
+	tty, ok := stderr.(*os.File)
+	if !ok || !term.Is(tty) {
 		return in
 	}
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() < progressMin {
 		return in
 	}
-	return newProgress(in, term, name, fi.Size(), time.Now)
-}
-
-// isTerminal reports whether f is a character device (a terminal, on the
-// systems acsverify runs on).
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return newProgress(in, tty, name, fi.Size(), time.Now)
 }
 
 // progress counts the bytes read through it and redraws one line at most

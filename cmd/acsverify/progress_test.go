@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acsledger/acsledger/internal/term"
 )
 
 // TestProgress reads 10 MiB through a progress reader on a fake clock that
@@ -73,8 +75,8 @@ func TestProgressNotOnPipe(t *testing.T) {
 	if r := progressReader(f, "big", errf); r != io.Reader(f) {
 		t.Errorf("progressReader wrapped the input although stderr is a regular file")
 	}
-	if !isTerminal(mustOpen(t, os.DevNull)) {
-		t.Errorf("isTerminal(%s) = false; a character device counts", os.DevNull)
+	if !term.Is(mustOpen(t, os.DevNull)) {
+		t.Errorf("term.Is(%s) = false; a character device counts", os.DevNull)
 	}
 }
 

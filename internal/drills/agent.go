@@ -3,20 +3,20 @@
 package drills
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/acsledger/acsledger/acs/sig"
+	"github.com/acsledger/acsledger/guardian"
+	"github.com/acsledger/acsledger/internal/acsagent"
 )
 
 // AgentKeys are the keys an agent signs its requests with and checks the
@@ -38,6 +38,16 @@ func LoadAgentKeys(dir string) (*AgentKeys, error) {
 		}
 	}
 	return nil, fmt.Errorf("no HMAC-SHA256 key in %s", dir)
+}
+
+// MustLoadAgentKeys is LoadAgentKeys for a drill: an error fails t.
+func MustLoadAgentKeys(t testing.TB, dir string) *AgentKeys {
+	t.Helper()
+	ak, err := LoadAgentKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ak
 }
 
 // Answer is what became of one request an agent sent.
@@ -70,14 +80,12 @@ func (a Answer) Recorded() bool { return a.Err == nil && a.ChainHash != "" }
 // came back.
 func (a Answer) InFlight() bool { return a.Err != nil && !a.Refused }
 
-// Agent is one ACS session signed with HMAC-SHA256 over HTTP.
+// Agent is one ACS session signed with HMAC-SHA256 over HTTP: the
+// shared agent (internal/acsagent) with the answers' signatures checked.
 type Agent struct {
-	url     string
-	session string
-	keys    *AgentKeys
-	signer  sig.Signer
-	http    *http.Client
-	id      int
+	s    *acsagent.Session
+	keys *AgentKeys
+	http *http.Client
 	// hello is the request_id of the handshake: a request the Guardian
 	// remembers (ACS §10.3) but records no entry for.
 	hello string
@@ -85,52 +93,33 @@ type Agent struct {
 
 // NewAgent returns an agent for a new session against the server at url.
 func NewAgent(url string, keys *AgentKeys) (*Agent, error) {
-	session := NewUUID()
-	signer, err := keys.hmac.Signer(session)
-	if err != nil {
-		return nil, err
-	}
 	// Its own transport: a connection to a killed server is not reused
 	// by the next one.
 	hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
-	return &Agent{url: url, session: session, keys: keys, signer: signer, http: hc}, nil
+	s, err := acsagent.New(url, "drill-agent", keys.hmac, hc)
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{s: s, keys: keys, http: hc}, nil
 }
 
 // HelloID returns the request_id of the agent's handshake, "" before it.
 func (a *Agent) HelloID() string { return a.hello }
 
 // Session returns the agent's session id.
-func (a *Agent) Session() string { return a.session }
+func (a *Agent) Session() string { return a.s.ID }
 
 // Close drops the agent's idle connections.
 func (a *Agent) Close() { a.http.CloseIdleConnections() }
 
-// NewUUID returns a random version 4 UUID.
-func NewUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
-
-var helloPayload = map[string]any{
-	"acs_versions_supported": []string{"0.1.0"},
-	"methods_implemented":    []string{"steps/sessionStart", "steps/toolCallRequest", "steps/sessionEnd", "system/ping"},
-	"transports_supported":   []string{"http"},
-	"provenance_producer":    "deterministic",
-	"profiles_supported":     []string{"acs-core", "acs-audit"},
-}
-
 // readFile is a step the shipped baseline policy allows.
-var readFile = map[string]any{"tool": map[string]any{"name": "read_file"}, "arguments": map[string]any{"path": map[string]any{
-	"value": "README.md", "provenance": map[string]any{"provenance_id": "p-1", "origin": "user_input"}}}}
+var readFile = map[string]any{"tool": map[string]any{"name": "read_file"}, "arguments": map[string]any{"path": acsagent.Arg("README.md", "p-1", "user_input")}}
 
 // Hello sends the handshake and then sessionStart, whose answer it
 // returns (a step like any other, recorded in the chain); the session is
 // then ready for steps.
 func (a *Agent) Hello(ctx context.Context) (Answer, error) {
-	ans := a.Send(ctx, "handshake/hello", helloPayload)
+	ans := a.Send(ctx, guardian.MethodHello, acsagent.HelloBody()["payload"])
 	a.hello = ans.RequestID
 	if ans.Err != nil || ans.Code != 0 {
 		return ans, fmt.Errorf("handshake: %v (code %d %s)", ans.Err, ans.Code, ans.Reason)
@@ -153,57 +142,19 @@ var errUnsigned = errors.New("the answer's signature does not verify")
 
 // Send sends one signed request and checks the signature of the answer.
 func (a *Agent) Send(ctx context.Context, method string, payload any) Answer {
-	a.id++
-	ans := Answer{Session: a.session, RequestID: NewUUID(), Sent: time.Now()}
-	env, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": a.id, "method": method, "params": map[string]any{
-		"acs_version": "0.1.0",
-		"request_id":  ans.RequestID,
-		"timestamp":   time.Now().UTC().Format(time.RFC3339Nano),
-		"metadata":    map[string]any{"agent_id": "drill-agent", "session_id": a.session},
-		"payload":     payload,
-	}})
-	if err == nil {
-		env, err = sig.SignEnvelope(env, sig.Params, a.signer)
-	}
-	if err != nil {
-		ans.Err = err
-		return ans
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url+"/acs", bytes.NewReader(env))
-	if err != nil {
-		ans.Err = err
-		return ans
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := a.http.Do(req)
+	ans := Answer{Session: a.s.ID, Sent: time.Now()}
+	rid, _, body, err := a.s.Post(ctx, method, map[string]any{"payload": payload})
+	ans.RequestID = rid
 	if err != nil {
 		ans.Err, ans.Refused = err, isRefused(err)
 		return ans
 	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		ans.Err = err
-		return ans
-	}
 	ans.Got = time.Now()
-	if _, err := sig.VerifyEnvelope(body, a.keys.set, a.session); err != nil {
+	if _, err := sig.VerifyEnvelope(body, a.keys.set, a.s.ID); err != nil {
 		ans.Err = fmt.Errorf("%w: %v: %s", errUnsigned, err, body)
 		return ans
 	}
-	var r struct {
-		Result *struct {
-			Decision    string   `json:"decision"`
-			ChainHash   string   `json:"chain_hash"`
-			ReasonCodes []string `json:"reason_codes"`
-		} `json:"result"`
-		Error *struct {
-			Code int `json:"code"`
-			Data struct {
-				Reason string `json:"reason"`
-			} `json:"data"`
-		} `json:"error"`
-	}
+	var r acsagent.Reply
 	if err := json.Unmarshal(body, &r); err != nil {
 		ans.Err = fmt.Errorf("undecodable answer: %v: %s", err, body)
 		return ans

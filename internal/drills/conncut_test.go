@@ -45,10 +45,7 @@ func TestConnectionCut(t *testing.T) {
 	db := pgtest.NewDatabase(t)
 	Run(t, bin, "migrate", "--db", db)
 	keys := Keygen(t, bin)
-	ak, err := LoadAgentKeys(keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ak := MustLoadAgentKeys(t, keys)
 	admin, err := pgx.Connect(ctx, db)
 	if err != nil {
 		t.Fatal(err)

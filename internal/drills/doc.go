@@ -16,5 +16,7 @@
 // keeps the figures of a run.
 //
 // The exported helpers (Main, Build, Serve, Agent, Load, the ledger checks)
-// are for drills in sub-packages too.
+// are for drills in sub-packages too. Agent is internal/acsagent's signed
+// ACS agent, the one the benchmarks and the demo use, with every answer's
+// signature checked.
 package drills

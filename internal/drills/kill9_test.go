@@ -21,10 +21,7 @@ func TestKill9Guardian(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			db := st.open(t)
 			keys := Keygen(t, bin)
-			ak, err := LoadAgentKeys(keys)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ak := MustLoadAgentKeys(t, keys)
 			var (
 				answers  []Answer
 				sessions []string

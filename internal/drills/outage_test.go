@@ -25,10 +25,7 @@ func TestPostgresRestart(t *testing.T) {
 			db := ps.NewDatabase(t)
 			Run(t, bin, "migrate", "--db", db)
 			keys := Keygen(t, bin)
-			ak, err := LoadAgentKeys(keys)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ak := MustLoadAgentKeys(t, keys)
 			args := []string{"--db", db, "--keys", keys}
 			if posture == "proceed" {
 				args = append(args, "--on-ledger-failure", "proceed")

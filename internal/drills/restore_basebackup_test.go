@@ -3,6 +3,7 @@
 package drills
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -50,17 +51,7 @@ func TestRestoreBaseBackup(t *testing.T) {
 		return Serve(t, bin, "--db", url, "--keys", keys), url
 	}
 
-	t.Run("quiet", func(t *testing.T) {
-		r, url := restore(t, quiet)
-		summary(t, "restore-basebackup", "pg_basebackup beside the running service after the load (%v), started as a new server: %s",
-			quietTook.Round(time.Millisecond), checkQuietRestore(t, r, url, loaded))
-		r.Stop(t)
-	})
-
-	t.Run("under-load", func(t *testing.T) {
-		r, url := restore(t, live)
-		summary(t, "restore-basebackup-under-load", "pg_basebackup during the load (%v), started as a new server: %s",
-			liveTook.Round(time.Millisecond), checkRestoreUnderLoad(t, r, url, loaded))
-		r.Stop(t)
-	})
+	checkRestores(t, loaded, "started as a new server",
+		restoreCase{"restore-basebackup", fmt.Sprintf("pg_basebackup beside the running service after the load (%v)", quietTook.Round(time.Millisecond)), func(t *testing.T) (*Server, string) { return restore(t, quiet) }},
+		restoreCase{"restore-basebackup-under-load", fmt.Sprintf("pg_basebackup during the load (%v)", liveTook.Round(time.Millisecond)), func(t *testing.T) (*Server, string) { return restore(t, live) }})
 }

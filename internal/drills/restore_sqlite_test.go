@@ -4,6 +4,7 @@ package drills
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,19 +85,13 @@ func TestRestoreSQLite(t *testing.T) {
 	}
 	s.Stop(t)
 
-	t.Run("quiet", func(t *testing.T) {
-		db := restoreSQLite(t, quiet)
-		r := Serve(t, bin, "--db", db, "--keys", keys)
-		summary(t, "restore-sqlite", "sqlite3 .backup beside the running service after the load (%v), restored to a fresh directory: %s",
-			quietTook.Round(time.Millisecond), checkQuietRestore(t, r, db, loaded))
-		r.Stop(t)
-	})
-
-	t.Run("under-load", func(t *testing.T) {
-		db := restoreSQLite(t, live)
-		r := Serve(t, bin, "--db", db, "--keys", keys)
-		summary(t, "restore-sqlite-under-load", "sqlite3 .backup during the load (%v), restored to a fresh directory: %s",
-			liveTook.Round(time.Millisecond), checkRestoreUnderLoad(t, r, db, loaded))
-		r.Stop(t)
-	})
+	serve := func(backup string) func(t *testing.T) (*Server, string) {
+		return func(t *testing.T) (*Server, string) {
+			db := restoreSQLite(t, backup)
+			return Serve(t, bin, "--db", db, "--keys", keys), db
+		}
+	}
+	checkRestores(t, loaded, "restored to a fresh directory",
+		restoreCase{"restore-sqlite", fmt.Sprintf("sqlite3 .backup beside the running service after the load (%v)", quietTook.Round(time.Millisecond)), serve(quiet)},
+		restoreCase{"restore-sqlite-under-load", fmt.Sprintf("sqlite3 .backup during the load (%v)", liveTook.Round(time.Millisecond)), serve(live)})
 }

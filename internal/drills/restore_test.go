@@ -136,10 +136,7 @@ func loadForRestore(t *testing.T, s *Server, db, keys string, backup func()) res
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ak, err := LoadAgentKeys(keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ak := MustLoadAgentKeys(t, keys)
 	want := restoreSessions * (restoreSteps + 1)
 	src := restoreSource{keys: keys}
 	var stop func()
@@ -237,10 +234,7 @@ func servesOn(t *testing.T, r *Server, keys string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ak, err := LoadAgentKeys(keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ak := MustLoadAgentKeys(t, keys)
 	const sessions, steps = 2, 50
 	want := sessions * (steps + 1)
 	tally, stop := Load{URL: r.URL, Keys: ak, Sessions: sessions, Steps: steps}.Start(ctx)
@@ -302,15 +296,34 @@ func TestRestore(t *testing.T) {
 		return Serve(t, bin, "--db", url, "--keys", keys), url
 	}
 
-	t.Run("quiet", func(t *testing.T) {
-		r, url := restore(t, quiet)
-		summary(t, "restore-quiet", "pg_dump after the load, restored to a fresh server: %s", checkQuietRestore(t, r, url, loaded))
-		r.Stop(t)
-	})
+	checkRestores(t, loaded, "restored to a fresh server",
+		restoreCase{"restore-quiet", "pg_dump after the load", func(t *testing.T) (*Server, string) { return restore(t, quiet) }},
+		restoreCase{"restore-under-load", "pg_dump during the load", func(t *testing.T) (*Server, string) { return restore(t, live) }})
+}
 
-	t.Run("under-load", func(t *testing.T) {
-		r, url := restore(t, live)
-		summary(t, "restore-under-load", "pg_dump during the load, restored to a fresh server: %s", checkRestoreUnderLoad(t, r, url, loaded))
-		r.Stop(t)
-	})
+// restoreCase is one restore of a restore drill: the drill's name in the
+// summary, how its backup was taken, and how the backup is served.
+type restoreCase struct {
+	drill, how string
+	serve      func(t *testing.T) (*Server, string)
+}
+
+// checkRestores serves the backup taken after the load (quiet) and the one
+// taken during it (underLoad), checks each against what the load left,
+// and summarizes each as "<how>, <restored>: <what the check found>".
+func checkRestores(t *testing.T, loaded restoreSource, restored string, quiet, underLoad restoreCase) {
+	for _, tc := range []struct {
+		name  string
+		c     restoreCase
+		check func(t *testing.T, r *Server, db string, src restoreSource) string
+	}{
+		{"quiet", quiet, checkQuietRestore},
+		{"under-load", underLoad, checkRestoreUnderLoad},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, url := tc.c.serve(t)
+			summary(t, tc.c.drill, "%s, %s: %s", tc.c.how, restored, tc.check(t, r, url, loaded))
+			r.Stop(t)
+		})
+	}
 }

@@ -9,10 +9,8 @@ package evidencetest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/guardian/opapolicy"
@@ -276,7 +275,7 @@ func (f *Fixture) NewSession(t testing.TB, like string) string {
 
 func (f *Fixture) handshake(t testing.TB, key *sig.PrivateKey) string {
 	t.Helper()
-	sid := newUUID()
+	sid := acs.NewUUID()
 	signer, err := key.Signer(sid)
 	if err != nil {
 		t.Fatal(err)
@@ -326,7 +325,7 @@ func (f *Fixture) Call(t testing.TB, session, method string, payload any) Step {
 		t.Fatalf("session %s is not one of the fixture's", session)
 	}
 	f.calls[session]++
-	rid := newUUID()
+	rid := acs.NewUUID()
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": f.calls[session], "method": method, "params": map[string]any{
 		"acs_version": "0.1.0", "request_id": rid, "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
 		"metadata": map[string]any{"agent_id": "agent-7", "session_id": session},
@@ -359,16 +358,6 @@ func (f *Fixture) Call(t testing.TB, session, method string, payload any) Step {
 	step := Step{SessionID: session, RequestID: rid, Method: method, Params: env.Params, Decision: d}
 	f.Steps = append(f.Steps, step)
 	return step
-}
-
-func newUUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err)
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // Superuser runs stmts behind the store's back in one transaction, as a

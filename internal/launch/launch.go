@@ -5,20 +5,25 @@
 //
 // The command's tests (cmd/acsledger) and the fault drills
 // (internal/drills, build tag drills) both start the built binary this
-// way; the package carries no build tag so that both can use it.
+// way; the package carries no build tag so that both can use it. The
+// two commands' testscript runs share its `exitcode` command, ExitCode.
 package launch
 
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // servingLine is how `acsledger serve` logs the address it listens at.
@@ -158,5 +163,26 @@ func (p *Process) Stop(t testing.TB, sig os.Signal) {
 	p.mu.Unlock()
 	if exit != nil {
 		t.Fatalf("%s exited with %v after %v\n%s", p.name, exit, sig, p.Log())
+	}
+}
+
+// ExitCode is the scripts' `exitcode N command [args...]` of a testscript
+// run: it runs name with args and fails the script unless the command
+// exits with status want.
+func ExitCode(ts *testscript.TestScript, want, name string, args ...string) {
+	n, err := strconv.Atoi(want)
+	if err != nil {
+		ts.Fatalf("exitcode: %v", err)
+	}
+	got := 0
+	if err := ts.Exec(name, args...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != n {
+		ts.Fatalf("%s exited with status %d, want %d", name, got, n)
 	}
 }

@@ -68,10 +68,7 @@ func TestFailover(t *testing.T) {
 	keys := drills.Keygen(t, bin)
 	drills.Run(t, bin, "migrate", "--db", db)
 	srv := drills.Serve(t, bin, "--db", multi, "--keys", keys)
-	agentKeys, err := drills.LoadAgentKeys(keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	agentKeys := drills.MustLoadAgentKeys(t, keys)
 	logPolicy := drills.LogPolicy(t, bin, keys)
 
 	// Load: agents sessions, each sending tool calls one after the other.

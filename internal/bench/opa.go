@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -12,22 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/guardian/policy"
-	"github.com/acsledger/acsledger/internal/proccpu"
-	"github.com/acsledger/acsledger/ledger"
 )
-
-// peerOPAServer is the --peer of `acsledger bench guardian` that a team
-// runs instead of a Guardian: OPA's own server (`opa run --server`), with
-// the shipped baseline bundle and decision logging on.
-const peerOPAServer = "opa-server"
 
 // opaDecisionPath is where OPA's Data API serves the baseline's decision
 // rule (policy.DecisionRule, data.acs.decision).
@@ -35,13 +26,13 @@ const opaDecisionPath = "/v1/data/acs/decision"
 
 // opaServer is an `opa run --server` child process on a loopback port.
 type opaServer struct {
-	url  string // base URL, e.g. http://127.0.0.1:8181
+	URL  string // base URL, e.g. http://127.0.0.1:8181
 	cmd  *exec.Cmd
 	dir  string // the bundle directory it loaded
 	done chan struct{}
 }
 
-// startOPAServer runs bin (OPA's command, built from the OPA module in
+// StartOPAServer runs bin (OPA's command, built from the OPA module in
 // go.mod: go build -o opa github.com/open-policy-agent/opa) as a server on
 // 127.0.0.1, loaded with the baseline bundle written out as files, and
 // waits until its health endpoint reports the bundle loaded. Decision
@@ -49,7 +40,7 @@ type opaServer struct {
 // its input and result, as a team reading OPA's decision logs runs it.
 // The console goes to /dev/null, so the sink costs OPA its encoding and a
 // write, and costs this process nothing.
-func startOPAServer(ctx context.Context, bin string) (*opaServer, error) {
+func StartOPAServer(ctx context.Context, bin string) (*opaServer, error) {
 	dir, err := os.MkdirTemp("", "acsledger-bench-opa-")
 	if err != nil {
 		return nil, err
@@ -74,10 +65,10 @@ func startOPAServer(ctx context.Context, bin string) (*opaServer, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("couldn't start %s (build it with: go build -o opa github.com/open-policy-agent/opa): %w", bin, err)
 	}
-	s := &opaServer{url: "http://" + addr, cmd: cmd, dir: dir, done: make(chan struct{})}
+	s := &opaServer{URL: "http://" + addr, cmd: cmd, dir: dir, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.done) }()
 	if err := s.waitHealthy(ctx, 60*time.Second); err != nil {
-		s.close()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -88,7 +79,7 @@ func (s *opaServer) waitHealthy(ctx context.Context, d time.Duration) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(d)
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/health", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/health", nil)
 		if err != nil {
 			return err
 		}
@@ -107,7 +98,7 @@ func (s *opaServer) waitHealthy(ctx context.Context, d time.Duration) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("opa run --server at %s not healthy after %v", s.url, d)
+			return fmt.Errorf("opa run --server at %s not healthy after %v", s.URL, d)
 		}
 	}
 }
@@ -115,7 +106,8 @@ func (s *opaServer) waitHealthy(ctx context.Context, d time.Duration) error {
 // pids is the OPA process, for cpuMeter.
 func (s *opaServer) pids() []int { return []int{s.cmd.Process.Pid} }
 
-func (s *opaServer) close() {
+// Close stops OPA and removes its bundle.
+func (s *opaServer) Close() {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
@@ -159,7 +151,7 @@ func loopbackPort() (int, error) {
 }
 
 // opaDataRequests are the Data API request bodies, {"input": document},
-// of the benchCalls for worker w: each document is the one the Guardian's
+// of the calls for worker w: each document is the one the Guardian's
 // builder gives the engine (bareInputs), so OPA's server evaluates what the
 // Guardian's engine does.
 func opaDataRequests(key *sig.PrivateKey, w int) ([][]byte, error) {
@@ -178,11 +170,11 @@ func opaDataRequests(key *sig.PrivateKey, w int) ([][]byte, error) {
 	return bodies, nil
 }
 
-// driveOPAServer measures OPA's server: each worker POSTs the benchCalls'
+// DriveOPAServer measures OPA's server: each worker POSTs the calls'
 // input documents to the baseline's decision over loopback HTTP, one at a
 // time, with the Guardian's load generator, concurrency and checks.
-func driveOPAServer(ctx context.Context, base string, key *sig.PrivateKey, workers int, d time.Duration, budget int64, started func()) (*loadResult, error) {
-	client := benchClient(workers)
+func DriveOPAServer(ctx context.Context, base string, key *sig.PrivateKey, workers int, d time.Duration, budget int64, started func()) (*Result, error) {
+	client := newClient(workers)
 	defer client.CloseIdleConnections()
 	decisionURL := base + opaDecisionPath
 	return drive(ctx, workers, d, budget, func(ctx context.Context, w int) (stepFunc, error) {
@@ -196,7 +188,7 @@ func driveOPAServer(ctx context.Context, base string, key *sig.PrivateKey, worke
 			if err != nil {
 				return "", err
 			}
-			return got, checkDecision(benchCalls[k].tool, got, benchCalls[k].want)
+			return got, checkDecision(Calls[k].Tool, got, Calls[k].Want)
 		}, nil
 	}, started)
 }
@@ -240,67 +232,21 @@ func postDecision(ctx context.Context, client *http.Client, url string, body []b
 	return r.Result.Decision, nil
 }
 
-// postgresPIDs returns a function listing the backends of store's
-// database, when store is a PostgreSQL store on this machine (the server's
-// background processes and other databases' sessions are left out). It
-// returns nil for any other store.
-func postgresPIDs(ctx context.Context, store ledger.Store) func() []int {
-	pg, ok := store.(interface{ Pool() *pgxpool.Pool })
-	if !ok {
-		return nil
-	}
-	return func() []int {
-		rows, err := pg.Pool().Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
-		if err != nil {
-			return nil
+var (
+	opaBuild    sync.Once
+	opaBuilt    string
+	opaBuildErr error
+)
+
+// BuildOPA builds OPA's command from the OPA module in go.mod (a tool of
+// this module: go tool opa) into dir, once per process (later calls
+// return the first build, wherever it went), and returns its path.
+func BuildOPA(dir string) (string, error) {
+	opaBuild.Do(func() {
+		opaBuilt = filepath.Join(dir, "opa")
+		if out, err := exec.Command("go", "build", "-o", opaBuilt, "github.com/open-policy-agent/opa").CombinedOutput(); err != nil {
+			opaBuildErr = fmt.Errorf("go build github.com/open-policy-agent/opa: %v\n%s", err, out)
 		}
-		pids, _ := pgx.CollectRows(rows, pgx.RowTo[int])
-		return pids
-	}
-}
-
-// cpuMeter counts the CPU time that this process and other processes
-// (the Postgres server's, or OPA's) spend during a measurement, from
-// /proc (Linux; elsewhere it counts nothing). On a shared machine the
-// rate swings with other work, while CPU per decision does much less.
-type cpuMeter struct {
-	other  func() []int // nil: this process only
-	self0  time.Duration
-	other0 map[int]time.Duration
-}
-
-func (m *cpuMeter) start() {
-	m.self0 = proccpu.Of(os.Getpid())
-	m.other0 = m.snapshot()
-}
-
-func (m *cpuMeter) snapshot() map[int]time.Duration {
-	cpu := map[int]time.Duration{}
-	if m.other != nil {
-		for _, pid := range m.other() {
-			cpu[pid] = proccpu.Of(pid)
-		}
-	}
-	return cpu
-}
-
-// print writes the CPU per decision since start: this process's (the load
-// generator's client, and an in-process Guardian), and name's. A process
-// that started during the measurement counts from zero; one that ended is
-// lost.
-func (m *cpuMeter) print(w io.Writer, decisions int, name string) {
-	if decisions == 0 {
-		return
-	}
-	self := proccpu.Of(os.Getpid()) - m.self0
-	per := func(d time.Duration) string { return ms(d / time.Duration(decisions)) }
-	line := "  cpu per decision: this process " + per(self)
-	if m.other != nil {
-		var other time.Duration
-		for pid, c := range m.snapshot() {
-			other += c - m.other0[pid]
-		}
-		line += fmt.Sprintf(", %s %s", name, per(other))
-	}
-	fmt.Fprintln(w, line)
+	})
+	return opaBuilt, opaBuildErr
 }
