@@ -8,7 +8,7 @@
 // (docs/api.md) from the same origin and render it with DOM text nodes
 // only, because entries carry attacker-influenced strings (tool arguments,
 // session ids). There is no build step and nothing is loaded from
-// elsewhere.
+// elsewhere. The pages share one <head> and header, pages/head.tmpl.
 package ui
 
 import (
