@@ -5,6 +5,17 @@ import (
 	"fmt"
 )
 
+// EntryHead holds the members a ContextEntry starts with (ACS §8.1), in the
+// order the Guardian and ingest write them: the entries they write embed it,
+// so encoding/json puts these members first.
+type EntryHead struct {
+	EntryID     string `json:"entry_id"`
+	StepID      string `json:"step_id"`
+	StepType    string `json:"step_type"`
+	Timestamp   string `json:"timestamp"`
+	RequestHash string `json:"request_hash"`
+}
+
 // Entry is a ContextEntry (ACS §8.1) parsed strictly and split into the part
 // the chain commits to and the chain links themselves.
 type Entry struct {

@@ -39,8 +39,8 @@ func FuzzCanonicalParams(f *testing.F) {
 			return
 		}
 		var top map[string]json.RawMessage
-		if json.Unmarshal(body, &top) != nil || kindOf(top["params"]) != 'o' {
-			if cut := acs.CanonicalMember(canon, "params"); cut != nil && kindOf(cut) == 'o' {
+		if json.Unmarshal(body, &top) != nil || kindOf(top["params"]) != "object" {
+			if cut := acs.CanonicalMember(canon, "params"); cut != nil && kindOf(cut) == "object" {
 				t.Fatalf("canonicalMember found params object %s in %s, which has none", cut, body)
 			}
 			return

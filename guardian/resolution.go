@@ -24,14 +24,10 @@ const (
 // under approval, so that an auditor can recompute the hash and verify the
 // approver's signature from the chain alone (docs/guardian.md, "Approvals").
 type resolutionEntry struct {
-	EntryID     string          `json:"entry_id"`
-	StepID      string          `json:"step_id"`
-	StepType    string          `json:"step_type"`
-	Timestamp   string          `json:"timestamp"`
-	RequestHash string          `json:"request_hash"`
-	AskStepID   string          `json:"ask_step_id"`
-	Approver    acs.Approver    `json:"approver"`
-	Approval    json.RawMessage `json:"approval"`
+	acs.EntryHead
+	AskStepID string          `json:"ask_step_id"`
+	Approver  acs.Approver    `json:"approver"`
+	Approval  json.RawMessage `json:"approval"`
 	// Grants only.
 	Capabilities []string `json:"capabilities,omitempty"`
 	Scope        string   `json:"scope,omitempty"`
@@ -50,14 +46,16 @@ type extensionProvenance struct {
 // canon, and returns it both as resume reads it and as JSON.
 func (g *Guardian) resolutionEntry(a Approval, canon []byte, granted bool) (storedEntry, []byte, error) {
 	e := resolutionEntry{
-		EntryID:     acs.NewUUID(),
-		StepID:      acs.NewUUID(),
-		StepType:    StepAskResolution,
-		Timestamp:   g.cfg.Clock().UTC().Format(timeFormat),
-		RequestHash: acs.Hash(sha256.Sum256(canon)).String(),
-		AskStepID:   a.AskStepID,
-		Approver:    a.Approver,
-		Approval:    canon,
+		EntryHead: acs.EntryHead{
+			EntryID:     acs.NewUUID(),
+			StepID:      acs.NewUUID(),
+			StepType:    StepAskResolution,
+			Timestamp:   g.cfg.Clock().UTC().Format(timeFormat),
+			RequestHash: acs.Hash(sha256.Sum256(canon)).String(),
+		},
+		AskStepID: a.AskStepID,
+		Approver:  a.Approver,
+		Approval:  canon,
 	}
 	if granted {
 		e.StepType = StepIntentExtension

@@ -176,7 +176,7 @@ func (g *Guardian) parse(raw []byte) (*request, *rpcerr.Error) {
 		return req, refuse(rpcerr.InvalidRequest, "notification", "id is missing: notifications are not supported in ACS v0.1 (§3), every request needs an id")
 	}
 	switch kindOf(idRaw) {
-	case 's', 'n':
+	case "string", "number":
 		req.id = idRaw
 	default:
 		return req, refuse(rpcerr.InvalidRequest, "invalid_id", "id must be a string or a number")
@@ -185,7 +185,7 @@ func (g *Guardian) parse(raw []byte) (*request, *rpcerr.Error) {
 		return req, refuse(rpcerr.InvalidRequest, "invalid_jsonrpc", `jsonrpc must be the string "2.0"`)
 	}
 	mRaw, ok := top["method"]
-	if !ok || kindOf(mRaw) != 's' {
+	if !ok || kindOf(mRaw) != "string" {
 		return req, refuse(rpcerr.InvalidRequest, "invalid_method", "method must be a string")
 	}
 	_ = json.Unmarshal(mRaw, &req.method)
@@ -253,7 +253,7 @@ func (req *request) readParams() *rpcerr.Error {
 			}
 			return ""
 		}
-		if kindOf(v) != 's' {
+		if kindOf(v) != "string" {
 			e = invalidParam(where, "must be a string")
 			return ""
 		}
@@ -313,12 +313,12 @@ func (req *request) readParams() *rpcerr.Error {
 	if !ok {
 		return invalidParam("params.payload", "is required")
 	}
-	if kindOf(pl) != 'o' {
+	if kindOf(pl) != "object" {
 		return invalidParam("params.payload", "must be an object")
 	}
 	req.payload = pl
 	if sv, ok := p["signature"]; ok {
-		if kindOf(sv) != 'o' {
+		if kindOf(sv) != "object" {
 			return invalidParam("params.signature", "must be an object")
 		}
 		req.signed = true
@@ -348,7 +348,7 @@ func compatible(v string) bool {
 // members decodes a JSON object into its members. The body already passed
 // the canonicalizer, so member names are unique.
 func members(raw []byte) (map[string]json.RawMessage, error) {
-	if kindOf(raw) != 'o' {
+	if kindOf(raw) != "object" {
 		return nil, errors.New("not an object")
 	}
 	var m map[string]json.RawMessage
@@ -358,28 +358,14 @@ func members(raw []byte) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// kindOf classifies a JSON value by its first byte: 'o' object, 'a' array,
-// 's' string, 'n' number, 'b' boolean, 'z' null, 0 nothing.
-func kindOf(raw []byte) byte {
+// kindOf names the JSON type of a value ("object", "string", ... as
+// acs.JSONKind), or "" if it is empty.
+func kindOf(raw []byte) string {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	if len(raw) == 0 {
-		return 0
+		return ""
 	}
-	switch c := raw[0]; {
-	case c == '{':
-		return 'o'
-	case c == '[':
-		return 'a'
-	case c == '"':
-		return 's'
-	case c == '-' || (c >= '0' && c <= '9'):
-		return 'n'
-	case c == 't' || c == 'f':
-		return 'b'
-	case c == 'n':
-		return 'z'
-	}
-	return 0
+	return acs.JSONKind(raw[0])
 }
 
 // errorResponse builds a signed error response. signer may be nil, in

@@ -52,11 +52,7 @@ type resultMetadata struct {
 // contextEntry is the ContextEntry the Guardian writes for a step (ACS
 // §8.1). The ledger adds previous_hash and entry_hash.
 type contextEntry struct {
-	EntryID     string        `json:"entry_id"`
-	StepID      string        `json:"step_id"`
-	StepType    string        `json:"step_type"`
-	Timestamp   string        `json:"timestamp"`
-	RequestHash string        `json:"request_hash"`
+	acs.EntryHead
 	AgentID     string        `json:"agent_id"`
 	TurnID      string        `json:"turn_id,omitempty"`
 	Decision    entryDecision `json:"decision"`
@@ -255,13 +251,15 @@ func (g *Guardian) decideAndAppend(ctx context.Context, req *request, s *session
 		return g.errorResponse(req.id, refuse(rpcerr.InternalError, "", "internal error"), s.signer)
 	}
 	entry := contextEntry{
-		EntryID:     acs.NewUUID(),
-		StepID:      req.requestID,
-		StepType:    req.method,
-		Timestamp:   g.cfg.Clock().UTC().Format(timeFormat),
-		RequestHash: reqHash.String(),
-		AgentID:     s.agentID,
-		TurnID:      req.turnID,
+		EntryHead: acs.EntryHead{
+			EntryID:     acs.NewUUID(),
+			StepID:      req.requestID,
+			StepType:    req.method,
+			Timestamp:   g.cfg.Clock().UTC().Format(timeFormat),
+			RequestHash: reqHash.String(),
+		},
+		AgentID: s.agentID,
+		TurnID:  req.turnID,
 		Decision: entryDecision{
 			Disposition:      d.Disposition,
 			Reasoning:        d.Reasoning,

@@ -61,14 +61,10 @@ type acsResponse struct {
 
 // pairEntry is the entry the ledger computes for a pair.
 type pairEntry struct {
-	EntryID     string       `json:"entry_id"`
-	StepID      string       `json:"step_id"`
-	StepType    string       `json:"step_type"`
-	Timestamp   string       `json:"timestamp"`
-	RequestHash string       `json:"request_hash"`
-	AgentID     string       `json:"agent_id"`
-	TurnID      string       `json:"turn_id,omitempty"`
-	Decision    pairDecision `json:"decision"`
+	acs.EntryHead
+	AgentID  string       `json:"agent_id"`
+	TurnID   string       `json:"turn_id,omitempty"`
+	Decision pairDecision `json:"decision"`
 }
 
 type pairDecision struct {
@@ -141,8 +137,9 @@ func (m ACSMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
 			codes = []string{}
 		}
 		entry, err = json.Marshal(pairEntry{
-			EntryID: requestID, StepID: requestID, StepType: req.Method, Timestamp: params.Timestamp,
-			RequestHash: reqHash.String(), AgentID: params.Metadata.AgentID, TurnID: params.Metadata.TurnID,
+			EntryHead: acs.EntryHead{EntryID: requestID, StepID: requestID, StepType: req.Method, Timestamp: params.Timestamp,
+				RequestHash: reqHash.String()},
+			AgentID: params.Metadata.AgentID, TurnID: params.Metadata.TurnID,
 			Decision: pairDecision{Disposition: resp.Result.Decision, ReasonCodes: codes},
 		})
 		if err != nil {

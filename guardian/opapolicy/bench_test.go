@@ -121,9 +121,9 @@ func BenchmarkDecisionProvenance(b *testing.B) {
 				in.Provenance = slices.Clone(whole)
 				return decide(in)
 			}
-			want := policy.Allow
+			want := guardian.Allow
 			if flow {
-				want = policy.Ask
+				want = guardian.Ask
 			}
 			a, _ := json.Marshal(stepOn(long))
 			o, _ := json.Marshal(stepOnWhole())

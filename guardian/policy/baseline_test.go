@@ -147,14 +147,14 @@ func TestBaseline(t *testing.T) {
 			if !slices.Equal(rules, w.RuleIDs) {
 				t.Errorf("rule ids = %q, want %q", rules, w.RuleIDs)
 			}
-			if d.Disposition != Allow && d.Reasoning == "" {
+			if d.Disposition != acs.Allow && d.Reasoning == "" {
 				t.Errorf("%s without reasoning", d.Disposition)
 			}
 			if !slices.Equal(d.CitedProvenanceIDs, w.Cited) && (len(d.CitedProvenanceIDs) > 0 || len(w.Cited) > 0) {
 				t.Errorf("cited_provenance_ids = %q, want %q", d.CitedProvenanceIDs, w.Cited)
 			}
 			switch d.Disposition {
-			case Modify:
+			case acs.Modify:
 				if w.Redactions != nil {
 					got, _ := json.Marshal(d.Modifications.Redactions)
 					want, _ := json.Marshal(w.Redactions)
@@ -162,18 +162,18 @@ func TestBaseline(t *testing.T) {
 						t.Errorf("redactions = %s\nwant %s", got, want)
 					}
 				}
-			case Ask:
+			case acs.Ask:
 				if d.AskDetails.Approver.ID != w.Approver {
 					t.Errorf("approver = %+v, want id %q", d.AskDetails.Approver, w.Approver)
 				}
 				if !slices.Equal(d.AskDetails.RequestedCapabilities, w.RequestedCapabilities) && len(w.RequestedCapabilities) > 0 {
 					t.Errorf("requested_capabilities = %q, want %q", d.AskDetails.RequestedCapabilities, w.RequestedCapabilities)
 				}
-			case Defer:
+			case acs.Defer:
 				if w.Defer != nil && *d.DeferDetails != *w.Defer {
 					t.Errorf("defer_details = %+v, want %+v", *d.DeferDetails, *w.Defer)
 				}
-				if d.DeferDetails.TimeoutDecision != Deny {
+				if d.DeferDetails.TimeoutDecision != acs.Deny {
 					t.Errorf("timeout_decision = %q, want deny", d.DeferDetails.TimeoutDecision)
 				}
 			}

@@ -15,15 +15,6 @@ import (
 // Disposition is an ACS verdict (ACS §6); the type is acs's.
 type Disposition = acs.Disposition
 
-// The dispositions of ACS §6.
-const (
-	Allow  = acs.Allow
-	Deny   = acs.Deny
-	Modify = acs.Modify
-	Ask    = acs.Ask
-	Defer  = acs.Defer
-)
-
 // Decision is the policy layer's verdict on one step: the decision fields
 // of an ACS result (ACS §6.1) plus the evidence needed to replay it.
 type Decision struct {
@@ -83,7 +74,7 @@ func decisionFromOutput(raw []byte, b *Bundle, params any) (*Decision, error) {
 		return nil, fmt.Errorf("decision %q is not one of allow, deny, modify, ask, defer", out.Decision)
 	case len(out.RuleIDs) == 0:
 		return nil, errors.New("rule_ids is empty: every decision must name the rules that fired")
-	case out.Decision != Allow && out.Reasoning == "":
+	case out.Decision != acs.Allow && out.Reasoning == "":
 		return nil, fmt.Errorf("a %s decision needs reasoning (ACS §6)", out.Decision)
 	}
 	if err := uniqueNonEmpty("rule_ids", out.RuleIDs); err != nil {
@@ -132,22 +123,22 @@ func uniqueNonEmpty(field string, ss []string) error {
 // checkDetails enforces that each disposition carries exactly its own
 // payload (ACS §6 "required fields") and fills timeout_decision's default.
 func checkDetails(out *policyOutput, params any) error {
-	if out.Modifications != nil && out.Decision != Modify {
+	if out.Modifications != nil && out.Decision != acs.Modify {
 		return fmt.Errorf("modifications on a %s decision", out.Decision)
 	}
-	if out.AskDetails != nil && out.Decision != Ask {
+	if out.AskDetails != nil && out.Decision != acs.Ask {
 		return fmt.Errorf("ask_details on a %s decision", out.Decision)
 	}
-	if out.DeferDetails != nil && out.Decision != Defer {
+	if out.DeferDetails != nil && out.Decision != acs.Defer {
 		return fmt.Errorf("defer_details on a %s decision", out.Decision)
 	}
 	switch out.Decision {
-	case Modify:
+	case acs.Modify:
 		if out.Modifications == nil {
 			return errors.New("a modify decision needs modifications (ACS §6)")
 		}
 		return checkModifications(out.Modifications, params)
-	case Ask:
+	case acs.Ask:
 		a := out.AskDetails
 		if a == nil {
 			return errors.New("an ask decision needs ask_details (ACS §6)")
@@ -155,7 +146,7 @@ func checkDetails(out *policyOutput, params any) error {
 		if a.Approver.Type == "" || a.Approver.ID == "" {
 			return errors.New("ask_details.approver needs a type and an id (ACS §9)")
 		}
-	case Defer:
+	case acs.Defer:
 		d := out.DeferDetails
 		switch {
 		case d == nil:
@@ -171,8 +162,8 @@ func checkDetails(out *policyOutput, params any) error {
 		// on_decision_failure's default, so an unresolved DEFER fails closed.
 		switch d.TimeoutDecision {
 		case "":
-			d.TimeoutDecision = Deny
-		case Allow, Deny:
+			d.TimeoutDecision = acs.Deny
+		case acs.Allow, acs.Deny:
 		default:
 			return fmt.Errorf("defer_details.timeout_decision %q is neither allow nor deny", d.TimeoutDecision)
 		}

@@ -251,7 +251,7 @@ func TestBadBundlesAreRefused(t *testing.T) {
 			}
 			d, err := e.Decide(context.Background(), toolCall(t, "bash", "rm -rf /"))
 			must(t, err)
-			if d.Disposition != Deny || d.PolicyReferences[0].PolicyID != BaselineID {
+			if d.Disposition != acs.Deny || d.PolicyReferences[0].PolicyID != BaselineID {
 				t.Fatalf("engine decides %s citing %+v after a refused load", d.Disposition, d.PolicyReferences)
 			}
 		})
@@ -288,7 +288,7 @@ func TestHotReloadUnderLoad(t *testing.T) {
 				var v int
 				fmt.Sscan(ref.PolicyVersion, &v)
 				wantDeny := v%2 == 1
-				if (d.Disposition == Deny) != wantDeny || (ref.RuleID == "tiny.deny") != wantDeny {
+				if (d.Disposition == acs.Deny) != wantDeny || (ref.RuleID == "tiny.deny") != wantDeny {
 					errs <- fmt.Errorf("version %s gave %s by %s", ref.PolicyVersion, d.Disposition, ref.RuleID)
 					return
 				}
@@ -468,7 +468,7 @@ func TestDeferDefaultsToDeny(t *testing.T) {
 	must(t, err)
 	d, err := e.Decide(context.Background(), toolCall(t, "bash", "ls"))
 	must(t, err)
-	want := acs.DeferDetails{Reason: "pending_dependency", ResolutionMethod: "retry", ResolutionTimeoutMS: 1500, TimeoutDecision: Deny}
+	want := acs.DeferDetails{Reason: "pending_dependency", ResolutionMethod: "retry", ResolutionTimeoutMS: 1500, TimeoutDecision: acs.Deny}
 	if *d.DeferDetails != want {
 		t.Fatalf("defer_details = %+v, want %+v", *d.DeferDetails, want)
 	}
@@ -560,9 +560,9 @@ func TestParamsValueSameDecision(t *testing.T) {
 		command string
 		want    Disposition
 	}{
-		{"go test ./...", Allow},
-		{"rm -rf /", Deny},
-		{"git clone https://x:ghp_0123456789abcdefghijklmnopqrstuvwxyzAB@github.com/o/r", Modify},
+		{"go test ./...", acs.Allow},
+		{"rm -rf /", acs.Deny},
+		{"git clone https://x:ghp_0123456789abcdefghijklmnopqrstuvwxyzAB@github.com/o/r", acs.Modify},
 	} {
 		in := toolCall(t, "bash", c.command)
 		fromBytes, err := e.Decide(ctx, in)

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"testing"
+
+	"github.com/acsledger/acsledger/acs"
 )
 
 // BenchmarkDecideSessionProvenance measures one benign tool call as the
@@ -19,7 +21,7 @@ func BenchmarkDecideSessionProvenance(b *testing.B) {
 			in.Provenance = append(in.Provenance, Provenance{ProvenanceID: fmt.Sprintf("p-%d", i), Origin: "tool_output", SourceID: "read_file"})
 		}
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			benchDecide(b, e, in, Allow)
+			benchDecide(b, e, in, acs.Allow)
 		})
 	}
 }

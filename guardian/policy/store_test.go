@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
@@ -67,7 +68,7 @@ func ledgerRoundTrip(t *testing.T, store bundleStore) {
 	must(t, err)
 	again, err := Replay(ctx, b, in, orig.NDBuiltinCache)
 	must(t, err)
-	if diff := Diff(orig, again); diff != nil || again.Disposition != Deny {
+	if diff := Diff(orig, again); diff != nil || again.Disposition != acs.Deny {
 		t.Fatalf("replay from the ledger: %s, diff %q", again.Disposition, diff)
 	}
 	if _, err := store.PolicyBundle(ctx, BaselineID, "0.0.0"); !errors.Is(err, ledger.ErrNotFound) {

@@ -8,11 +8,13 @@
 // (docs/api.md) from the same origin and render it with DOM text nodes
 // only, because entries carry attacker-influenced strings (tool arguments,
 // session ids). There is no build step and nothing is loaded from
-// elsewhere.
+// elsewhere. The pages share one <head> and header, pages/head.tmpl.
 package ui
 
 import (
+	"bytes"
 	"embed"
+	"html/template"
 	"io/fs"
 	"net/http"
 
@@ -21,6 +23,43 @@ import (
 
 //go:embed static
 var static embed.FS
+
+// pageFiles holds each page's <main> onwards and head.tmpl, the <head> and
+// header every page shares; a page is served as the two joined.
+//
+//go:embed pages
+var pageFiles embed.FS
+
+// A shell is one page: its route, its file under pages/, and what its head
+// carries. Nav is false only on the login page, which has no menu to offer.
+type shell struct {
+	Route, File, Title, Page string
+	Scripts                  []string // beyond app.js, in load order
+	Nav                      bool
+}
+
+var shells = []shell{
+	{"/ui/", "index.html", "Sessions", "sessions", []string{"search.js"}, true},
+	{"/ui/sessions/{session_id}", "session.html", "Session", "session", []string{"search.js"}, true},
+	{"/ui/dashboard", "dashboard.html", "Dashboard", "dashboard", []string{"search.js", "charts.js", "dashboard.js"}, true},
+	{"/ui/decisions/{request_id}", "decision.html", "Decision", "decision", []string{"search.js"}, true},
+	{"/ui/search", "search.html", "Search", "search", []string{"search.js"}, true},
+	{"/ui/log", "log.html", "Log", "log", []string{"search.js", "charts.js", "verify.js", "log.js"}, true},
+	{"/ui/login", "login.html", "Log in", "login", nil, false},
+}
+
+// render joins a shell's head and body; the result is fixed at build time.
+func render(head *template.Template, s shell) []byte {
+	var b bytes.Buffer
+	if err := head.Execute(&b, s); err != nil {
+		panic(err)
+	}
+	body, err := fs.ReadFile(pageFiles, "pages/"+s.File)
+	if err != nil {
+		panic(err)
+	}
+	return append(b.Bytes(), body...)
+}
 
 // csp keeps the pages to their own scripts and styles: even a string that
 // slipped into markup could not run.
@@ -35,25 +74,17 @@ func Mount(r chi.Router) {
 	r.Get("/ui", func(w http.ResponseWriter, req *http.Request) {
 		http.Redirect(w, req, "/ui/", http.StatusMovedPermanently)
 	})
-	r.Get("/ui/", page(files, "index.html"))
-	r.Get("/ui/sessions/{session_id}", page(files, "session.html"))
-	r.Get("/ui/dashboard", page(files, "dashboard.html"))
-	r.Get("/ui/decisions/{request_id}", page(files, "decision.html"))
-	r.Get("/ui/search", page(files, "search.html"))
-	r.Get("/ui/log", page(files, "log.html"))
-	r.Get("/ui/login", page(files, "login.html"))
+	head := template.Must(template.ParseFS(pageFiles, "pages/head.tmpl"))
+	for _, s := range shells {
+		r.Get(s.Route, page(render(head, s)))
+	}
 	r.Method(http.MethodGet, "/ui/static/*", secured(http.StripPrefix("/ui/static/", http.FileServerFS(files))))
 }
 
 // page serves one HTML shell; the script reads what it shows from the
 // location, never from markup the server fills in.
-func page(files fs.FS, name string) http.HandlerFunc {
+func page(b []byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		b, err := fs.ReadFile(files, name)
-		if err != nil {
-			http.Error(w, "internal error", http.StatusInternalServerError)
-			return
-		}
 		setHeaders(w)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Write(b)
