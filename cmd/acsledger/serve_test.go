@@ -185,6 +185,14 @@ func stores(t *testing.T, f func(t *testing.T, db string)) {
 	t.Run("postgres", func(t *testing.T) { f(t, writerLogin(t)) })
 }
 
+// storeKinds runs f as a subtest per store kind, "sqlite" and "postgres",
+// as evidencetest.New takes them.
+func storeKinds(t *testing.T, f func(t *testing.T, kind string)) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) { f(t, kind) })
+	}
+}
+
 func TestServe(t *testing.T) { stores(t, testServe) }
 
 func testServe(t *testing.T, db string) {
