@@ -187,9 +187,7 @@ func TestAccessTable(t *testing.T) {
 }
 
 func testAccessTable(t *testing.T, dir string) {
-	if out, err := exec.Command(binary, "migrate", "--db", dir).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
+	migrateStore(t, dir)
 	var creds []cred
 	tokens := map[string]string{}
 	for _, r := range web.Roles {

@@ -23,10 +23,7 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	position := fs.Int64("position", -1, "the step's position in its session, from 0 (required)")
 	reason := fs.String("reason", "", "why the params are erased, recorded with the erasure (required)")
 	by := fs.String("by", "", "who asked for the erasure, recorded with it (default: the OS user name)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: acsledger erase --db URL --session ID --position N --reason TEXT [--by NAME]")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, stderr, "usage: acsledger erase --db URL --session ID --position N --reason TEXT [--by NAME]")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

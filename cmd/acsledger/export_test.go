@@ -30,32 +30,30 @@ func keyDir(t *testing.T, f *evidencetest.Fixture, logKey string) string {
 }
 
 func TestExport(t *testing.T) {
-	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
-			f := evidencetest.New(t, kind)
-			keysDir := keyDir(t, f, f.LogKey)
-			out := filepath.Join(t.TempDir(), "bundle.json")
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), []string{"export", "--session", f.ECDSASession, "--db", f.URL, "--keys", keysDir, "--include-policies", "--out", out}, &stdout, &stderr)
-			if code != 0 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "2 entries, 2 signed responses, anchored through entry 1 in the checkpoint of size 6") {
-				t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
-			}
-			b, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// An auditor with only the log key: the response key comes
-			// from the bundle, as --keys put it there.
-			trust := &verify.Trust{Checkpoint: verify.CheckpointPolicy{LogKeys: []string{f.LogVerifier}}}
-			rep, err := verify.VerifyBundle(bytes.NewReader(b), trust)
-			if err != nil || !rep.Verified() || rep.Entries != 2 {
-				t.Fatalf("exported bundle: %v %+v", err, rep)
-			}
-			if !bytes.Contains(b, []byte(`"content":"`)) || !bytes.Contains(b, []byte(`"key_id":"guardian-ecdsa"`)) {
-				t.Error("the bundle lacks the policy content or the response key")
-			}
-		})
-	}
+	storeKinds(t, func(t *testing.T, kind string) {
+		f := evidencetest.New(t, kind)
+		keysDir := keyDir(t, f, f.LogKey)
+		out := filepath.Join(t.TempDir(), "bundle.json")
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"export", "--session", f.ECDSASession, "--db", f.URL, "--keys", keysDir, "--include-policies", "--out", out}, &stdout, &stderr)
+		if code != 0 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "2 entries, 2 signed responses, anchored through entry 1 in the checkpoint of size 6") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An auditor with only the log key: the response key comes
+		// from the bundle, as --keys put it there.
+		trust := &verify.Trust{Checkpoint: verify.CheckpointPolicy{LogKeys: []string{f.LogVerifier}}}
+		rep, err := verify.VerifyBundle(bytes.NewReader(b), trust)
+		if err != nil || !rep.Verified() || rep.Entries != 2 {
+			t.Fatalf("exported bundle: %v %+v", err, rep)
+		}
+		if !bytes.Contains(b, []byte(`"content":"`)) || !bytes.Contains(b, []byte(`"key_id":"guardian-ecdsa"`)) {
+			t.Error("the bundle lacks the policy content or the response key")
+		}
+	})
 }
 
 func TestExportWithoutLogAndErrors(t *testing.T) {

@@ -214,9 +214,7 @@ func testLedgerOutage(t *testing.T, posture string) {
 	db := ps.NewDatabase(t)
 	keys := filepath.Join(t.TempDir(), "keys")
 	keygen(t, keys, "--alg", "ECDSA-P256,HMAC-SHA256")
-	if out, err := exec.Command(binary, "migrate", "--db", db).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
+	migrateStore(t, db)
 	args := []string{"--db", db, "--keys", keys}
 	if posture == "proceed" {
 		args = append(args, "--on-ledger-failure", "proceed")

@@ -59,10 +59,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("ingest", stderr)
 	var f ingestFlags
 	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: acsledger ingest --format opa|bash-guard|bash-guard-audit|a2h|acs [--db URL|DIR] [--json] [source flags] FILE...")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, stderr, "usage: acsledger ingest --format opa|bash-guard|bash-guard-audit|a2h|acs [--db URL|DIR] [--json] [source flags] FILE...")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

@@ -118,6 +118,14 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// setUsage makes -h print line, then the flags.
+func setUsage(fs *flag.FlagSet, stderr io.Writer, line string) {
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, line)
+		fs.PrintDefaults()
+	}
+}
+
 // parseFlags parses args and refuses positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {

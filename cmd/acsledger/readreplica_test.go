@@ -34,9 +34,7 @@ func TestReadReplica(t *testing.T) {
 	primary := pgtest.NewPrimary(t)
 	standby := primary.NewStandby(t, "reader")
 	db := primary.NewDatabase(t)
-	if out, err := exec.Command(binary, "migrate", "--db", db).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
+	migrateStore(t, db)
 	readURL := pgtest.Hosts(t, db, standby)
 	waitReplayed(t, db, readURL)
 	const secret = "replica-s3cret"
@@ -185,9 +183,7 @@ func TestReadReplicaMaxLag(t *testing.T) {
 	primary := pgtest.NewPrimary(t)
 	standby := primary.NewStandby(t, "reader")
 	db := primary.NewDatabase(t)
-	if out, err := exec.Command(binary, "migrate", "--db", db).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
+	migrateStore(t, db)
 	readURL := strings.Replace(db, primary.Addr(), standby.Addr(), 1)
 	waitReplayed(t, db, readURL)
 	// 5 s: long enough that a read right after a write still finds the
@@ -309,9 +305,7 @@ func waitReplayed(t *testing.T, primary, replica string) {
 // PostgreSQL.
 func TestReadReplicaRefused(t *testing.T) {
 	db := pgtest.NewDatabase(t)
-	if out, err := exec.Command(binary, "migrate", "--db", db).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
+	migrateStore(t, db)
 	unreachable := "host=127.0.0.1 port=1 dbname=ledger user=acs password=" + dbSecret + " connect_timeout=2"
 	for _, tc := range []struct {
 		name string

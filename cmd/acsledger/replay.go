@@ -29,10 +29,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	keysDir := fs.String("keys", "", "key directory, as for serve, holding the master key of request params at rest (default: keys/ beside the embedded store or ./acsledger-keys)")
 	masterKey := fs.String("master-key-file", "", "FILE holding the master key of request params at rest (default $"+keydir.EnvMasterKey+", else "+keydir.MasterKeyFile+" in --keys)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: acsledger replay [--db URL] [--policy-version V] [--session ID] [--json] [--params FILE] REQUEST_ID")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, stderr, "usage: acsledger replay [--db URL] [--policy-version V] [--session ID] [--json] [--params FILE] REQUEST_ID")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

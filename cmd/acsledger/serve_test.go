@@ -58,6 +58,14 @@ func keygen(t *testing.T, keys string, args ...string) string {
 	return string(out)
 }
 
+// migrateStore runs `acsledger migrate` on db and fails the test if it fails.
+func migrateStore(t *testing.T, db string) {
+	t.Helper()
+	if out, err := exec.Command(binary, "migrate", "--db", db).CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+}
+
 // server is a running `acsledger serve` process.
 type server struct {
 	p   *launch.Process
@@ -105,17 +113,27 @@ func authed(req *http.Request) *http.Request {
 	return req
 }
 
-func post(t *testing.T, url, body string) (int, map[string]any) {
+// sendAuthed sends a request with the test admin token; the caller
+// closes the answer's body.
+func sendAuthed(t *testing.T, method, url string, body io.Reader) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(authed(req))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+func post(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	resp := sendAuthed(t, http.MethodPost, url, strings.NewReader(body))
 	defer resp.Body.Close()
 	var out map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
@@ -126,14 +144,7 @@ func post(t *testing.T, url, body string) (int, map[string]any) {
 
 func get(t *testing.T, url string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(authed(req))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := sendAuthed(t, http.MethodGet, url, nil)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -172,6 +183,14 @@ func replay(t *testing.T, jsonl []byte) (n int, head acs.Hash) {
 func stores(t *testing.T, f func(t *testing.T, db string)) {
 	t.Run("embedded", func(t *testing.T) { f(t, t.TempDir()) })
 	t.Run("postgres", func(t *testing.T) { f(t, writerLogin(t)) })
+}
+
+// storeKinds runs f as a subtest per store kind, "sqlite" and "postgres",
+// as evidencetest.New takes them.
+func storeKinds(t *testing.T, f func(t *testing.T, kind string)) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) { f(t, kind) })
+	}
 }
 
 func TestServe(t *testing.T) { stores(t, testServe) }

@@ -26,9 +26,7 @@ func TestServeAnchorsAndWitnesses(t *testing.T) { stores(t, testAnchorsAndWitnes
 
 func testAnchorsAndWitnesses(t *testing.T, db string) {
 	keys := filepath.Join(t.TempDir(), "keys")
-	if out, err := exec.Command(binary, "keygen", "--dir", keys, "--log-origin", "test.example/log").CombinedOutput(); err != nil {
-		t.Fatalf("keygen: %v\n%s", err, out)
-	}
+	keygen(t, keys, "--log-origin", "test.example/log")
 	s := startServer(t, "--db", db, "--keys", keys, "--log-origin", "test.example/log")
 	s.stop(t, syscall.SIGTERM)
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -29,6 +30,15 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return tokenRevoke(ctx, args[1:], stdout, stderr)
 	}
 	return fmt.Errorf("%w: unknown token subcommand %q (want create, list or revoke)", errUsage, args[0])
+}
+
+// tokenFlagSet is the flag set of `token NAME`, with the store flags every
+// token subcommand takes.
+func tokenFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *dbFlags) {
+	fs := newFlagSet("token "+name, stderr)
+	db := new(dbFlags)
+	db.register(fs, "store URL: PostgreSQL or the embedded store's directory")
+	return fs, db
 }
 
 // openTokens opens the store named by db and its token storage.
@@ -62,13 +72,11 @@ func parseExpiry(s string) (time.Duration, error) {
 // tokenCreate prints the new token alone on stdout, the only time it is
 // shown; what it is goes to stderr.
 func tokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("token create", stderr)
+	fs, db := tokenFlagSet("create", stderr)
 	role := fs.String("role", "", "admin, writer, auditor, viewer or metrics (required)")
 	name := fs.String("name", "", "a unique name, shown in token list and the access log (default: ROLE-<8 hex digits>)")
 	scope := fs.String("scope", "", "limit the token to sessions whose agent id starts with this prefix")
 	expires := fs.String("expires", "", "lifetime: a duration (720h) or days (30d); default: never expires")
-	var db dbFlags
-	db.register(fs, "store URL: PostgreSQL or the embedded store's directory")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -79,7 +87,7 @@ func tokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	ts, closeStore, err := openTokens(ctx, db)
+	ts, closeStore, err := openTokens(ctx, *db)
 	if err != nil {
 		return err
 	}
@@ -108,14 +116,12 @@ func describeExpiry(t time.Time) string {
 }
 
 func tokenList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("token list", stderr)
+	fs, db := tokenFlagSet("list", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
-	var db dbFlags
-	db.register(fs, "store URL: PostgreSQL or the embedded store's directory")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	ts, closeStore, err := openTokens(ctx, db)
+	ts, closeStore, err := openTokens(ctx, *db)
 	if err != nil {
 		return err
 	}
@@ -177,9 +183,7 @@ func tokenState(t ledger.Token, now time.Time) string {
 }
 
 func tokenRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("token revoke", stderr)
-	var db dbFlags
-	db.register(fs, "store URL: PostgreSQL or the embedded store's directory")
+	fs, db := tokenFlagSet("revoke", stderr)
 	// NAME may come before or after the flags.
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -194,7 +198,7 @@ func tokenRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if name == "" || fs.NArg() != 0 {
 		return fmt.Errorf("%w: token revoke takes one token NAME", errUsage)
 	}
-	ts, closeStore, err := openTokens(ctx, db)
+	ts, closeStore, err := openTokens(ctx, *db)
 	if err != nil {
 		return err
 	}
