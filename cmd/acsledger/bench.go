@@ -352,7 +352,7 @@ func startBenchGuardian(ctx context.Context, storeURL string, log *slog.Logger) 
 // serveBenchGuardian serves a Guardian over store on 127.0.0.1. wrap, if
 // not nil, wraps the baseline policy (benchmarks use it to take evaluation
 // out of the measurement).
-func serveBenchGuardian(ctx context.Context, store ledger.GuardianStore, wrap func(guardian.Policy) guardian.Policy) (*benchGuardian, error) {
+func serveBenchGuardian(ctx context.Context, store storeopen.Store, wrap func(guardian.Policy) guardian.Policy) (*benchGuardian, error) {
 	key, err := sig.GenerateKey(sig.HMACSHA256, "bench-hmac")
 	if err != nil {
 		return nil, err

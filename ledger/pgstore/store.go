@@ -69,9 +69,12 @@ type Store struct {
 }
 
 var (
-	_ ledger.Store         = (*Store)(nil)
-	_ ledger.GuardianStore = (*Store)(nil)
-	_ ledger.TokenStore    = (*Store)(nil)
+	_ ledger.Store             = (*Store)(nil)
+	_ ledger.StepRecorder      = (*Store)(nil)
+	_ ledger.StepReader        = (*Store)(nil)
+	_ ledger.ParamsEraser      = (*Store)(nil)
+	_ ledger.PolicyBundleStore = (*Store)(nil)
+	_ ledger.TokenStore        = (*Store)(nil)
 )
 
 // Open connects to the database at url (which Migrate must have prepared)

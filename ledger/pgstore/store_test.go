@@ -46,9 +46,14 @@ func newStore(t testing.TB) (string, *pgstore.Store) {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, opts ledger.Options) ledger.GuardianStore {
-		return openStore(t, newDB(t), pgstore.Options{Options: opts})
+	storetest.Run(t, func(t *testing.T, opts ledger.Options) storetest.Roles {
+		return roles(openStore(t, newDB(t), pgstore.Options{Options: opts}))
 	})
+}
+
+// roles is s by the roles the conformance suite calls.
+func roles(s *pgstore.Store) storetest.Roles {
+	return storetest.Roles{Store: s, StepRecorder: s, StepReader: s, ParamsEraser: s, PolicyBundleStore: s}
 }
 
 // TestLogStorage runs the Merkle log storage's conformance suite.

@@ -15,7 +15,7 @@ import (
 func TestAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	path, s := openFile(t, ledger.Options{})
-	before := storetest.SeedEvidence(t, s)
+	before := storetest.SeedEvidence(t, roles(s))
 	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
@@ -44,5 +44,5 @@ func TestAppendOnly(t *testing.T) {
 			t.Errorf("%s: got %v, want an error containing %q", a.sql, err, a.want)
 		}
 	}
-	storetest.CheckEvidence(t, s, before)
+	storetest.CheckEvidence(t, roles(s), before)
 }

@@ -18,7 +18,7 @@ import (
 func TestErasureEnforced(t *testing.T) {
 	ctx := context.Background()
 	path, s := openFile(t, ledger.Options{})
-	before := storetest.SeedSession(t, s, 4, func(i int) []byte { return fmt.Appendf(nil, `{"payload":{"i":%d}}`, i) })
+	before := storetest.SeedSession(t, roles(s), 4, func(i int) []byte { return fmt.Appendf(nil, `{"payload":{"i":%d}}`, i) })
 	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)")
 	if err != nil {
 		t.Fatal(err)
@@ -65,5 +65,5 @@ func TestErasureEnforced(t *testing.T) {
 	if n, _ := res.RowsAffected(); n != 1 || count("request_params") != 3 || count("erasures") != 1 {
 		t.Fatalf("deleted %d rows; %d params rows and %d erasures left, want 3 and 1", n, count("request_params"), count("erasures"))
 	}
-	storetest.CheckErasedByHand(t, s, before)
+	storetest.CheckErasedByHand(t, roles(s), before)
 }

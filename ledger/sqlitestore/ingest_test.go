@@ -9,6 +9,7 @@ import (
 
 func TestIngestConformance(t *testing.T) {
 	storetest.RunIngest(t, func(t *testing.T) ledger.IngestStore {
-		return open(t, ledger.Options{}).(ledger.IngestStore)
+		_, s := openFile(t, ledger.Options{})
+		return s
 	})
 }

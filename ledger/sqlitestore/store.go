@@ -34,9 +34,12 @@ type Store struct {
 }
 
 var (
-	_ ledger.Store         = (*Store)(nil)
-	_ ledger.GuardianStore = (*Store)(nil)
-	_ ledger.TokenStore    = (*Store)(nil)
+	_ ledger.Store             = (*Store)(nil)
+	_ ledger.StepRecorder      = (*Store)(nil)
+	_ ledger.StepReader        = (*Store)(nil)
+	_ ledger.ParamsEraser      = (*Store)(nil)
+	_ ledger.PolicyBundleStore = (*Store)(nil)
+	_ ledger.TokenStore        = (*Store)(nil)
 )
 
 // pragmas for every connection. synchronous=FULL keeps every commit durable

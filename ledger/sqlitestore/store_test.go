@@ -12,9 +12,14 @@ import (
 	"github.com/acsledger/acsledger/ledger/tlog/tlogstoretest"
 )
 
-func open(t *testing.T, opts ledger.Options) ledger.GuardianStore {
+func open(t *testing.T, opts ledger.Options) storetest.Roles {
 	_, s := openFile(t, opts)
-	return s
+	return roles(s)
+}
+
+// roles is s by the roles the conformance suite calls.
+func roles(s *sqlitestore.Store) storetest.Roles {
+	return storetest.Roles{Store: s, StepRecorder: s, StepReader: s, ParamsEraser: s, PolicyBundleStore: s}
 }
 
 // openFile opens a store on a fresh file, closed at t's end, and returns
