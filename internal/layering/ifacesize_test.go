@@ -1,9 +1,7 @@
 package layering
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"go/ast"
 	"go/importer"
@@ -12,7 +10,6 @@ import (
 	"go/types"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -163,32 +160,14 @@ func ownType(t types.Type) bool {
 // package it lists, dependencies included, by import path.
 func listTyped(t *testing.T) map[string]typedPkg {
 	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go command not found: %v", err)
-	}
-	gomod, err := exec.Command(gobin, "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	cmd := exec.Command(gobin, "list", "-deps", "-export", "-json=ImportPath,Dir,Export,GoFiles,Module", "./...")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -export: %v\n%s", err, stderr.Bytes())
-	}
 	pkgs := map[string]typedPkg{}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
+	goList(t, func(dec *json.Decoder) error {
 		var p typedPkg
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("couldn't decode go list output: %v", err)
+		if err := dec.Decode(&p); err != nil {
+			return err
 		}
 		pkgs[p.ImportPath] = p
-	}
+		return nil
+	}, "-deps", "-export", "-json=ImportPath,Dir,Export,GoFiles,Module", "./...")
 	return pkgs
 }

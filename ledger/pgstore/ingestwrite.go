@@ -73,22 +73,17 @@ func (s *Store) Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.
 			}
 			return s.writeIngest(ctx, tx, in)
 		})
-		if err != nil && in != nil {
-			s.heads.forget(plan.SessionIDs(in.Prepared))
+		var prepared []plan.Prepared
+		if in != nil {
+			prepared = in.Prepared
 		}
-		if err != nil && retryable(err) && attempt < maxAttempts {
-			s.replans.Add(1)
-			if err := sleepCtx(ctx, retryDelay(attempt)); err != nil {
-				return nil, err
-			}
+		switch again, err := s.settle(ctx, err, attempt, prepared, p); {
+		case again && err == nil:
 			continue
-		}
-		if err != nil {
+		case again:
+			return nil, err // the wait for the next attempt was cut short
+		case err != nil:
 			return nil, fmt.Errorf("couldn't ingest %d records: %w", len(rs), err)
-		}
-		s.commits.Add(1)
-		if p != nil {
-			s.heads.put(p.Moves)
 		}
 		return in.Results, nil
 	}
