@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/ledger"
@@ -60,4 +62,27 @@ func roles(s *pgstore.Store) storetest.Roles {
 func TestLogStorage(t *testing.T) {
 	t.Parallel()
 	tlogstoretest.Run(t, tlogdb.PGDB)
+}
+
+func TestIngestConformance(t *testing.T) {
+	storetest.RunIngest(t, func(t *testing.T) ledger.IngestStore {
+		return openStore(t, newDB(t), pgstore.Options{})
+	})
+}
+
+// TestTokens runs the token suite; the statements that must fail run as
+// the owner, who holds every privilege, so the triggers are what stop
+// them.
+func TestTokens(t *testing.T) {
+	ctx := context.Background()
+	url, s := newStore(t)
+	owner, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	storetest.RunTokens(t, s, func(stmt string) error {
+		_, err := owner.Exec(ctx, stmt)
+		return err
+	})
 }
