@@ -1,7 +1,6 @@
 package layering
 
 import (
-	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/importer"
@@ -160,14 +159,5 @@ func ownType(t types.Type) bool {
 // package it lists, dependencies included, by import path.
 func listTyped(t *testing.T) map[string]typedPkg {
 	t.Helper()
-	pkgs := map[string]typedPkg{}
-	goList(t, func(dec *json.Decoder) error {
-		var p typedPkg
-		if err := dec.Decode(&p); err != nil {
-			return err
-		}
-		pkgs[p.ImportPath] = p
-		return nil
-	}, "-deps", "-export", "-json=ImportPath,Dir,Export,GoFiles,Module", "./...")
-	return pkgs
+	return goList(t, func(p typedPkg) string { return p.ImportPath }, "-deps", "-export", "-json=ImportPath,Dir,Export,GoFiles,Module", "./...")
 }

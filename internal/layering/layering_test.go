@@ -26,15 +26,7 @@ type pkg struct {
 // module's packages by import path, without the module prefix.
 func listModule(t *testing.T) map[string]pkg {
 	t.Helper()
-	pkgs := map[string]pkg{}
-	goList(t, func(dec *json.Decoder) error {
-		var p pkg
-		if err := dec.Decode(&p); err != nil {
-			return err
-		}
-		pkgs[local(p.ImportPath)] = p
-		return nil
-	}, "-json=ImportPath,Imports,Deps", "./...")
+	pkgs := goList(t, func(p pkg) string { return local(p.ImportPath) }, "-json=ImportPath,Imports,Deps", "./...")
 	// The list must be the real one: it holds the layers the rules name.
 	for _, want := range []string{"acs", "guardian", "ingest", "ledger", "ledger/tlog", "verify", "web", "cmd/acsverify", "cmd/acsledger"} {
 		if !anyUnder(pkgs, want) {
@@ -44,9 +36,9 @@ func listModule(t *testing.T) map[string]pkg {
 	return pkgs
 }
 
-// goList runs `go list args...` at the module root and calls decode, which
-// decodes one package of its JSON output, until it returns io.EOF.
-func goList(t *testing.T, decode func(*json.Decoder) error, args ...string) {
+// goList runs `go list args...` at the module root and returns the
+// packages of its JSON output by key(package).
+func goList[P any](t *testing.T, key func(P) string, args ...string) map[string]P {
 	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -64,13 +56,16 @@ func goList(t *testing.T, decode func(*json.Decoder) error, args ...string) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
 	}
+	pkgs := map[string]P{}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
-		if err := decode(dec); errors.Is(err, io.EOF) {
-			return
+		var p P
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			return pkgs
 		} else if err != nil {
 			t.Fatalf("couldn't decode go list output: %v", err)
 		}
+		pkgs[key(p)] = p
 	}
 }
 
