@@ -101,18 +101,11 @@ func (s *Store) PolicyBundle(ctx context.Context, id, version string) (ledger.Po
 
 // PolicyBundles implements ledger.PolicyBundleStore.
 func (s *Store) PolicyBundles(ctx context.Context) ([]ledger.PolicyBundle, error) {
-	var bs []ledger.PolicyBundle
-	err := s.eachRow(ctx, s.q.PolicyBundles, nil, func(r Rows) error {
-		var b ledger.PolicyBundle
+	return listRows(ctx, s, "policy bundles", s.q.PolicyBundles, nil, func(r Rows, b *ledger.PolicyBundle) error {
 		err := r.Scan(&b.ID, &b.Version, &b.Digest, s.dl.ScanTime(&b.RecordedAt))
 		b.RecordedAt = b.RecordedAt.UTC()
-		bs = append(bs, b)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
-	}
-	return bs, nil
 }
 
 // EraseParams implements ledger.ParamsEraser. The driver prepares the
