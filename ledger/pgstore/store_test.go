@@ -5,13 +5,16 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storetest"
+	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tlog/tlogstoretest"
+	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -85,4 +88,33 @@ func TestTokens(t *testing.T) {
 		_, err := owner.Exec(ctx, stmt)
 		return err
 	})
+}
+
+// Neither the writer role nor the owner may change or remove what the log
+// stored: the database refuses, whatever the service's code does.
+func TestLogWriterPrivileges(t *testing.T) {
+	t.Parallel()
+	st, owner := tlogdb.PG(t)
+	ctx := context.Background()
+	l := tlogstoretest.NewLog(t, st.LogStorage(), tlog.Config{})
+	tlogdb.AppendPG(t, st.Pool(), "s", 0, 300)
+	tlogtest.IntegrateAll(t, l)
+	for _, pool := range []*pgxpool.Pool{st.Pool(), owner} {
+		for _, s := range []string{
+			`UPDATE tlog_leaves SET data = '\x00' WHERE idx = 0`,
+			`DELETE FROM tlog_leaves WHERE idx = 299`,
+			`TRUNCATE tlog_leaves CASCADE`,
+			`UPDATE tlog_tiles SET root = root`,
+			`DELETE FROM tlog_tiles`,
+			`DELETE FROM tlog_checkpoints`,
+			`UPDATE tlog_checkpoints SET note = note`,
+			`DELETE FROM tlog_head`,
+			`UPDATE tlog_head SET size = 1`,
+			`DELETE FROM tlog_cosignatures`,
+		} {
+			if _, err := pool.Exec(ctx, s); err == nil {
+				t.Errorf("%s: not refused", s)
+			}
+		}
+	}
 }
