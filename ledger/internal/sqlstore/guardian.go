@@ -101,7 +101,7 @@ func (s *Store) PolicyBundle(ctx context.Context, id, version string) (ledger.Po
 
 // PolicyBundles implements ledger.PolicyBundleStore.
 func (s *Store) PolicyBundles(ctx context.Context) ([]ledger.PolicyBundle, error) {
-	return listRows(ctx, s, "policy bundles", s.q.PolicyBundles, nil, func(r Rows, b *ledger.PolicyBundle) error {
+	return listRows(ctx, s, "couldn't list policy bundles", s.q.PolicyBundles, nil, func(r Rows, b *ledger.PolicyBundle) error {
 		err := r.Scan(&b.ID, &b.Version, &b.Digest, s.dl.ScanTime(&b.RecordedAt))
 		b.RecordedAt = b.RecordedAt.UTC()
 		return err

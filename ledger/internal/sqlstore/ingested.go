@@ -52,7 +52,7 @@ func ScanIngested(s *Store, row Row) (ledger.IngestResult, acs.Hash, error) {
 
 // Quarantined implements ledger.IngestStore.
 func (s *Store) Quarantined(ctx context.Context, f ledger.IngestFilter) ([]ledger.Quarantined, error) {
-	return listRows(ctx, s, "quarantined records", s.q.Quarantined, []any{f.After, f.Source, ledger.PageSize(f.Limit)}, func(r Rows, q *ledger.Quarantined) error {
+	return listRows(ctx, s, "couldn't list quarantined records", s.q.Quarantined, []any{f.After, f.Source, ledger.PageSize(f.Limit)}, func(r Rows, q *ledger.Quarantined) error {
 		err := r.Scan(&q.Seq, &q.Source, &q.Key, &q.File, &q.Record, &q.Reason, &q.Detail, &q.Raw, s.dl.ScanTime(&q.At))
 		q.At = q.At.UTC()
 		return err
@@ -61,7 +61,7 @@ func (s *Store) Quarantined(ctx context.Context, f ledger.IngestFilter) ([]ledge
 
 // Flagged implements ledger.IngestStore.
 func (s *Store) Flagged(ctx context.Context, flag string, f ledger.IngestFilter) ([]ledger.IngestResult, error) {
-	return listRows(ctx, s, "records flagged "+flag, s.q.Flagged, []any{flag, f.After, f.Source, ledger.PageSize(f.Limit)}, func(r Rows, res *ledger.IngestResult) error {
+	return listRows(ctx, s, "couldn't list records flagged "+flag, s.q.Flagged, []any{flag, f.After, f.Source, ledger.PageSize(f.Limit)}, func(r Rows, res *ledger.IngestResult) error {
 		var err error
 		*res, _, err = ScanIngested(s, r)
 		return err

@@ -83,8 +83,8 @@ func (s *Store) QuarantineCount(ctx context.Context) (n int64, ok bool, err erro
 }
 
 // listRows runs a read and returns what scan makes of each row, in order
-// (nil for none). Its error is "couldn't list <what>: <cause>".
-func listRows[T any](ctx context.Context, s *Store, what, query string, args []any, scan func(Rows, *T) error) ([]T, error) {
+// (nil for none). Its error is "<failed>: <cause>".
+func listRows[T any](ctx context.Context, s *Store, failed, query string, args []any, scan func(Rows, *T) error) ([]T, error) {
 	var out []T
 	err := s.eachRow(ctx, query, args, func(r Rows) error {
 		var v T
@@ -93,7 +93,7 @@ func listRows[T any](ctx context.Context, s *Store, what, query string, args []a
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("couldn't list %s: %w", what, err)
+		return nil, fmt.Errorf("%s: %w", failed, err)
 	}
 	return out, nil
 }

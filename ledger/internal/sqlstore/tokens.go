@@ -37,7 +37,7 @@ func (s *Store) TokenByHash(ctx context.Context, hash [32]byte) (ledger.Token, e
 
 // Tokens implements ledger.TokenStore.
 func (s *Store) Tokens(ctx context.Context) ([]ledger.Token, error) {
-	return listRows(ctx, s, "tokens", s.q.Tokens, nil, func(r Rows, t *ledger.Token) error {
+	return listRows(ctx, s, "couldn't list tokens", s.q.Tokens, nil, func(r Rows, t *ledger.Token) error {
 		var err error
 		*t, err = s.scanToken(r)
 		return err
