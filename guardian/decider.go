@@ -95,7 +95,7 @@ type Decision struct {
 	Reasoning   string
 	ReasonCodes []string
 	// PolicyReferences are the rules that fired; policy_version should
-	// name a bundle version recorded with ledger.GuardianStore.PutPolicyBundle
+	// name a bundle version recorded with ledger.PolicyBundleStore.PutPolicyBundle
 	// so that replay can find it.
 	PolicyReferences   []acs.PolicyReference
 	PolicyData         json.RawMessage

@@ -29,7 +29,7 @@ func Example() {
 	hmacKey, _ := sig.ParseHMACKeyFlag("agent-key=" + strings.Repeat("ab", 32))
 	responseKey, _ := sig.GenerateKey(sig.ECDSAP256, "guardian-1")
 	cfg := guardian.Config{
-		Store:  st.(ledger.GuardianStore),
+		Store:  st,
 		Policy: &guardian.TestPolicy{PolicyID: "example", PolicyVersion: "1"},
 		Logger: slog.New(slog.DiscardHandler),
 	}

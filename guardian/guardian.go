@@ -34,8 +34,8 @@ const (
 	PostureDeny    = "deny"
 )
 
-// Store is what the Guardian calls on the ledger (ledger.GuardianStore
-// documents each contract): it reads a session's head, appends the entry
+// Store is what the Guardian calls on the ledger (the ledger
+// roles document each contract): it reads a session's head, appends the entry
 // of an intent, appends a step's entry with its signed response, params and
 // seen key in one transaction (ledger.ErrReplay for a key seen before), and
 // records a request's seen key on its own (ACS §10.3). Entries and

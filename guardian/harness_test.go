@@ -53,7 +53,7 @@ func (c *clock) Set(t time.Time) {
 
 // openStore opens a real store: "sqlite" (a temporary directory) or
 // "postgres" (a throwaway database from pgtest).
-func openStore(t *testing.T, kind string) ledger.GuardianStore {
+func openStore(t *testing.T, kind string) storeopen.Store {
 	t.Helper()
 	ctx := context.Background()
 	var url string
@@ -73,21 +73,17 @@ func openStore(t *testing.T, kind string) ledger.GuardianStore {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	gs, ok := st.(ledger.GuardianStore)
-	if !ok {
-		t.Fatalf("the %s store is not a ledger.GuardianStore", kind)
-	}
-	return gs
+	return st
 }
 
 // openStoreB opens a durable SQLite store for a benchmark.
-func openStoreB(b *testing.B) ledger.GuardianStore {
+func openStoreB(b *testing.B) storeopen.Store {
 	st, err := storeopen.Open(context.Background(), "sqlite:"+b.TempDir(), ledger.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	return st.(ledger.GuardianStore)
+	return st
 }
 
 var discard = slog.New(slog.DiscardHandler)
@@ -147,7 +143,7 @@ func mustKeys(t *testing.T) testKeys {
 // setup is one Guardian under test with its store and clock.
 type setup struct {
 	g     *guardian.Guardian
-	store ledger.GuardianStore
+	store storeopen.Store
 	clock *clock
 	cfg   guardian.Config
 }
@@ -480,7 +476,7 @@ func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }
 // checkPublishedHeads runs the auditor's check of ACS §8.6 (verify.HeadChecker)
 // over a session's stored responses and chain: every published chain_hash
 // must be signed by keys and match the recomputed head at its entry.
-func checkPublishedHeads(t *testing.T, st ledger.GuardianStore, sessionID string, keys *sig.KeySet) {
+func checkPublishedHeads(t *testing.T, st storeopen.Store, sessionID string, keys *sig.KeySet) {
 	t.Helper()
 	ctx := context.Background()
 	_, jsonl := chainJSONL(t, st, sessionID)

@@ -7,16 +7,15 @@ import (
 	"github.com/acsledger/acsledger/acs"
 )
 
-// Sentinel errors of the Store contract.
+// Sentinel errors of the Store contract. ErrInvalidEntry,
+// ErrHashMismatch and ErrConflict are matched by the errors below that
+// carry the details; ErrAgentMismatch refuses an append whose agent id is
+// not the session's; ErrNotFound is a read of nothing; and ErrClosed is
+// returned by appends on a closed store (an append that raced with Close
+// may or may not be stored; retrying is safe).
 var (
-	ErrInvalidEntry  = errors.New("invalid entry")
-	ErrHashMismatch  = errors.New("hash mismatch")
-	ErrConflict      = errors.New("conflicting entry")
-	ErrAgentMismatch = errors.New("agent id mismatch")
-	ErrNotFound      = errors.New("not found")
-	// ErrClosed is returned by appends on a closed store. An append that
-	// raced with Close may or may not be stored; retrying is safe.
-	ErrClosed = errors.New("ledger store closed")
+	ErrInvalidEntry, ErrHashMismatch, ErrConflict = errors.New("invalid entry"), errors.New("hash mismatch"), errors.New("conflicting entry")
+	ErrAgentMismatch, ErrNotFound, ErrClosed      = errors.New("agent id mismatch"), errors.New("not found"), errors.New("ledger store closed")
 )
 
 // InvalidEntryError reports input the ledger refuses before touching the

@@ -13,20 +13,13 @@ import (
 // request_id or the nonce (ACS §10.3).
 var ErrReplay = errors.New("replayed request")
 
-// GuardianStore is the whole contract of what a Guardian keeps in the
-// ledger beyond Store: the signed response and the request's params beside
-// each entry (StepRecorder, StepReader, ParamsEraser) and the policy
-// bundles its decisions reference (PolicyBundleStore). Both stores
-// implement it and ledger/storetest checks it. Code that uses a store
-// takes the roles it calls, never the whole of it; only
-// ledger/storeopen, which opens a store, composes them.
-type GuardianStore interface {
-	Store
-	StepRecorder
-	StepReader
-	ParamsEraser
-	PolicyBundleStore
-}
+// What a Guardian keeps in the ledger beyond Store is four roles: the
+// signed response and the request's params beside each entry
+// (StepRecorder, StepReader, ParamsEraser) and the policy bundles its
+// decisions reference (PolicyBundleStore). Both stores implement them all
+// and ledger/storetest checks them. Code that uses a store takes the roles
+// it calls, never the whole of it; only ledger/storeopen, which opens a
+// store, composes them.
 
 // StepRecorder is what the Guardian writes for each request it decides:
 // the entry with its signed response and params, and the request's
@@ -100,7 +93,7 @@ type PolicyBundleReader interface {
 	PolicyBundles(ctx context.Context) ([]PolicyBundle, error)
 }
 
-// ErrErased is matched by the *ErasedError of GuardianStore.Request and
+// ErrErased is matched by the *ErasedError of StepReader.Request and
 // EraseParams: the step's params were erased.
 var ErrErased = errors.New("request params erased")
 

@@ -87,7 +87,7 @@ type IngestRecord struct {
 	Parsed *acs.Entry
 	// Response, when set, is stored beside the entry as its signed
 	// response; Params, when set, as its request params
-	// (GuardianStore.Request).
+	// (StepReader.Request).
 	Response, Params []byte
 	// Head, when set, must equal the entry_hash the ledger computes for
 	// Entry (the chain_hash the source published).

@@ -124,7 +124,7 @@ type Record struct {
 
 	// Writer is the kind of writer appending (WriterExternal or
 	// WriterGuardian). "" is WriterExternal for Append and AppendBatch and
-	// WriterGuardian for GuardianStore.AppendRequest. The append that
+	// WriterGuardian for StepRecorder.AppendRequest. The append that
 	// creates a session records its writer; a later record of the other
 	// kind is a *WriterMismatchError.
 	Writer string
@@ -216,7 +216,7 @@ type Options struct {
 	MaxEntryBytes int
 	// Now is the store's clock; nil means time.Now.
 	Now func() time.Time
-	// Params seals request params before a GuardianStore stores them and
+	// Params seals request params before a store stores them and
 	// opens them when read (ledger/paramcrypt); nil stores them in clear.
 	Params ParamsSealer
 }

@@ -125,7 +125,7 @@ func (f *guardianFlags) bundle() (*policy.Bundle, error) {
 // re-reads the bundle directory and loads it as a new version (the
 // directory's policy_version must change with its content: the ledger
 // refuses a second content under a recorded version).
-func (f *guardianFlags) newGuardian(ctx context.Context, store ledger.GuardianStore, keys []*sig.PrivateKey, keySet *sig.KeySet, log *slog.Logger) (*guardian.Guardian, error) {
+func (f *guardianFlags) newGuardian(ctx context.Context, store storeopen.Store, keys []*sig.PrivateKey, keySet *sig.KeySet, log *slog.Logger) (*guardian.Guardian, error) {
 	b, err := f.bundle()
 	if err != nil {
 		return nil, err

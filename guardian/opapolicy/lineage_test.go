@@ -53,10 +53,7 @@ func engines(t testing.TB) map[string]*policy.Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	gs, ok := st.(ledger.GuardianStore)
-	if !ok {
-		t.Fatal("the SQLite store is not a ledger.GuardianStore")
-	}
+	gs := st
 	old, err := policy.BundleFromFS(os.DirFS("../policy/testdata/baseline-1.0.0"), policy.BaselineID, "1.0.0")
 	if err != nil {
 		t.Fatal(err)

@@ -33,10 +33,7 @@ func TestBaselineOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	gs, ok := st.(ledger.GuardianStore)
-	if !ok {
-		t.Fatal("the SQLite store is not a ledger.GuardianStore")
-	}
+	gs := st
 	engine, err := policy.New(ctx, policy.Baseline(), gs, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)

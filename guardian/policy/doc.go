@@ -4,7 +4,7 @@
 // replay them, hot reload of new bundle versions, and the shipped baseline
 // bundle.
 //
-// A bundle is recorded in the ledger (ledger.GuardianStore.PutPolicyBundle)
+// A bundle is recorded in the ledger (ledger.PolicyBundleStore.PutPolicyBundle)
 // before any decision cites it, under a digest an auditor can recompute from
 // its canonical encoding ([RFC 8785] JSON); docs/policy.md specifies that
 // encoding, the contract of the decision rule data.acs.decision, and the

@@ -47,8 +47,8 @@ var capabilities = func() *ast.Capabilities {
 	return c
 }()
 
-// Recorder records a bundle before any decision cites it. ledger's
-// GuardianStore implements it. PutPolicyBundle must be idempotent for an
+// Recorder records a bundle before any decision cites it. both
+// stores implement it (ledger.PolicyBundleStore). PutPolicyBundle must be idempotent for an
 // identical (ID, Version, Digest) and return ledger.ErrConflict for the
 // same ID and Version with another digest.
 type Recorder interface {

@@ -9,7 +9,7 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 )
 
-// printRecorder stands in for the ledger (ledger.GuardianStore) here.
+// printRecorder stands in for the ledger (ledger.PolicyBundleStore) here.
 type printRecorder struct{}
 
 func (printRecorder) PutPolicyBundle(_ context.Context, b ledger.PolicyBundle) error {

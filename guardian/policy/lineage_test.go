@@ -27,7 +27,7 @@ func TestBaselineCasesOnLineage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	e, err := policy.New(ctx, policy.Baseline(), st.(ledger.GuardianStore), nil)
+	e, err := policy.New(ctx, policy.Baseline(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 // memRecorder is a test-only Recorder that keeps the ledger's
 // PutPolicyBundle contract (idempotent for the same digest, ErrConflict for
 // another digest under a recorded ID and version). It stands in until the
-// real stores implement ledger.GuardianStore.PutPolicyBundle.
+// real stores implement ledger.PolicyBundleStore.PutPolicyBundle.
 type memRecorder struct {
 	mu      sync.Mutex
 	bundles map[string]ledger.PolicyBundle

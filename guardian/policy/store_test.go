@@ -15,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// bundleStore is the part of ledger.GuardianStore these tests need.
+// bundleStore is the part of the ledger these tests need.
 type bundleStore interface {
 	Recorder
 	PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error)

@@ -6,12 +6,11 @@ import (
 
 	"github.com/acsledger/acsledger/guardian/opapolicy"
 	"github.com/acsledger/acsledger/guardian/policy"
-	"github.com/acsledger/acsledger/ledger"
 )
 
 // PolicyInput is the policy input Replay evaluates for req, for tests
 // that compare it with the live one.
-func PolicyInput(ctx context.Context, store ledger.GuardianStore, req Request) (*policy.Input, []string, error) {
+func PolicyInput(ctx context.Context, store Store, req Request) (*policy.Input, []string, error) {
 	e, err := FindEntry(ctx, store, req.RequestID, req.SessionID)
 	if err != nil {
 		return nil, nil, err

@@ -49,7 +49,7 @@ import (
 var (
 	// ErrParamsRequired: the ledger holds no params for the step (the
 	// entry was written without them) and the caller supplied none. Params
-	// that were erased (ledger.GuardianStore.EraseParams) and not supplied
+	// that were erased (ledger.ParamsEraser.EraseParams) and not supplied
 	// are an error matching ledger.ErrErased instead, whose
 	// *ledger.ErasedError says when, why and by whom.
 	ErrParamsRequired = errors.New("the request's params are required: the ledger holds none for this step")
@@ -164,7 +164,7 @@ type StepFinder interface {
 }
 
 // Store is what replay reads of the ledger, each method with the contract
-// ledger.GuardianStore gives it: the step's entry (EntriesByStep) and the
+// its ledger role gives it: the step's entry (EntriesByStep) and the
 // session's earlier entries (Entries, a page from a position), the params
 // and the signed response stored beside an entry (Request and Response,
 // ledger.ErrNotFound when none was stored, an error matching

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // id that allows everything.
 const PermissiveVersion = "0.0.0-permissive"
 
-func recordPermissive(t *testing.T, st ledger.GuardianStore) {
+func recordPermissive(t *testing.T, st storeopen.Store) {
 	t.Helper()
 	b := &policy.Bundle{ID: policy.BaselineID, Version: PermissiveVersion, Modules: map[string]string{
 		"permit.rego": "package acs\n\ndecision := {\"decision\": \"allow\", \"rule_ids\": [\"permit.all\"]}\n",

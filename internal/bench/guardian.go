@@ -242,8 +242,17 @@ type Guardian struct {
 	// URL is its base URL; Key the HMAC key its agents sign with.
 	URL   string
 	Key   *sig.PrivateKey
-	store ledger.GuardianStore
+	store GuardianStore
 	srv   *http.Server
+}
+
+// GuardianStore is what a benchmark Guardian needs of its store: what the
+// Guardian writes and reads (guardian.Store), the policy bundle it records
+// (policy.Recorder), and Close.
+type GuardianStore interface {
+	guardian.Store
+	policy.Recorder
+	Close() error
 }
 
 // startGuardian opens (and migrates) the store at storeURL and serves a
@@ -290,7 +299,7 @@ func openStore(ctx context.Context, url string) (storeopen.Store, error) {
 // ServeGuardian serves a Guardian over store on 127.0.0.1. wrap, if not
 // nil, wraps the baseline policy (benchmarks use it to take evaluation out
 // of the measurement). Close closes the store too.
-func ServeGuardian(ctx context.Context, store ledger.GuardianStore, wrap func(guardian.Policy) guardian.Policy) (*Guardian, error) {
+func ServeGuardian(ctx context.Context, store GuardianStore, wrap func(guardian.Policy) guardian.Policy) (*Guardian, error) {
 	key, err := sig.GenerateKey(sig.HMACSHA256, "bench-hmac")
 	if err != nil {
 		return nil, err

@@ -6,7 +6,9 @@
 // ingest reaches the ledger only through its contracts (package ledger and
 // what it needs, no store implementation) and never the Guardian; the
 // Merkle log and the offline verifier link no database driver; and OPA
-// reaches the web server only through the Guardian's packages. The rules
+// reaches the web server only through the Guardian's packages. No package
+// but ledger/storeopen and cmd declares or takes an interface of more than
+// twelve methods (ifacesize_test.go). The rules
 // are in layering_test.go, a table keyed by directory prefix, so a package
 // that splits keeps its rule and a new one is one row; a new top-level
 // directory without a row fails until it has one. They read the build

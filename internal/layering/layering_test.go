@@ -26,6 +26,20 @@ type pkg struct {
 // module's packages by import path, without the module prefix.
 func listModule(t *testing.T) map[string]pkg {
 	t.Helper()
+	pkgs := goList(t, func(p pkg) string { return local(p.ImportPath) }, "-json=ImportPath,Imports,Deps", "./...")
+	// The list must be the real one: it holds the layers the rules name.
+	for _, want := range []string{"acs", "guardian", "ingest", "ledger", "ledger/tlog", "verify", "web", "cmd/acsverify", "cmd/acsledger"} {
+		if !anyUnder(pkgs, want) {
+			t.Fatalf("go list lists nothing under %s/%s; got %d packages", module, want, len(pkgs))
+		}
+	}
+	return pkgs
+}
+
+// goList runs `go list args...` at the module root and returns the
+// packages of its JSON output by key(package).
+func goList[P any](t *testing.T, key func(P) string, args ...string) map[string]P {
+	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("go command not found: %v", err)
@@ -34,7 +48,7 @@ func listModule(t *testing.T) map[string]pkg {
 	if err != nil {
 		t.Fatalf("go env GOMOD: %v", err)
 	}
-	cmd := exec.Command(gobin, "list", "-json=ImportPath,Imports,Deps", "./...")
+	cmd := exec.Command(gobin, append([]string{"list"}, args...)...)
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -42,24 +56,17 @@ func listModule(t *testing.T) map[string]pkg {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
 	}
-	pkgs := map[string]pkg{}
+	pkgs := map[string]P{}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
-		var p pkg
+		var p P
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
+			return pkgs
 		} else if err != nil {
 			t.Fatalf("couldn't decode go list output: %v", err)
 		}
-		pkgs[local(p.ImportPath)] = p
+		pkgs[key(p)] = p
 	}
-	// The list must be the real one: it holds the layers the rules name.
-	for _, want := range []string{"acs", "guardian", "ingest", "ledger", "ledger/tlog", "verify", "web", "cmd/acsverify", "cmd/acsledger"} {
-		if !anyUnder(pkgs, want) {
-			t.Fatalf("go list lists nothing under %s/%s; got %d packages", module, want, len(pkgs))
-		}
-	}
-	return pkgs
 }
 
 // local strips the module prefix from a path of the module.

@@ -61,15 +61,27 @@ func Hosts(t testing.TB, dsn string, servers ...*Server) string {
 // Exec runs sql as the superuser on the server's "postgres" database.
 func (ps *Server) Exec(t testing.TB, sql string, args ...any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := ps.connect(ctx)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	defer conn.Close(context.Background())
+	ctx, conn, done := ps.superuser(t, 30*time.Second)
+	defer done()
 	if _, err := conn.Exec(ctx, sql, args...); err != nil {
 		t.Fatalf("pgtest: %s: %v", sql, err)
+	}
+}
+
+// superuser connects as the superuser to the server's "postgres" database
+// with a context that ends after timeout; done closes the connection and
+// ends the context.
+func (ps *Server) superuser(t testing.TB, timeout time.Duration) (_ context.Context, _ *pgx.Conn, done func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	conn, err := ps.connect(ctx)
+	if err != nil {
+		cancel()
+		t.Fatalf("pgtest: %v", err)
+	}
+	return ctx, conn, func() {
+		conn.Close(context.Background())
+		cancel()
 	}
 }
 
@@ -125,13 +137,8 @@ func (ps *Server) SetSynchronous(t testing.TB, name string) {
 // streaming, with sync_state syncState unless that is "".
 func (ps *Server) waitReplication(t testing.TB, name, syncState string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	conn, err := ps.connect(ctx)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	defer conn.Close(context.Background())
+	ctx, conn, done := ps.superuser(t, 60*time.Second)
+	defer done()
 	for {
 		var state, sync string
 		err := conn.QueryRow(ctx, "SELECT state, sync_state FROM pg_stat_replication WHERE application_name = $1", name).Scan(&state, &sync)

@@ -4,7 +4,7 @@
 //
 // Each params record gets its own data key (AES-256-GCM), wrapped by the
 // master key (AES-256-GCM) and stored in the record beside the ciphertext:
-// envelope encryption. Erasing the record (ledger.GuardianStore.
+// envelope encryption. Erasing the record (ledger.ParamsEraser.
 // EraseParams) deletes its data key with it, so a copy of the ciphertext
 // that outlives the row (a backup, the WAL, a dead tuple) cannot be read
 // even with the master key: crypto-shredding per step, which is the unit

@@ -42,6 +42,28 @@ const copyMin = 64
 var entryColumns = []string{"session_id", "position", "entry_hash", "previous_hash", "entry_id",
 	"step_id", "step_type", "entry_timestamp", "recorded_at", "content"}
 
+// settle ends a write transaction of attempt that returned err. On
+// success it counts the commit and caches the heads p moved (p may be
+// nil). On an error it forgets the cached heads of the sessions of ps and,
+// when the error is a lost race and attempts remain, counts the replan,
+// waits out the attempt's delay and reports again: the error it returns
+// then is the wait's, nil unless ctx ended. Otherwise it returns err.
+func (s *Store) settle(ctx context.Context, err error, attempt int, ps []plan.Prepared, p *plan.Plan) (again bool, _ error) {
+	if err == nil {
+		s.commits.Add(1)
+		if p != nil {
+			s.heads.put(p.Moves)
+		}
+		return false, nil
+	}
+	s.heads.forget(plan.SessionIDs(ps))
+	if retryable(err) && attempt < maxAttempts {
+		s.replans.Add(1)
+		return true, sleepCtx(ctx, retryDelay(attempt))
+	}
+	return false, err
+}
+
 // apply plans ps against the current state and writes the plan in one
 // transaction, retrying from fresh state when a concurrent writer got in
 // between. With allOrNothing, any per-record error aborts the whole write
@@ -86,21 +108,13 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 			}
 			return s.write(ctx, tx, p, locked)
 		})
-		if err != nil {
-			s.heads.forget(plan.SessionIDs(ps))
-		}
-		if err != nil && retryable(err) && attempt < maxAttempts {
-			s.replans.Add(1)
-			if err := sleepCtx(ctx, retryDelay(attempt)); err != nil {
-				return nil, err
-			}
+		again, err := s.settle(ctx, err, attempt, ps, p)
+		if again && err == nil {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		s.commits.Add(1)
-		s.heads.put(p.Moves)
 		return p, nil
 	}
 }

@@ -19,7 +19,7 @@ import (
 func TestAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	url, s := newStore(t)
-	before := storetest.SeedEvidence(t, s)
+	before := storetest.SeedEvidence(t, roles(s))
 
 	writer, owner := connectAs(t, url, pgstore.WriterRole), connectAs(t, url, "")
 
@@ -89,7 +89,7 @@ func TestAppendOnly(t *testing.T) {
 		}
 	}
 
-	storetest.CheckEvidence(t, s, before)
+	storetest.CheckEvidence(t, roles(s), before)
 }
 
 // TestMigrateConcurrent runs Migrate on several databases and twice on one

@@ -25,7 +25,7 @@ func TestParamsEncryptedAtRest(t *testing.T) {
 	}
 	s := openStore(t, url, pgstore.Options{Options: ledger.Options{Params: sealer}})
 	params := func(i int) []byte { return fmt.Appendf(nil, `{"arguments":{"token":"sk-live-SECRET-%d"}}`, i) }
-	storetest.SeedSession(t, s, 3, params)
+	storetest.SeedSession(t, roles(s), 3, params)
 	su := connectAs(t, url, "")
 	var rec [3][]byte
 	for i := range rec {

@@ -21,7 +21,7 @@ import (
 func erasureLedger(t *testing.T) (string, *pgstore.Store) {
 	t.Helper()
 	url, s := newStore(t)
-	storetest.SeedSession(t, s, 4, erasureParams)
+	storetest.SeedSession(t, roles(s), 4, erasureParams)
 	return url, s
 }
 
@@ -134,7 +134,7 @@ func TestErasureEnforced(t *testing.T) {
 	if n := countRows(t, owner, "erasures"); n != 1 {
 		t.Fatalf("%d erasures, want 1", n)
 	}
-	storetest.CheckErasedByHand(t, s, before)
+	storetest.CheckErasedByHand(t, roles(s), before)
 }
 
 // TestEraseParamsRole: EraseParams acts as acsledger_eraser, so a login

@@ -73,22 +73,17 @@ func (s *Store) Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.
 			}
 			return s.writeIngest(ctx, tx, in)
 		})
-		if err != nil && in != nil {
-			s.heads.forget(plan.SessionIDs(in.Prepared))
+		var prepared []plan.Prepared
+		if in != nil {
+			prepared = in.Prepared
 		}
-		if err != nil && retryable(err) && attempt < maxAttempts {
-			s.replans.Add(1)
-			if err := sleepCtx(ctx, retryDelay(attempt)); err != nil {
-				return nil, err
-			}
+		switch again, err := s.settle(ctx, err, attempt, prepared, p); {
+		case again && err == nil:
 			continue
-		}
-		if err != nil {
+		case again:
+			return nil, err // the wait for the next attempt was cut short
+		case err != nil:
 			return nil, fmt.Errorf("couldn't ingest %d records: %w", len(rs), err)
-		}
-		s.commits.Add(1)
-		if p != nil {
-			s.heads.put(p.Moves)
 		}
 		return in.Results, nil
 	}
@@ -106,10 +101,7 @@ func (s *Store) classify(ctx context.Context, tx pgx.Tx, rs []ledger.IngestRecor
 	replays := make(map[plan.IngestKey]string)
 	b := &pgx.Batch{}
 	if len(keys) > 0 {
-		srcs, ks := make([]string, len(keys)), make([]string, len(keys))
-		for i, k := range keys {
-			srcs[i], ks[i] = k.Source, k.Key
-		}
+		srcs, ks := splitKeys(keys)
 		b.Queue(q.IngestedKeys, srcs, ks).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				r, d, err := sqlstore.ScanIngested(s.Store, rows)
@@ -123,10 +115,7 @@ func (s *Store) classify(ctx context.Context, tx pgx.Tx, rs []ledger.IngestRecor
 		})
 	}
 	if len(replayKeys) > 0 {
-		srcs, ks := make([]string, len(replayKeys)), make([]string, len(replayKeys))
-		for i, k := range replayKeys {
-			srcs[i], ks[i] = k.Source, k.Key
-		}
+		srcs, ks := splitKeys(replayKeys)
 		b.Queue(q.IngestedReplayKeys, srcs, ks).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var src, rk, nk string
@@ -211,4 +200,14 @@ func (s *Store) writeIngest(ctx context.Context, tx pgx.Tx, in *plan.Ingest) err
 		return fmt.Errorf("couldn't record ingested keys: %w", err)
 	}
 	return nil
+}
+
+// splitKeys returns the sources and the keys of keys, as the two arrays
+// the key queries take.
+func splitKeys(keys []plan.IngestKey) (srcs, ks []string) {
+	srcs, ks = make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		srcs[i], ks[i] = k.Source, k.Key
+	}
+	return srcs, ks
 }

@@ -68,11 +68,9 @@ type Store struct {
 	beforeWrite func(p *plan.Plan) error // test hook, nil outside tests
 }
 
-var (
-	_ ledger.Store         = (*Store)(nil)
-	_ ledger.GuardianStore = (*Store)(nil)
-	_ ledger.TokenStore    = (*Store)(nil)
-)
+// The Store has every role of the ledger; storeopen asserts each
+// (storeopen.Store).
+var _ ledger.Store = (*Store)(nil)
 
 // Open connects to the database at url (which Migrate must have prepared)
 // and starts the committers.

@@ -4,12 +4,17 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/storetest"
+	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tlog/tlogstoretest"
+	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -46,13 +51,70 @@ func newStore(t testing.TB) (string, *pgstore.Store) {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, opts ledger.Options) ledger.GuardianStore {
-		return openStore(t, newDB(t), pgstore.Options{Options: opts})
+	storetest.Run(t, func(t *testing.T, opts ledger.Options) storetest.Roles {
+		return roles(openStore(t, newDB(t), pgstore.Options{Options: opts}))
 	})
+}
+
+// roles is s by the roles the conformance suite calls.
+func roles(s *pgstore.Store) storetest.Roles {
+	return storetest.Roles{Store: s, StepRecorder: s, StepReader: s, ParamsEraser: s, PolicyBundleStore: s}
 }
 
 // TestLogStorage runs the Merkle log storage's conformance suite.
 func TestLogStorage(t *testing.T) {
 	t.Parallel()
 	tlogstoretest.Run(t, tlogdb.PGDB)
+}
+
+func TestIngestConformance(t *testing.T) {
+	storetest.RunIngest(t, func(t *testing.T) ledger.IngestStore {
+		return openStore(t, newDB(t), pgstore.Options{})
+	})
+}
+
+// TestTokens runs the token suite; the statements that must fail run as
+// the owner, who holds every privilege, so the triggers are what stop
+// them.
+func TestTokens(t *testing.T) {
+	ctx := context.Background()
+	url, s := newStore(t)
+	owner, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	storetest.RunTokens(t, s, func(stmt string) error {
+		_, err := owner.Exec(ctx, stmt)
+		return err
+	})
+}
+
+// Neither the writer role nor the owner may change or remove what the log
+// stored: the database refuses, whatever the service's code does.
+func TestLogWriterPrivileges(t *testing.T) {
+	t.Parallel()
+	st, owner := tlogdb.PG(t)
+	ctx := context.Background()
+	l := tlogstoretest.NewLog(t, st.LogStorage(), tlog.Config{})
+	tlogdb.AppendPG(t, st.Pool(), "s", 0, 300)
+	tlogtest.IntegrateAll(t, l)
+	for _, pool := range []*pgxpool.Pool{st.Pool(), owner} {
+		for _, s := range []string{
+			`UPDATE tlog_leaves SET data = '\x00' WHERE idx = 0`,
+			`DELETE FROM tlog_leaves WHERE idx = 299`,
+			`TRUNCATE tlog_leaves CASCADE`,
+			`UPDATE tlog_tiles SET root = root`,
+			`DELETE FROM tlog_tiles`,
+			`DELETE FROM tlog_checkpoints`,
+			`UPDATE tlog_checkpoints SET note = note`,
+			`DELETE FROM tlog_head`,
+			`UPDATE tlog_head SET size = 1`,
+			`DELETE FROM tlog_cosignatures`,
+		} {
+			if _, err := pool.Exec(ctx, s); err == nil {
+				t.Errorf("%s: not refused", s)
+			}
+		}
+	}
 }

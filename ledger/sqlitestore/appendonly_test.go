@@ -2,7 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
-	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -15,12 +15,8 @@ import (
 func TestAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	path, s := openFile(t, ledger.Options{})
-	before := storetest.SeedEvidence(t, s)
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	before := storetest.SeedEvidence(t, roles(s))
+	db := bypass(t, path, "")
 	for _, a := range []struct{ sql, want string }{
 		{"UPDATE entries SET step_type = 'rewritten'", "append-only"},
 		{"UPDATE entries SET content = x'00' WHERE position = 2", "append-only"},
@@ -44,5 +40,58 @@ func TestAppendOnly(t *testing.T) {
 			t.Errorf("%s: got %v, want an error containing %q", a.sql, err, a.want)
 		}
 	}
-	storetest.CheckEvidence(t, s, before)
+	storetest.CheckEvidence(t, roles(s), before)
+}
+
+// TestErasureEnforced proves that the SQLite triggers, not the code, limit
+// erasure, for a connection that bypasses the store: a row of
+// request_params goes only once an erasure names it, UPDATE stays
+// refused, and erasures is append-only.
+func TestErasureEnforced(t *testing.T) {
+	ctx := context.Background()
+	path, s := openFile(t, ledger.Options{})
+	before := storetest.SeedSession(t, roles(s), 4, func(i int) []byte { return fmt.Appendf(nil, `{"payload":{"i":%d}}`, i) })
+	db := bypass(t, path, "&_pragma=foreign_keys(1)")
+	count := func(table string) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	refuse := func(sql, want string) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, sql); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error containing %q", sql, err, want)
+		}
+	}
+	const appendOnly, noErasure = "append-only", "no erasure is recorded"
+	refuse("DELETE FROM request_params", noErasure)
+	refuse("DELETE FROM request_params WHERE session_id = 's' AND position = 1", noErasure)
+	refuse("UPDATE request_params SET params = x'00'", appendOnly)
+	refuse("INSERT INTO erasures VALUES ('s', 9, 0, 'why', 'who')", "FOREIGN KEY")
+	refuse("INSERT INTO erasures VALUES ('s', 1, 0, ' ', 'who')", "CHECK")
+
+	if _, err := db.ExecContext(ctx, "INSERT INTO erasures VALUES ('s', 1, 0, 'test', 'test')"); err != nil {
+		t.Fatal(err)
+	}
+	refuse("UPDATE request_params SET params = x'00' WHERE position = 1", appendOnly)
+	// A DELETE reaching a row without an erasure fails whole.
+	refuse("DELETE FROM request_params WHERE position IN (1, 2)", noErasure)
+	if n := count("request_params"); n != 4 {
+		t.Fatalf("%d params rows after the refused statements, want 4", n)
+	}
+	refuse("UPDATE erasures SET reason = 'other'", appendOnly)
+	refuse("DELETE FROM erasures", appendOnly)
+	refuse("DELETE FROM erasures WHERE position = 1", appendOnly)
+
+	res, err := db.ExecContext(ctx, "DELETE FROM request_params WHERE session_id = 's' AND position = 1")
+	if err != nil {
+		t.Fatalf("DELETE of an erased row: %v", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 || count("request_params") != 3 || count("erasures") != 1 {
+		t.Fatalf("deleted %d rows; %d params rows and %d erasures left, want 3 and 1", n, count("request_params"), count("erasures"))
+	}
+	storetest.CheckErasedByHand(t, roles(s), before)
 }

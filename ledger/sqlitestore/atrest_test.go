@@ -39,7 +39,7 @@ func TestParamsEncryptedAtRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	storetest.SeedSession(t, st, 3, secretParams)
+	storetest.SeedSession(t, storetest.Roles{Store: st, StepRecorder: st, StepReader: st, ParamsEraser: st, PolicyBundleStore: st}, 3, secretParams)
 	path := filepath.Join(dir, storeopen.SQLiteFile)
 	noSecretInFiles := func(when string) {
 		t.Helper()

@@ -33,11 +33,9 @@ type Store struct {
 	opts  ledger.Options
 }
 
-var (
-	_ ledger.Store         = (*Store)(nil)
-	_ ledger.GuardianStore = (*Store)(nil)
-	_ ledger.TokenStore    = (*Store)(nil)
-)
+// The Store has every role of the ledger; storeopen asserts each
+// (storeopen.Store).
+var _ ledger.Store = (*Store)(nil)
 
 // pragmas for every connection. synchronous=FULL keeps every commit durable
 // in WAL mode (NORMAL would not sync the WAL on commit). secure_delete

@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -12,9 +13,26 @@ import (
 	"github.com/acsledger/acsledger/ledger/tlog/tlogstoretest"
 )
 
-func open(t *testing.T, opts ledger.Options) ledger.GuardianStore {
+func open(t *testing.T, opts ledger.Options) storetest.Roles {
 	_, s := openFile(t, opts)
-	return s
+	return roles(s)
+}
+
+// roles is s by the roles the conformance suite calls.
+func roles(s *sqlitestore.Store) storetest.Roles {
+	return storetest.Roles{Store: s, StepRecorder: s, StepReader: s, ParamsEraser: s, PolicyBundleStore: s}
+}
+
+// bypass opens the store's file at path as a connection that bypasses the
+// store, with more pragmas if given ("&_pragma=..."), closed at t's end.
+func bypass(t *testing.T, path, pragmas string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)"+pragmas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // openFile opens a store on a fresh file, closed at t's end, and returns
@@ -38,4 +56,20 @@ func TestConformance(t *testing.T) {
 func TestLogStorage(t *testing.T) {
 	t.Parallel()
 	tlogstoretest.Run(t, tlogdb.SQLiteDB)
+}
+
+func TestIngestConformance(t *testing.T) {
+	storetest.RunIngest(t, func(t *testing.T) ledger.IngestStore {
+		_, s := openFile(t, ledger.Options{})
+		return s
+	})
+}
+
+func TestTokens(t *testing.T) {
+	path, s := openFile(t, ledger.Options{})
+	db := bypass(t, path, "")
+	storetest.RunTokens(t, s, func(stmt string) error {
+		_, err := db.Exec(stmt)
+		return err
+	})
 }

@@ -33,8 +33,8 @@ import (
 )
 
 // Store is everything both stores keep in one database: the entries
-// (ledger.Store), what the Guardian records beside them (the roles of
-// ledger.GuardianStore) and the Merkle log's storage. Code that opens a
+// (ledger.Store), what the Guardian records beside them (StepRecorder, StepReader,
+// ParamsEraser, PolicyBundleStore) and the Merkle log's storage. Code that opens a
 // store by URL gets all of it; code that uses a store declares the part it
 // calls.
 type Store interface {

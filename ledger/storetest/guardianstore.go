@@ -15,10 +15,10 @@ import (
 	"github.com/acsledger/acsledger/ledger/paramcrypt"
 )
 
-// guardianTests run when the store is also a ledger.GuardianStore.
+// guardianTests are the tests of what the Guardian keeps beside the entries.
 var guardianTests = []struct {
 	name string
-	fn   func(*testing.T, ledger.GuardianStore, *Clock)
+	fn   func(*testing.T, Roles, *Clock)
 }{
 	{"AppendRequestSigned", testAppendRequestSigned},
 	{"AppendRequestSignedConcurrent", testAppendRequestSignedConcurrent},
@@ -59,7 +59,7 @@ func requestKey(id string) ledger.Seen {
 // testAppendRequestSigned: the response and params are stored beside the
 // entry, byte for byte, and nothing is when the signer fails or the step
 // is refused.
-func testAppendRequestSigned(t *testing.T, s ledger.GuardianStore, _ *Clock) {
+func testAppendRequestSigned(t *testing.T, s Roles, _ *Clock) {
 	ctx := context.Background()
 	fx := Fixtures(t)
 	calls := 0
@@ -145,7 +145,7 @@ func testAppendRequestSigned(t *testing.T, s ledger.GuardianStore, _ *Clock) {
 	verifyChain(t, s, "s")
 }
 
-func testRecordRequest(t *testing.T, s ledger.GuardianStore, clock *Clock) {
+func testRecordRequest(t *testing.T, s Roles, clock *Clock) {
 	ctx := context.Background()
 	at := clock.Now()
 	for _, tc := range []struct {
@@ -170,7 +170,7 @@ func testRecordRequest(t *testing.T, s ledger.GuardianStore, clock *Clock) {
 	}
 }
 
-func testPolicyBundles(t *testing.T, s ledger.GuardianStore, clock *Clock) {
+func testPolicyBundles(t *testing.T, s Roles, clock *Clock) {
 	ctx := context.Background()
 	bundle := func(id, version, content string) ledger.PolicyBundle {
 		d := sha256.Sum256([]byte(content))
@@ -217,7 +217,7 @@ func testPolicyBundles(t *testing.T, s ledger.GuardianStore, clock *Clock) {
 // stores that share commits sign inside one transaction), one signer
 // failing: the others are stored, each beside the response its signer built
 // for the entry's final position and hash.
-func testAppendRequestSignedConcurrent(t *testing.T, s ledger.GuardianStore, _ *Clock) {
+func testAppendRequestSignedConcurrent(t *testing.T, s Roles, _ *Clock) {
 	ctx := context.Background()
 	const n, failing = 20, 7
 	boom := errors.New("signer down")
@@ -267,7 +267,7 @@ func testAppendRequestSignedConcurrent(t *testing.T, s ledger.GuardianStore, _ *
 
 // testAppendRequest: the replay key is recorded with the entry, shares the
 // history RecordRequest writes, and a replay writes nothing.
-func testAppendRequest(t *testing.T, s ledger.GuardianStore, clock *Clock) {
+func testAppendRequest(t *testing.T, s Roles, clock *Clock) {
 	ctx := context.Background()
 	at := clock.Now()
 	calls := 0
@@ -340,7 +340,7 @@ func testAppendRequest(t *testing.T, s ledger.GuardianStore, clock *Clock) {
 // testAppendRequestConcurrent: appends racing with one request_id (and,
 // separately, one nonce) in a session, as stores that share commits put
 // them in one transaction: exactly one is chained, the others are replays.
-func testAppendRequestConcurrent(t *testing.T, s ledger.GuardianStore, clock *Clock) {
+func testAppendRequestConcurrent(t *testing.T, s Roles, clock *Clock) {
 	ctx := context.Background()
 	const n = 8
 	for _, tc := range []struct {
@@ -394,11 +394,11 @@ type searcher interface {
 // testSearchToolOfSealedParams: params are sealed at rest, yet the search
 // finds a step by the tool its params name (the store keeps the name in
 // clear beside them), and the name is not read out of the ciphertext.
-func testSearchToolOfSealedParams(t *testing.T, s ledger.GuardianStore, clock *Clock) {
+func testSearchToolOfSealedParams(t *testing.T, s Roles, clock *Clock) {
 	ctx := context.Background()
-	ss, ok := s.(searcher)
+	ss, ok := s.Store.(searcher)
 	if !ok {
-		t.Fatalf("%T has no compliance search", s)
+		t.Fatalf("%T has no compliance search", s.Store)
 	}
 	sign := func(a ledger.Appended) ([]byte, error) { return []byte(`{}`), nil }
 	params := []byte(`{"payload":{"tool":{"name":"read_file"},"arguments":{"path":"/etc/passwd"}}}`)
@@ -424,7 +424,7 @@ func testSearchToolOfSealedParams(t *testing.T, s ledger.GuardianStore, clock *C
 // and when, is refused a second time and where nothing is stored, writes
 // nothing when refused, and leaves every entry, response and the chain
 // byte for byte as they were.
-func testEraseParams(t *testing.T, s ledger.GuardianStore, clock *Clock) {
+func testEraseParams(t *testing.T, s Roles, clock *Clock) {
 	ctx := context.Background()
 	sign := func(a ledger.Appended) ([]byte, error) {
 		return fmt.Appendf(nil, `{"result":{"chain_hash":%q,"position":%d}}`, a.EntryHash, a.Position), nil
@@ -579,7 +579,7 @@ func testEraseParams(t *testing.T, s ledger.GuardianStore, clock *Clock) {
 
 // testEraseParamsConcurrent: of concurrent erasures of the same params one
 // wins; the others are told it was erased and record nothing.
-func testEraseParamsConcurrent(t *testing.T, s ledger.GuardianStore, _ *Clock) {
+func testEraseParamsConcurrent(t *testing.T, s Roles, _ *Clock) {
 	ctx := context.Background()
 	if _, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: "s", AgentID: "a", Entry: Synthetic(0, "")}, []byte(`{"p":0}`), requestKey("r-0"),
 		func(ledger.Appended) ([]byte, error) { return []byte("{}"), nil }); err != nil {

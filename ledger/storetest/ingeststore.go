@@ -139,7 +139,7 @@ func testIngestChainMismatch(t *testing.T, open OpenIngest) {
 	// session's new head, which must not make them mismatches).
 	ingestWant(t, s, "re-run statuses", []ledger.IngestRecord{r1, r2, r3}, "duplicate:", "quarantined:chain_mismatch", "duplicate:")
 	verifyChain(t, s, "s")
-	if gs, ok := s.(ledger.GuardianStore); ok {
+	if gs, ok := s.(ledger.StepReader); ok {
 		b, err := gs.Response(ctx, "s", 0)
 		if err != nil || string(b) != string(r1.Response) {
 			t.Fatalf("response beside entry 0: %q, %v", b, err)

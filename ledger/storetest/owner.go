@@ -11,7 +11,7 @@ import (
 
 // testWriters: a session is owned by the kind of writer that created it
 // and refuses records of the other kind, in Append, AppendBatch (all or
-// nothing) and GuardianStore.AppendRequest, writing nothing of them.
+// nothing) and StepRecorder.AppendRequest, writing nothing of them.
 func testWriters(t *testing.T, open Open) {
 	s := open(t, ledger.Options{})
 	ctx := context.Background()

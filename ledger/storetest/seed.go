@@ -16,7 +16,7 @@ import (
 // SeedSession appends the first n fixtures to session "s" of agent "a" as
 // Guardian requests "r-0", "r-1", ..., each with params(i) and a response
 // holding its entry hash, and returns the session.
-func SeedSession(t testing.TB, s ledger.GuardianStore, n int, params func(i int) []byte) ledger.Session {
+func SeedSession(t testing.TB, s Roles, n int, params func(i int) []byte) ledger.Session {
 	t.Helper()
 	ctx := context.Background()
 	for i, f := range Fixtures(t)[:n] {
@@ -37,7 +37,7 @@ func SeedSession(t testing.TB, s ledger.GuardianStore, n int, params func(i int)
 // session "s" (SeedSession, params {"payload":{}}), the request "req-1"
 // with nonce "n-1" and the policy bundle p@1. It returns the session, for
 // CheckEvidence.
-func SeedEvidence(t testing.TB, s ledger.GuardianStore) ledger.Session {
+func SeedEvidence(t testing.TB, s Roles) ledger.Session {
 	t.Helper()
 	ctx := context.Background()
 	before := SeedSession(t, s, 4, func(int) []byte { return []byte(`{"payload":{}}`) })
@@ -53,7 +53,7 @@ func SeedEvidence(t testing.TB, s ledger.GuardianStore) ledger.Session {
 
 // CheckEvidence fails t unless what SeedEvidence stored is as it was: the
 // session (before), its entries, the last response and the replay history.
-func CheckEvidence(t testing.TB, s ledger.GuardianStore, before ledger.Session) {
+func CheckEvidence(t testing.TB, s Roles, before ledger.Session) {
 	t.Helper()
 	ctx := context.Background()
 	after, err := s.Session(ctx, "s")
@@ -92,7 +92,7 @@ func AppendSessions(t testing.TB, s ledger.Store, format string, sessions, per i
 // which the test erased past the store (recording an erasure with reason
 // "test" and deleting the row), read as erased, and the session is still
 // before.
-func CheckErasedByHand(t testing.TB, s ledger.GuardianStore, before ledger.Session) {
+func CheckErasedByHand(t testing.TB, s Roles, before ledger.Session) {
 	t.Helper()
 	ctx := context.Background()
 	var ee *ledger.ErasedError

@@ -103,7 +103,7 @@ func BenchmarkIntegration(b *testing.B) {
 		measure(b, func(b *testing.B) tlog.Storage {
 			m := tlog.NewMemStorage()
 			m.AddPending(0, n)
-			return m
+			return m.Storage()
 		})
 	})
 	b.Run("sqlite", func(b *testing.B) {
@@ -254,7 +254,7 @@ func BenchmarkInclusionProof(b *testing.B) {
 	m := tlog.NewMemStorage()
 	m.AddPending(0, n)
 	start := time.Now()
-	built, err := tlog.New(ctx, m, tlog.Config{Origin: testOrigin, Keys: benchKey(b), BatchSize: 1 << 16})
+	built, err := tlog.New(ctx, m.Storage(), tlog.Config{Origin: testOrigin, Keys: benchKey(b), BatchSize: 1 << 16})
 	if err != nil {
 		b.Fatal(err)
 	}

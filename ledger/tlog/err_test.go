@@ -30,7 +30,7 @@ func (f *failingStorage) Pending(ctx context.Context, after int64, limit int) ([
 func TestErrFollowsRun(t *testing.T) {
 	t.Parallel()
 	s := &failingStorage{memStorage: newMemStorage()}
-	l := newTestLog(t, s, Config{BatchDelay: 5 * time.Millisecond})
+	l := newTestLog(t, Storage{Writer: s, Reader: s}, Config{BatchDelay: 5 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()

@@ -16,6 +16,9 @@ type MemStorage = memStorage
 // NewMemStorage returns an empty in-memory Storage.
 func NewMemStorage() *MemStorage { return newMemStorage() }
 
+// Storage is m as the log's Storage, its Writer and its Reader.
+func (m *memStorage) Storage() Storage { return m.storage() }
+
 // RangeFactory builds the compact ranges the log appends leaf hashes to.
 var RangeFactory = rangeFactory
 

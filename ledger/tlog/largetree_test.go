@@ -18,7 +18,7 @@ func TestLargeTreeTiles(t *testing.T) {
 	_, vkeys := tlogstoretest.Keys(t)
 	ctx := context.Background()
 	m := tlog.NewMemStorage()
-	l := tlogstoretest.NewLog(t, m, tlog.Config{BatchSize: 4096})
+	l := tlogstoretest.NewLog(t, m.Storage(), tlog.Config{BatchSize: 4096})
 	m.AddPending(0, 65000)
 	tlogtest.IntegrateAll(t, l)
 	oldSize, oldRoot, _ := tlogtest.LatestCheckpoint(t, l, vkeys[0])

@@ -28,13 +28,13 @@ func TestAddingAKeyKeepsTheLogOpen(t *testing.T) {
 	s := newMemStorage()
 	skeys, vkeys := testKeys(t)
 	ctx := context.Background()
-	l, err := New(ctx, s, Config{Origin: testOrigin, Keys: skeys[:1]})
+	l, err := New(ctx, s.storage(), Config{Origin: testOrigin, Keys: skeys[:1]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.addPending(0, 5)
 	tlogtest.IntegrateAll(t, l)
-	l2, err := New(ctx, s, Config{Origin: testOrigin, Keys: skeys})
+	l2, err := New(ctx, s.storage(), Config{Origin: testOrigin, Keys: skeys})
 	if err != nil {
 		t.Fatalf("reopening with an added key: %v", err)
 	}
@@ -49,7 +49,7 @@ func TestAddingAKeyKeepsTheLogOpen(t *testing.T) {
 		t.Fatalf("new checkpoint lacks the added key's signature: %v", err)
 	}
 	// Dropping the Ed25519 key is refused.
-	if _, err := New(ctx, s, Config{Origin: testOrigin, Keys: skeys[1:]}); err == nil {
+	if _, err := New(ctx, s.storage(), Config{Origin: testOrigin, Keys: skeys[1:]}); err == nil {
 		t.Fatal("a log without an Ed25519 first key was opened")
 	}
 }

@@ -24,7 +24,13 @@ type memStorage struct {
 	cosigs  map[uint64][][]byte
 }
 
-var _ Storage = (*memStorage)(nil)
+var (
+	_ Writer = (*memStorage)(nil)
+	_ Reader = (*memStorage)(nil)
+)
+
+// storage is m as the log's Storage, its Writer and its Reader.
+func (m *memStorage) storage() Storage { return Storage{Writer: m, Reader: m} }
 
 func newMemStorage() *memStorage {
 	return &memStorage{byHash: map[[HashSize]byte]uint64{}, tiles: map[[2]uint64]FullTile{}, cps: map[uint64][]byte{}, cosigs: map[uint64][][]byte{}}

@@ -178,7 +178,7 @@ func TestKeyParsingRefusesBadKeys(t *testing.T) {
 func TestCheckpointMangling(t *testing.T) {
 	t.Parallel()
 	m := newMemStorage()
-	l := newTestLog(t, m, Config{})
+	l := newTestLog(t, m.storage(), Config{})
 	m.addPending(0, 3)
 	tlogtest.IntegrateAll(t, l)
 	signed, err := l.s.LatestCheckpoint(context.Background())

@@ -14,7 +14,7 @@ func TestPublishDirIsWriteOnce(t *testing.T) {
 	t.Parallel()
 	m := newMemStorage()
 	dir := t.TempDir()
-	l := newTestLog(t, m, Config{PublishDir: dir})
+	l := newTestLog(t, m.storage(), Config{PublishDir: dir})
 	_, vkeys := testKeys(t)
 	m.addPending(0, 10)
 	tlogtest.IntegrateAll(t, l)

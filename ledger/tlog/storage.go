@@ -46,10 +46,12 @@ type FullTile struct {
 }
 
 // Storage is what the Merkle log needs from a database: the Writer it
-// integrates and checkpoints through and the Reader it serves from. The
-// stores' LogStorage returns one; New takes it whole, and code that only
-// reads takes a Reader (or a TileReader).
-type Storage interface {
+// integrates and checkpoints through and the Reader it serves from,
+// usually one value in both fields. The stores' LogStorage returns one;
+// New takes it whole, and code that only reads takes a Reader (or a
+// TileReader). It is a pair rather than one interface so that no contract
+// of the log is wider than the twelve methods a consumer may take.
+type Storage struct {
 	Writer
 	Reader
 }

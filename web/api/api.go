@@ -25,7 +25,7 @@ import (
 // Store is what the evidence API reads and writes of the ledger: the
 // sessions and their entries (ledger.Store), the request params and signed
 // response stored beside each entry, and the recorded policy bundles
-// (ledger.GuardianStore documents each). Request returns an error matching
+// (ledger.StepReader and the rest document each). Request returns an error matching
 // ledger.ErrErased for erased params and ledger.ErrNotFound where none
 // were stored; Response ledger.ErrNotFound for an entry without one.
 type Store interface {

@@ -21,13 +21,13 @@ type Prepared struct {
 	ledger.Record
 	Entry *acs.Entry
 	// Sign, when set, builds the signed response stored beside the entry
-	// (GuardianStore.AppendRequest).
+	// (StepRecorder.AppendRequest).
 	Sign func(ledger.Appended) ([]byte, error)
 	// Params, when set, are the request's params stored beside the entry
-	// (GuardianStore.AppendRequest).
+	// (StepRecorder.AppendRequest).
 	Params []byte
 	// Seen, when set, is the request's replay key, recorded in the same
-	// transaction as the entry (GuardianStore.AppendRequest). The entry's
+	// transaction as the entry (StepRecorder.AppendRequest). The entry's
 	// step_id already being stored is then a replay, not an idempotent
 	// retry.
 	Seen *ledger.Seen

@@ -9,7 +9,7 @@ import (
 	"github.com/acsledger/acsledger/ledger/internal/plan"
 )
 
-// Response implements ledger.GuardianStore.
+// Response implements ledger.StepReader.
 func (s *Store) Response(ctx context.Context, sessionID string, position int64) ([]byte, error) {
 	var b []byte
 	err := s.d.Reader().QueryRow(ctx, s.q.Response, sessionID, position).Scan(&b)
@@ -22,7 +22,7 @@ func (s *Store) Response(ctx context.Context, sessionID string, position int64) 
 	return b, nil
 }
 
-// Request implements ledger.GuardianStore.
+// Request implements ledger.StepReader.
 func (s *Store) Request(ctx context.Context, sessionID string, position int64) ([]byte, error) {
 	var b []byte
 	err := s.d.Reader().QueryRow(ctx, s.q.RequestParams, sessionID, position).Scan(&b)
@@ -47,7 +47,7 @@ func (s *Store) Request(ctx context.Context, sessionID string, position int64) (
 	return s.opts.OpenParams(sessionID, position, b)
 }
 
-// RecordRequest implements ledger.GuardianStore.
+// RecordRequest implements ledger.StepRecorder.
 func (s *Store) RecordRequest(ctx context.Context, sessionID, requestID, nonce string, at time.Time) error {
 	if err := plan.CheckRequest(sessionID, requestID, nonce); err != nil {
 		return err
@@ -62,7 +62,7 @@ func (s *Store) RecordRequest(ctx context.Context, sessionID, requestID, nonce s
 	return nil
 }
 
-// PutPolicyBundle implements ledger.GuardianStore.
+// PutPolicyBundle implements ledger.PolicyBundleStore.
 func (s *Store) PutPolicyBundle(ctx context.Context, b ledger.PolicyBundle) error {
 	if err := plan.CheckBundle(b); err != nil {
 		return err
@@ -85,7 +85,7 @@ func (s *Store) PutPolicyBundle(ctx context.Context, b ledger.PolicyBundle) erro
 	return nil
 }
 
-// PolicyBundle implements ledger.GuardianStore.
+// PolicyBundle implements ledger.PolicyBundleStore.
 func (s *Store) PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error) {
 	var b ledger.PolicyBundle
 	err := s.d.Reader().QueryRow(ctx, s.q.PolicyBundle, id, version).Scan(&b.ID, &b.Version, &b.Digest, &b.Content, s.dl.ScanTime(&b.RecordedAt))
@@ -99,23 +99,16 @@ func (s *Store) PolicyBundle(ctx context.Context, id, version string) (ledger.Po
 	return b, nil
 }
 
-// PolicyBundles implements ledger.GuardianStore.
+// PolicyBundles implements ledger.PolicyBundleStore.
 func (s *Store) PolicyBundles(ctx context.Context) ([]ledger.PolicyBundle, error) {
-	var bs []ledger.PolicyBundle
-	err := s.eachRow(ctx, s.q.PolicyBundles, nil, func(r Rows) error {
-		var b ledger.PolicyBundle
+	return listRows(ctx, s, "couldn't list policy bundles", s.q.PolicyBundles, nil, func(r Rows, b *ledger.PolicyBundle) error {
 		err := r.Scan(&b.ID, &b.Version, &b.Digest, s.dl.ScanTime(&b.RecordedAt))
 		b.RecordedAt = b.RecordedAt.UTC()
-		bs = append(bs, b)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("couldn't list policy bundles: %w", err)
-	}
-	return bs, nil
 }
 
-// EraseParams implements ledger.GuardianStore. The driver prepares the
+// EraseParams implements ledger.ParamsEraser. The driver prepares the
 // transaction first (Driver.BeginErase: PostgreSQL acts as the eraser role
 // there).
 func (s *Store) EraseParams(ctx context.Context, sessionID string, position int64, reason, by string) (ledger.Erasure, error) {

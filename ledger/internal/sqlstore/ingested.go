@@ -52,32 +52,18 @@ func ScanIngested(s *Store, row Row) (ledger.IngestResult, acs.Hash, error) {
 
 // Quarantined implements ledger.IngestStore.
 func (s *Store) Quarantined(ctx context.Context, f ledger.IngestFilter) ([]ledger.Quarantined, error) {
-	var out []ledger.Quarantined
-	err := s.eachRow(ctx, s.q.Quarantined, []any{f.After, f.Source, ledger.PageSize(f.Limit)}, func(r Rows) error {
-		var q ledger.Quarantined
-		if err := r.Scan(&q.Seq, &q.Source, &q.Key, &q.File, &q.Record, &q.Reason, &q.Detail, &q.Raw, s.dl.ScanTime(&q.At)); err != nil {
-			return err
-		}
+	return listRows(ctx, s, "couldn't list quarantined records", s.q.Quarantined, []any{f.After, f.Source, ledger.PageSize(f.Limit)}, func(r Rows, q *ledger.Quarantined) error {
+		err := r.Scan(&q.Seq, &q.Source, &q.Key, &q.File, &q.Record, &q.Reason, &q.Detail, &q.Raw, s.dl.ScanTime(&q.At))
 		q.At = q.At.UTC()
-		out = append(out, q)
-		return nil
+		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("couldn't list quarantined records: %w", err)
-	}
-	return out, nil
 }
 
 // Flagged implements ledger.IngestStore.
 func (s *Store) Flagged(ctx context.Context, flag string, f ledger.IngestFilter) ([]ledger.IngestResult, error) {
-	var out []ledger.IngestResult
-	err := s.eachRow(ctx, s.q.Flagged, []any{flag, f.After, f.Source, ledger.PageSize(f.Limit)}, func(r Rows) error {
-		res, _, err := ScanIngested(s, r)
-		out = append(out, res)
+	return listRows(ctx, s, "couldn't list records flagged "+flag, s.q.Flagged, []any{flag, f.After, f.Source, ledger.PageSize(f.Limit)}, func(r Rows, res *ledger.IngestResult) error {
+		var err error
+		*res, _, err = ScanIngested(s, r)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("couldn't list records flagged %s: %w", flag, err)
-	}
-	return out, nil
 }

@@ -16,11 +16,17 @@ type logStorage struct {
 	s *Store
 }
 
-var _ tlog.Storage = (*logStorage)(nil)
+var (
+	_ tlog.Writer = (*logStorage)(nil)
+	_ tlog.Reader = (*logStorage)(nil)
+)
 
 // LogStorage returns the storage of the Merkle log over the store's
 // database.
-func (s *Store) LogStorage() tlog.Storage { return &logStorage{s: s} }
+func (s *Store) LogStorage() tlog.Storage {
+	ls := &logStorage{s: s}
+	return tlog.Storage{Writer: ls, Reader: ls}
+}
 
 func (l *logStorage) Pending(ctx context.Context, after int64, limit int) ([]tlog.PendingEntry, error) {
 	var out []tlog.PendingEntry

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -20,27 +19,23 @@ func (s *Store) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledge
 	if err != nil {
 		return ledger.SearchPage{}, err
 	}
-	rows, err := s.d.Reader().Query(ctx, query, args...)
-	if err != nil {
-		return ledger.SearchPage{}, fmt.Errorf("couldn't search entries: %w", err)
-	}
-	defer rows.Close()
-	var page ledger.SearchPage
-	for rows.Next() {
+	hits, err := listRows(ctx, s, "couldn't search entries", query, args, func(r Rows, hit *ledger.SearchHit) error {
 		var h ledger.SearchHit
 		var seq int64
-		if err := rows.Scan(&seq, &h.SessionID, &h.Position, &h.AgentID, s.dl.ScanTime(&h.RecordedAt), &h.StepID, &h.StepType,
+		if err := r.Scan(&seq, &h.SessionID, &h.Position, &h.AgentID, s.dl.ScanTime(&h.RecordedAt), &h.StepID, &h.StepType,
 			&h.Disposition, s.dl.ScanList(&h.ReasonCodes), s.dl.ScanList(&h.PolicyRefs), &h.ToolName, &h.Source,
 			s.dl.ScanList(&h.Flags), &h.Reasoning); err != nil {
-			return ledger.SearchPage{}, fmt.Errorf("couldn't search entries: %w", err)
+			return err
 		}
 		h.RecordedAt = h.RecordedAt.UTC()
 		h.PolicyRefs = ledger.VersionedRefs(h.PolicyRefs)
-		page.Hits = append(page.Hits, ledger.NewSearchHit(h, seq))
+		*hit = ledger.NewSearchHit(h, seq)
+		return nil
+	})
+	if err != nil {
+		return ledger.SearchPage{}, err
 	}
-	if err := rows.Err(); err != nil {
-		return ledger.SearchPage{}, fmt.Errorf("couldn't search entries: %w", err)
-	}
+	page := ledger.SearchPage{Hits: hits}
 	if len(page.Hits) > limit {
 		page.Hits = page.Hits[:limit]
 		page.Next = ledger.EntryCursor(page.Hits[limit-1])
@@ -77,23 +72,16 @@ func (s *Store) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledg
 	if after != "" {
 		w.and("session_id > " + w.param(after))
 	}
-	rows, err := s.d.Reader().Query(ctx, strings.Replace(s.q.SearchSessions, "FILTERS", w.sql.String(), 1), w.args...)
-	if err != nil {
-		return ledger.SessionSearchPage{}, fmt.Errorf("couldn't search sessions: %w", err)
-	}
-	defer rows.Close()
-	var page ledger.SessionSearchPage
-	for rows.Next() {
-		var h ledger.SessionHit
-		if err := rows.Scan(&h.SessionID, &h.AgentID, &h.Matches, s.dl.ScanTime(&h.First), s.dl.ScanTime(&h.Last)); err != nil {
-			return ledger.SessionSearchPage{}, fmt.Errorf("couldn't search sessions: %w", err)
-		}
+	query := strings.Replace(s.q.SearchSessions, "FILTERS", w.sql.String(), 1)
+	sessions, err := listRows(ctx, s, "couldn't search sessions", query, w.args, func(r Rows, h *ledger.SessionHit) error {
+		err := r.Scan(&h.SessionID, &h.AgentID, &h.Matches, s.dl.ScanTime(&h.First), s.dl.ScanTime(&h.Last))
 		h.First, h.Last = h.First.UTC(), h.Last.UTC()
-		page.Sessions = append(page.Sessions, h)
+		return err
+	})
+	if err != nil {
+		return ledger.SessionSearchPage{}, err
 	}
-	if err := rows.Err(); err != nil {
-		return ledger.SessionSearchPage{}, fmt.Errorf("couldn't search sessions: %w", err)
-	}
+	page := ledger.SessionSearchPage{Sessions: sessions}
 	if len(page.Sessions) > limit {
 		page.Sessions = page.Sessions[:limit]
 		page.Next = ledger.SessionCursor(page.Sessions[limit-1].SessionID)

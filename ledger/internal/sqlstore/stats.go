@@ -82,6 +82,22 @@ func (s *Store) QuarantineCount(ctx context.Context) (n int64, ok bool, err erro
 	return n, true, nil
 }
 
+// listRows runs a read and returns what scan makes of each row, in order
+// (nil for none). Its error is "<failed>: <cause>".
+func listRows[T any](ctx context.Context, s *Store, failed, query string, args []any, scan func(Rows, *T) error) ([]T, error) {
+	var out []T
+	err := s.eachRow(ctx, query, args, func(r Rows) error {
+		var v T
+		err := scan(r, &v)
+		out = append(out, v)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", failed, err)
+	}
+	return out, nil
+}
+
 // eachRow runs a read and calls fn on each row it returns.
 func (s *Store) eachRow(ctx context.Context, query string, args []any, fn func(Rows) error) error {
 	rows, err := s.d.Reader().Query(ctx, query, args...)

@@ -137,7 +137,7 @@ func (s *Store) AppendBatch(ctx context.Context, rs []ledger.Record) ([]ledger.A
 	return p.Results, nil
 }
 
-// AppendRequest implements ledger.GuardianStore. The replay key is
+// AppendRequest implements ledger.StepRecorder. The replay key is
 // inserted in the group's transaction (the driver's Apply claims it), so
 // the check costs no commit of its own.
 func (s *Store) AppendRequest(ctx context.Context, r ledger.Record, params []byte, seen ledger.Seen, sign func(ledger.Appended) ([]byte, error)) (ledger.Appended, []byte, error) {

@@ -37,16 +37,11 @@ func (s *Store) TokenByHash(ctx context.Context, hash [32]byte) (ledger.Token, e
 
 // Tokens implements ledger.TokenStore.
 func (s *Store) Tokens(ctx context.Context) ([]ledger.Token, error) {
-	var out []ledger.Token
-	err := s.eachRow(ctx, s.q.Tokens, nil, func(r Rows) error {
-		t, err := s.scanToken(r)
-		out = append(out, t)
+	return listRows(ctx, s, "couldn't list tokens", s.q.Tokens, nil, func(r Rows, t *ledger.Token) error {
+		var err error
+		*t, err = s.scanToken(r)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("couldn't list tokens: %w", err)
-	}
-	return out, nil
 }
 
 // RevokeToken implements ledger.TokenStore.

@@ -523,7 +523,7 @@ func testCrashRecovery(t *testing.T, open Open) {
 			t.Parallel()
 			db := open(t)
 			f := &faultyStorage{Storage: db.Storage}
-			l := NewLog(t, f, tlog.Config{BatchSize: 64})
+			l := NewLog(t, tlog.Storage{Writer: f, Reader: f}, tlog.Config{BatchSize: 64})
 			db.Append(t, "s", 0, 300)
 			tlogtest.IntegrateAll(t, l)
 			db.Append(t, "s", 300, 100)
@@ -544,7 +544,7 @@ func testCrashRecovery(t *testing.T, open Open) {
 			if cp, err := l.LatestCheckpoint(ctx); err != nil || cp.Size != 400 {
 				t.Fatalf("after recovery in process: checkpoint %+v, %v", cp, err)
 			}
-			restarted := NewLog(t, f, tlog.Config{BatchSize: 64})
+			restarted := NewLog(t, tlog.Storage{Writer: f, Reader: f}, tlog.Config{BatchSize: 64})
 			tlogtest.IntegrateAll(t, restarted)
 			EveryEntryOnce(t, db)
 			if cp, err := restarted.LatestCheckpoint(ctx); err != nil || cp.Size != 400 {
@@ -656,7 +656,7 @@ func testRunCatchesUp(t *testing.T, db DB) {
 	f := &failNth{Storage: db.Storage}
 	f.n.Store(3) // the third batch of the first catch-up
 	_, vkeys := Keys(t)
-	l := NewLog(t, f, tlog.Config{BatchSize: 20, BacklogBatchSize: 100, BatchDelay: 10 * time.Millisecond})
+	l := NewLog(t, tlog.Storage{Writer: f, Reader: f}, tlog.Config{BatchSize: 20, BacklogBatchSize: 100, BatchDelay: 10 * time.Millisecond})
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- l.Run(runCtx) }()
