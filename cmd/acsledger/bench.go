@@ -114,6 +114,5 @@ func runBenchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return bench.RunSoak(ctx, bench.SoakConfig{
 		Store: *db, Rate: *rate, Probe: *probe, Sessions: *sessions, SessionLen: *sessionLen,
 		Duration: *duration, Interval: *interval, Out: *out, MemProfile: *memProfile, Log: newLogger(stderr),
-		Notifying: storeopen.NotifyOnAppend,
 	}, stdout, stderr)
 }

@@ -284,8 +284,8 @@ func storeOrTemp(url, prefix string) (_ string, cleanup func(), err error) {
 	return tmp, func() { os.RemoveAll(tmp) }, nil
 }
 
-// openStore migrates and opens the store at url.
-func openStore(ctx context.Context, url string) (storeopen.Store, error) {
+// openStore migrates and opens the store at url for a benchmark Guardian.
+func openStore(ctx context.Context, url string) (GuardianStore, error) {
 	if err := storeopen.Migrate(ctx, url); err != nil {
 		return nil, fmt.Errorf("couldn't migrate %s: %w", storeopen.Redact(url), err)
 	}

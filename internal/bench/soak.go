@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/internal/acsagent"
+	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/ledger/tlog"
 )
@@ -49,10 +50,7 @@ type SoakConfig struct {
 	// soak.heap.
 	Out        string
 	MemProfile bool
-	// Notifying wraps the store so that every commit wakes the Merkle
-	// log, as serve does.
-	Notifying func(store storeopen.Store, notify func()) storeopen.Store
-	Log       *slog.Logger
+	Log        *slog.Logger
 }
 
 // RunSoak is the bench guardian load, paced at a fixed rate (half the
@@ -75,7 +73,7 @@ func RunSoak(ctx context.Context, c SoakConfig, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer cleanup()
-	sg, err := startSoakGuardian(ctx, url, c.Notifying)
+	sg, err := startSoakGuardian(ctx, url)
 	if err != nil {
 		return err
 	}
@@ -183,7 +181,7 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 // connections.
 type soakGuardian struct {
 	*Guardian
-	store   storeopen.Store
+	store   io.Closer
 	mlog    *tlog.Log
 	stopLog context.CancelFunc
 	logDone chan error
@@ -191,10 +189,15 @@ type soakGuardian struct {
 	file    string   // embedded stores: the database file
 }
 
-func startSoakGuardian(ctx context.Context, url string, notifying func(storeopen.Store, func()) storeopen.Store) (*soakGuardian, error) {
-	store, err := openStore(ctx, url)
+func startSoakGuardian(ctx context.Context, url string) (*soakGuardian, error) {
+	// The soak keeps the whole store, as serve does, to wire the Merkle
+	// log to it.
+	if err := storeopen.Migrate(ctx, url); err != nil {
+		return nil, fmt.Errorf("couldn't migrate %s: %w", storeopen.Redact(url), err)
+	}
+	store, err := storeopen.Open(ctx, url, ledger.Options{})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("couldn't open store %s: %w", storeopen.Redact(url), err)
 	}
 	skey, _, err := tlog.GenerateKey(rand.Reader, "soak.acsledger.invalid/log", tlog.Ed25519)
 	if err != nil {
@@ -206,7 +209,7 @@ func startSoakGuardian(ctx context.Context, url string, notifying func(storeopen
 		store.Close()
 		return nil, fmt.Errorf("couldn't open the Merkle log: %w", err)
 	}
-	bg, err := ServeGuardian(ctx, notifying(store, mlog.Notify), nil)
+	bg, err := ServeGuardian(ctx, storeopen.NotifyOnAppend(store, mlog.Notify), nil)
 	if err != nil {
 		store.Close()
 		return nil, err
