@@ -13,6 +13,7 @@ import (
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/web"
+	"github.com/acsledger/acsledger/web/access"
 )
 
 // runToken is `acsledger token create|list|revoke`: API tokens, stored as
@@ -133,24 +134,12 @@ func tokenList(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	now := time.Now()
 	if *asJSON {
 		type tokenOut struct {
-			Name      string     `json:"name"`
-			Role      string     `json:"role"`
-			Scope     string     `json:"scope"`
-			CreatedAt time.Time  `json:"created_at"`
-			ExpiresAt *time.Time `json:"expires_at"`
-			RevokedAt *time.Time `json:"revoked_at"`
-			State     string     `json:"state"`
+			access.TokenJSON
+			State string `json:"state"`
 		}
 		out := []tokenOut{}
 		for _, t := range list {
-			o := tokenOut{Name: t.Name, Role: t.Role, Scope: t.Scope, CreatedAt: t.CreatedAt, State: tokenState(t, now)}
-			if !t.ExpiresAt.IsZero() {
-				o.ExpiresAt = &t.ExpiresAt
-			}
-			if !t.RevokedAt.IsZero() {
-				o.RevokedAt = &t.RevokedAt
-			}
-			out = append(out, o)
+			out = append(out, tokenOut{access.NewTokenJSON(t), tokenState(t, now)})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -1,9 +1,6 @@
 package access
 
 // Names of the package's internals for its external tests.
-type (
-	AuthErrorBody = authErrorBody
-	TokenJSON     = tokenJSON
-)
+type AuthErrorBody = authErrorBody
 
 var WellFormed = wellFormed

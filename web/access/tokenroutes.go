@@ -11,8 +11,9 @@ import (
 	"github.com/acsledger/acsledger/web/httpapi"
 )
 
-// tokenJSON is a stored token as the admin API lists it: never the token.
-type tokenJSON struct {
+// TokenJSON is a stored token as the admin API and `acsledger token list
+// --json` show it: never the token.
+type TokenJSON struct {
 	Name      string     `json:"name"`
 	Role      string     `json:"role"`
 	Scope     string     `json:"scope"`
@@ -30,8 +31,9 @@ func optionalTime(t time.Time) *time.Time {
 	return &t
 }
 
-func toTokenJSON(t ledger.Token) tokenJSON {
-	return tokenJSON{Name: t.Name, Role: t.Role, Scope: t.Scope, CreatedAt: t.CreatedAt, ExpiresAt: optionalTime(t.ExpiresAt), RevokedAt: optionalTime(t.RevokedAt)}
+// NewTokenJSON describes t without its secret.
+func NewTokenJSON(t ledger.Token) TokenJSON {
+	return TokenJSON{Name: t.Name, Role: t.Role, Scope: t.Scope, CreatedAt: t.CreatedAt, ExpiresAt: optionalTime(t.ExpiresAt), RevokedAt: optionalTime(t.RevokedAt)}
 }
 
 var errNoTokenStore = httpapi.NewError(http.StatusNotImplemented, "this server keeps no tokens")
@@ -54,7 +56,7 @@ func (c *Control) listTokens(w http.ResponseWriter, r *http.Request, ts Tokens) 
 		c.fail(w, r, err)
 		return
 	}
-	httpapi.WriteList(w, "tokens", list, toTokenJSON)
+	httpapi.WriteList(w, "tokens", list, NewTokenJSON)
 }
 
 // createToken takes {"name", "role", "scope", "expires_in"} (a Go
@@ -91,7 +93,7 @@ func (c *Control) createToken(w http.ResponseWriter, r *http.Request, ts Tokens)
 	}
 	p := PrincipalFrom(r.Context())
 	c.log.Info("token created", "name", t.Name, "role", t.Role, "scope", t.Scope, "by", p.Name)
-	out := toTokenJSON(t)
+	out := NewTokenJSON(t)
 	out.Token = token
 	w.Header().Set("Cache-Control", "no-store")
 	httpapi.WriteJSON(w, http.StatusCreated, out)
