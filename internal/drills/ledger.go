@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/ledger/evidence"
 )
 
 // Chain is one session's chain as the evidence API returns it, every link
@@ -145,20 +146,8 @@ func (r Report) String() string {
 }
 
 // Reverification is the result of a whole-ledger re-verification run
-// (GET /api/v1/admin/reverify).
-type Reverification struct {
-	Started         time.Time `json:"started"`
-	Finished        time.Time `json:"finished"`
-	Sessions        int64     `json:"sessions"`
-	Entries         int64     `json:"entries"`
-	Failed          int64     `json:"failed"`
-	LoggedNotStored int64     `json:"logged_not_stored"`
-	Error           string    `json:"error"`
-	FailedSessions  []struct {
-		SessionID string   `json:"session_id"`
-		Codes     []string `json:"codes"`
-	} `json:"failed_sessions"`
-}
+// (GET /api/v1/admin/reverify), decoded into the type the server encodes.
+type Reverification struct{ evidence.RunStatus }
 
 // Green reports whether the run checked every session and found nothing.
 func (r Reverification) Green() bool {
