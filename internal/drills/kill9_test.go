@@ -64,11 +64,5 @@ func TestKill9Guardian(t *testing.T) {
 // waitFor polls cond every 10 ms and fails t if it is still false after d.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	WaitFor(t, d, 10*time.Millisecond, what, cond)
 }

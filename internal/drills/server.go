@@ -257,3 +257,16 @@ func (s *Server) WaitReady(t testing.TB, d time.Duration) time.Duration {
 	}
 	return time.Since(start)
 }
+
+// WaitFor polls cond every poll and fails t if it is still false after d;
+// what names the awaited state in the failure.
+func WaitFor(t testing.TB, d, poll time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %v", what, d)
+		}
+		time.Sleep(poll)
+	}
+}

@@ -209,11 +209,5 @@ func TestFailover(t *testing.T) {
 // waitFor polls cond until it holds, failing the test after phaseDeadline.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(phaseDeadline)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %v", what, phaseDeadline)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	drills.WaitFor(t, phaseDeadline, 50*time.Millisecond, what, cond)
 }
