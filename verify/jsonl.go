@@ -69,6 +69,26 @@ type Report struct {
 // Verified reports whether the chain replayed without findings.
 func (r *Report) Verified() bool { return len(r.Findings) == 0 }
 
+// ReportJSON is the JSON form of a Report, the shape `acsverify --json`
+// prints (docs/acsverify.md): verified, entries, head, findings (never
+// null) and notices. Its shape is a contract.
+type ReportJSON struct {
+	Verified bool      `json:"verified"`
+	Entries  int       `json:"entries"`
+	Head     string    `json:"head"`
+	Findings []Finding `json:"findings"`
+	Notices  []Finding `json:"notices,omitempty"`
+}
+
+// JSON converts r to its JSON shape.
+func (r *Report) JSON() ReportJSON {
+	out := ReportJSON{Verified: r.Verified(), Entries: r.Entries, Head: r.Head.String(), Findings: r.Findings, Notices: r.Notices}
+	if out.Findings == nil {
+		out.Findings = []Finding{}
+	}
+	return out
+}
+
 // VerifyChain replays a session's chain from JSON Lines: one ContextEntry
 // object per line, in chain order, lines ending in "\n". Blank lines (empty
 // or JSON whitespace only) may follow the last entry, nowhere else; a chain

@@ -184,16 +184,6 @@ func isObject(b []byte) bool {
 	return false
 }
 
-// report is the --json output of chain and bundle. Its shape is a
-// contract: see docs/acsverify.md.
-type report struct {
-	Verified bool             `json:"verified"`
-	Entries  int              `json:"entries"`
-	Head     string           `json:"head"`
-	Findings []verify.Finding `json:"findings"`
-	Notices  []verify.Finding `json:"notices,omitempty"`
-}
-
 // multiFlag collects a repeatable flag's values.
 type multiFlag []string
 
@@ -428,10 +418,7 @@ func readTrust(files []string) (*verify.Trust, error) {
 // printReport writes r as text or JSON and returns the exit status.
 func printReport(cmd, name string, r *verify.Report, asJSON bool, stdout, stderr io.Writer) int {
 	if asJSON {
-		out := report{Verified: r.Verified(), Entries: r.Entries, Head: r.Head.String(), Findings: r.Findings, Notices: r.Notices}
-		if out.Findings == nil {
-			out.Findings = []verify.Finding{}
-		}
+		out := r.JSON()
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)

@@ -366,28 +366,17 @@ func sinceProof(ctx context.Context, log Log, old, cur uint64) ([]byte, [][]byte
 }
 
 // Report is the JSON report of a verification, the same shape as
-// `acsverify bundle --json` prints (docs/acsverify.md): verified, entries,
-// head, findings (never null) and notices.
+// `acsverify bundle --json` prints (docs/acsverify.md), with the counts of
+// what a verification within limits (an uploaded bundle) did not list.
 type Report struct {
-	Verified bool             `json:"verified"`
-	Entries  int              `json:"entries"`
-	Head     string           `json:"head"`
-	Findings []verify.Finding `json:"findings"`
-	Notices  []verify.Finding `json:"notices,omitempty"`
-	// FindingsDropped and NoticesDropped count what a verification within
-	// limits (an uploaded bundle) did not list.
+	verify.ReportJSON
 	FindingsDropped int `json:"findings_dropped,omitempty"`
 	NoticesDropped  int `json:"notices_dropped,omitempty"`
 }
 
 // NewReport converts a verify.Report to its JSON shape.
 func NewReport(r *verify.Report) Report {
-	out := Report{Verified: r.Verified(), Entries: r.Entries, Head: r.Head.String(), Findings: r.Findings, Notices: r.Notices,
-		FindingsDropped: r.FindingsDropped, NoticesDropped: r.NoticesDropped}
-	if out.Findings == nil {
-		out.Findings = []verify.Finding{}
-	}
-	return out
+	return Report{ReportJSON: r.JSON(), FindingsDropped: r.FindingsDropped, NoticesDropped: r.NoticesDropped}
 }
 
 // Verify checks a session straight from the store: it builds the session's
