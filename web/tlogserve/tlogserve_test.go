@@ -45,15 +45,7 @@ func serveSession(t *testing.T, session string, n int64) served {
 	}
 	if n > 0 {
 		tlogdb.AppendSQLite(t, st, session, 0, n)
-		for {
-			k, err := l.Integrate(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if k == 0 {
-				break
-			}
-		}
+		tlogtest.IntegrateAll(t, l)
 	}
 	srv := httptest.NewServer(tlogserve.Handler(l, nil))
 	t.Cleanup(srv.Close)
