@@ -98,6 +98,20 @@ func (f *Fixture) Trust(t testing.TB) *verify.Trust {
 	return &verify.Trust{ResponseKeys: ks, Checkpoint: verify.CheckpointPolicy{LogKeys: []string{f.LogVerifier}}}
 }
 
+// Checkpoint returns the log's latest signed checkpoint and its parsed
+// head, the size a test asks a later bundle to extend (SinceSize).
+func (f *Fixture) Checkpoint(t testing.TB) ([]byte, verify.Checkpoint) {
+	cp, err := f.Log.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := verify.ParseCheckpointHead(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp, head
+}
+
 // Options are the bundle options of the deployment: its public response
 // key.
 func (f *Fixture) Options() evidence.Options {

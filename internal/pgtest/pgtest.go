@@ -123,7 +123,14 @@ type server struct {
 }
 
 func (s *server) exec(ctx context.Context, sql string) error {
-	conn, err := pgx.Connect(ctx, s.url.String())
+	return ExecURL(ctx, s.url.String(), sql)
+}
+
+// ExecURL runs sql on a connection of its own to url and returns the
+// error instead of failing the test, for tests that expect a server to
+// refuse: a stopped one, or a standby before its promotion.
+func ExecURL(ctx context.Context, url, sql string) error {
+	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return err
 	}

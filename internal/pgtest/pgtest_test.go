@@ -84,15 +84,7 @@ func TestServerStopStart(t *testing.T) {
 	ps := pgtest.NewServer(t)
 	url := ps.NewDatabase(t)
 	ctx := t.Context()
-	run := func(sql string) error {
-		c, err := pgx.Connect(ctx, url)
-		if err != nil {
-			return err
-		}
-		defer c.Close(ctx)
-		_, err = c.Exec(ctx, sql)
-		return err
-	}
+	run := func(sql string) error { return pgtest.ExecURL(ctx, url, sql) }
 	if err := run("CREATE TABLE kept (x int); INSERT INTO kept VALUES (7)"); err != nil {
 		t.Fatal(err)
 	}

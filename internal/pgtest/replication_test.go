@@ -22,15 +22,7 @@ func TestSynchronousStandby(t *testing.T) {
 	db := primary.NewDatabase(t)
 	onStandby := pgtest.Hosts(t, db, standby)
 
-	exec := func(url, sql string) error {
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
+	exec := func(url, sql string) error { return pgtest.ExecURL(ctx, url, sql) }
 	// count is the rows of t on the standby; -1 while the standby has not
 	// replayed the database or the table yet.
 	count := func() int {
@@ -78,15 +70,7 @@ func TestBaseBackup(t *testing.T) {
 	ctx := context.Background()
 	src := pgtest.NewPrimary(t)
 	db := src.NewDatabase(t)
-	exec := func(url, sql string) error {
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
+	exec := func(url, sql string) error { return pgtest.ExecURL(ctx, url, sql) }
 	if err := exec(db, "CREATE ROLE drill_role; CREATE TABLE t (x int); INSERT INTO t VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}

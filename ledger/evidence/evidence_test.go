@@ -232,14 +232,7 @@ func TestBuildNotYetInTheLog(t *testing.T) {
 // it extends the earlier one.
 func TestBuildSinceSizeRefused(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
-	cp, err := f.Log.Checkpoint(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := verify.ParseCheckpointHead(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, head := f.Checkpoint(t)
 	for _, c := range []struct {
 		name string
 		log  evidence.Log

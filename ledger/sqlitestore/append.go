@@ -40,28 +40,23 @@ var q = struct {
 // allOrNothing, any per-record error aborts the write and is returned;
 // otherwise failing records are left out and their errors are in the plan.
 func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool) (*plan.Plan, error) {
-	for attempt := 0; ; attempt++ {
-		var p *plan.Plan
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			if p, err = s.plan(ctx, tx, ps); err != nil {
+	var p *plan.Plan
+	err := s.inTxRetry(ctx, func(tx *sql.Tx) error {
+		var err error
+		if p, err = s.plan(ctx, tx, ps); err != nil {
+			return err
+		}
+		if allOrNothing {
+			if err := p.Failed(); err != nil {
 				return err
 			}
-			if allOrNothing {
-				if err := p.Failed(); err != nil {
-					return err
-				}
-			}
-			return s.writePlan(ctx, tx, p)
-		})
-		if errors.Is(err, sqlstore.ErrHeadMoved) && attempt < 10 {
-			continue
 		}
-		if err != nil {
-			return nil, err
-		}
-		return p, nil
+		return s.writePlan(ctx, tx, p)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return p, nil
 }
 
 func (s *Store) plan(ctx context.Context, tx *sql.Tx, ps []plan.Prepared) (*plan.Plan, error) {

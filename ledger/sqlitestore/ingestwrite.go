@@ -21,33 +21,28 @@ func (s *Store) Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.
 	if len(rs) == 0 {
 		return nil, nil
 	}
-	for attempt := 0; ; attempt++ {
-		var in *plan.Ingest
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			if in, err = s.classify(ctx, tx, rs); err != nil {
+	var in *plan.Ingest
+	err := s.inTxRetry(ctx, func(tx *sql.Tx) error {
+		var err error
+		if in, err = s.classify(ctx, tx, rs); err != nil {
+			return err
+		}
+		p := &plan.Plan{}
+		if len(in.Prepared) > 0 {
+			if p, err = s.plan(ctx, tx, in.Prepared); err != nil {
 				return err
 			}
-			p := &plan.Plan{}
-			if len(in.Prepared) > 0 {
-				if p, err = s.plan(ctx, tx, in.Prepared); err != nil {
-					return err
-				}
-				if err := s.writePlan(ctx, tx, p); err != nil {
-					return err
-				}
+			if err := s.writePlan(ctx, tx, p); err != nil {
+				return err
 			}
-			in.Finish(p)
-			return s.writeIngest(ctx, tx, in)
-		})
-		if errors.Is(err, sqlstore.ErrHeadMoved) && attempt < 10 {
-			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("couldn't ingest %d records: %w", len(rs), err)
-		}
-		return in.Results, nil
+		in.Finish(p)
+		return s.writeIngest(ctx, tx, in)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("couldn't ingest %d records: %w", len(rs), err)
 	}
+	return in.Results, nil
 }
 
 func (s *Store) classify(ctx context.Context, tx *sql.Tx, rs []ledger.IngestRecord) (*plan.Ingest, error) {

@@ -113,6 +113,19 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return nil
 }
 
+// inTxRetry is inTx for a write that plans against the heads it reads: it
+// runs fn again, in a fresh transaction, while fn reports
+// sqlstore.ErrHeadMoved, at most ten times more.
+func (s *Store) inTxRetry(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.inTx(ctx, fn)
+		if errors.Is(err, sqlstore.ErrHeadMoved) && attempt < 10 {
+			continue
+		}
+		return err
+	}
+}
+
 func (s *Store) migrate(ctx context.Context) error {
 	ms, err := migrations.SQLite()
 	if err != nil {

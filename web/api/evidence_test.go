@@ -93,14 +93,7 @@ func TestBundleSinceSize(t *testing.T) {
 	if code != 200 || err != nil || !before.Verified() {
 		t.Fatalf("earlier bundle: %d %v %+v", code, err, before)
 	}
-	cp, err := f.Log.Checkpoint(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := verify.ParseCheckpointHead(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, head := f.Checkpoint(t)
 	f.Call(t, f.HMACSession, "steps/toolCallRequest", map[string]any{"tool": map[string]any{"name": "read_file"}, "arguments": map[string]any{}})
 	f.Integrate(t)
 

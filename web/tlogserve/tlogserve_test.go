@@ -45,15 +45,7 @@ func serveSession(t *testing.T, session string, n int64) served {
 	}
 	if n > 0 {
 		tlogdb.AppendSQLite(t, st, session, 0, n)
-		for {
-			k, err := l.Integrate(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if k == 0 {
-				break
-			}
-		}
+		tlogtest.IntegrateAll(t, l)
 	}
 	srv := httptest.NewServer(tlogserve.Handler(l, nil))
 	t.Cleanup(srv.Close)
@@ -202,16 +194,7 @@ func TestProofAPI(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("entry proof: %s %s", resp.Status, doc)
 	}
-	head, _, _ := strings.Cut(string(doc), "\n\n")
-	lines := strings.Split(head, "\n")
-	if lines[0] != "c2sp.org/tlog-proof@v1" || lines[1] != "index 321" {
-		t.Fatalf("proof header %q", lines[:2])
-	}
-	var p [][]byte
-	for _, l := range lines[2:] {
-		b, _ := base64.StdEncoding.DecodeString(l)
-		p = append(p, b)
-	}
+	p, _ := tlogtest.ParseEntryProof(t, doc, 321)
 	eh := tlogtest.EntryHash("s", 321)
 	leaf, _ := tlog.Leaf{SessionID: "s", Position: 321, EntryHash: eh}.MarshalJCS()
 	if err := proof.VerifyInclusion(h, 321, uint64(size), h.HashLeaf(leaf), p, root[:]); err != nil {

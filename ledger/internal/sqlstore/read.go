@@ -53,10 +53,7 @@ func (s *Store) Sessions(ctx context.Context, f ledger.SessionFilter) (ledger.Se
 	if err := rows.Err(); err != nil {
 		return ledger.SessionPage{}, fmt.Errorf("couldn't list sessions: %w", err)
 	}
-	if len(page.Sessions) > limit {
-		page.Sessions = page.Sessions[:limit]
-		page.Next = ledger.FormatCursor(seqs[limit-1])
-	}
+	page.Sessions, page.Next = trimPage(page.Sessions, limit, func(i int) string { return ledger.FormatCursor(seqs[i]) })
 	return page, nil
 }
 

@@ -35,11 +35,8 @@ func (s *Store) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledge
 	if err != nil {
 		return ledger.SearchPage{}, err
 	}
-	page := ledger.SearchPage{Hits: hits}
-	if len(page.Hits) > limit {
-		page.Hits = page.Hits[:limit]
-		page.Next = ledger.EntryCursor(page.Hits[limit-1])
-	}
+	var page ledger.SearchPage
+	page.Hits, page.Next = trimPage(hits, limit, func(i int) string { return ledger.EntryCursor(hits[i]) })
 	return page, nil
 }
 
@@ -81,11 +78,8 @@ func (s *Store) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledg
 	if err != nil {
 		return ledger.SessionSearchPage{}, err
 	}
-	page := ledger.SessionSearchPage{Sessions: sessions}
-	if len(page.Sessions) > limit {
-		page.Sessions = page.Sessions[:limit]
-		page.Next = ledger.SessionCursor(page.Sessions[limit-1].SessionID)
-	}
+	var page ledger.SessionSearchPage
+	page.Sessions, page.Next = trimPage(sessions, limit, func(i int) string { return ledger.SessionCursor(sessions[i].SessionID) })
 	return page, nil
 }
 

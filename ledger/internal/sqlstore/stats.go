@@ -82,6 +82,16 @@ func (s *Store) QuarantineCount(ctx context.Context) (n int64, ok bool, err erro
 	return n, true, nil
 }
 
+// trimPage cuts rows, read with a LIMIT one past the page size, to limit,
+// and when that extra row was there returns the cursor of the last row
+// kept, cursor(limit-1); on the last page it returns "".
+func trimPage[T any](rows []T, limit int, cursor func(i int) string) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	return rows[:limit], cursor(limit - 1)
+}
+
 // listRows runs a read and returns what scan makes of each row, in order
 // (nil for none). Its error is "<failed>: <cause>".
 func listRows[T any](ctx context.Context, s *Store, failed, query string, args []any, scan func(Rows, *T) error) ([]T, error) {

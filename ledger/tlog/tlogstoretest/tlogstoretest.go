@@ -11,10 +11,8 @@ package tlogstoretest
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -392,23 +390,8 @@ func testEntryProof(t *testing.T, db DB) {
 		t.Fatalf("leaf index %d, want 13", idx)
 	}
 	// Parse the tlog-proof by hand and verify with transparency-dev/merkle.
-	head, cpText, ok := strings.Cut(string(doc), "\n\n")
-	if !ok {
-		t.Fatalf("no empty line in proof:\n%s", doc)
-	}
-	lines := strings.Split(head, "\n")
-	if lines[0] != "c2sp.org/tlog-proof@v1" || lines[1] != "index 13" {
-		t.Fatalf("proof header %q", lines[:2])
-	}
-	var p [][]byte
-	for _, l := range lines[2:] {
-		h, err := base64.StdEncoding.DecodeString(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p = append(p, h)
-	}
-	size, root := tlogtest.OpenCheckpoint(t, vkeys[0], []byte(cpText))
+	p, cpText := tlogtest.ParseEntryProof(t, doc, 13)
+	size, root := tlogtest.OpenCheckpoint(t, vkeys[0], cpText)
 	leaf, _ := tlog.Leaf{SessionID: "b", Position: 3, EntryHash: tlogtest.EntryHash("b", 3)}.MarshalJCS()
 	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, 13, uint64(size), rfc6962.DefaultHasher.HashLeaf(leaf), p, root[:]); err != nil {
 		t.Fatal(err)

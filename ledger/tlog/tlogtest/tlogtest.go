@@ -31,6 +31,30 @@ func EntryHash(session string, pos int64) [32]byte {
 	return sha256.Sum256(fmt.Appendf(nil, "%s/%d", session, pos))
 }
 
+// ParseEntryProof parses a c2sp.org/tlog-proof document by hand, not with
+// the log's parser: it checks the header names leaf index, and returns the
+// inclusion proof's hashes and the checkpoint text after the empty line.
+func ParseEntryProof(t testing.TB, doc []byte, index int64) ([][]byte, []byte) {
+	t.Helper()
+	head, cpText, ok := strings.Cut(string(doc), "\n\n")
+	if !ok {
+		t.Fatalf("no empty line in proof:\n%s", doc)
+	}
+	lines := strings.Split(head, "\n")
+	if lines[0] != "c2sp.org/tlog-proof@v1" || lines[1] != fmt.Sprintf("index %d", index) {
+		t.Fatalf("proof header %q", lines[:2])
+	}
+	var p [][]byte
+	for _, l := range lines[2:] {
+		h, err := base64.StdEncoding.DecodeString(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p = append(p, h)
+	}
+	return p, []byte(cpText)
+}
+
 // OpenCheckpoint verifies a checkpoint with sumdb/note alone and parses its
 // body by hand, not with the log's parser.
 func OpenCheckpoint(t testing.TB, vkey string, signed []byte) (int64, sumtlog.Hash) {
