@@ -68,6 +68,7 @@ func commands() []command {
 var errUsage = errors.New("usage")
 
 func main() {
+	tuneGC(os.Getenv)
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
