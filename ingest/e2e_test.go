@@ -7,6 +7,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -76,8 +77,13 @@ func gzipped(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
-// sourceRecord returns the source_record member of the entry at position.
-func sourceRecord(t *testing.T, s ledger.Store, session string, position int64) (string, map[string]json.RawMessage) {
+// sourceRecord returns the source record stored beside the entry at
+// position, and the entry's members; the entry commits to the record by
+// its source_sha256 and does not hold it.
+func sourceRecord(t *testing.T, s interface {
+	ledger.ChainReader
+	ledger.SourceReader
+}, session string, position int64) (string, map[string]json.RawMessage) {
 	t.Helper()
 	es, err := s.Entries(context.Background(), session, position, 1)
 	if err != nil || len(es) != 1 {
@@ -87,9 +93,18 @@ func sourceRecord(t *testing.T, s ledger.Store, session string, position int64) 
 	if err := json.Unmarshal(es[0].Content, &m); err != nil {
 		t.Fatal(err)
 	}
-	var src string
-	json.Unmarshal(m["source_record"], &src)
-	return src, m
+	if _, inline := m["source_record"]; inline {
+		t.Fatalf("entry %s/%d holds its source inline: %s", session, position, es[0].Content)
+	}
+	src, err := s.Source(context.Background(), session, position)
+	if err != nil {
+		t.Fatalf("source of %s/%d: %v", session, position, err)
+	}
+	sum := sha256.Sum256(src)
+	if want := `"` + hex.EncodeToString(sum[:]) + `"`; string(m["source_sha256"]) != want {
+		t.Fatalf("entry %s/%d: source_sha256 %s, the stored source hashes to %s", session, position, m["source_sha256"], want)
+	}
+	return string(src), m
 }
 
 const opaEvents = `[
