@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"time"
 
@@ -61,6 +62,17 @@ func (s *Store) EraseSource(ctx context.Context, sessionID string, position int6
 		}
 		return nil
 	})
+	if errors.Is(err, errNoSource) {
+		// Read outside the eraser's transaction: the eraser role may not
+		// read entries.
+		var exists bool
+		if qerr := s.d.Reader().QueryRow(ctx, s.q.EntryExists, sessionID, position).Scan(&exists); qerr != nil {
+			return ledger.Erasure{}, fmt.Errorf("couldn't erase the source record of session %q position %d: couldn't look up the entry: %w", sessionID, position, qerr)
+		}
+		if !exists {
+			return ledger.Erasure{}, fmt.Errorf("couldn't erase the source record of session %q position %d: no entry is stored there: %w", sessionID, position, ledger.ErrNotFound)
+		}
+	}
 	if err != nil {
 		return ledger.Erasure{}, fmt.Errorf("couldn't erase the source record of session %q position %d: %w", sessionID, position, err)
 	}
@@ -68,9 +80,13 @@ func (s *Store) EraseSource(ctx context.Context, sessionID string, position int6
 	return e, nil
 }
 
+// errNoSource: no source record is stored at the position, and none was
+// erased there.
+var errNoSource = fmt.Errorf("%w: the entry has no source record stored beside it (not ingested, or ingested with its source inline)", ledger.ErrNotFound)
+
 // sourceNotErasable explains why InsertSourceErasure found nothing to
 // erase: an *ledger.ErasedError if an erasure is recorded, else
-// ErrNotFound saying whether the entry itself exists.
+// errNoSource.
 func (s *Store) sourceNotErasable(ctx context.Context, tx Querier, sessionID string, position int64) error {
 	e, err := s.readSourceErasure(ctx, tx, sessionID, position)
 	if err != nil {
@@ -79,14 +95,7 @@ func (s *Store) sourceNotErasable(ctx context.Context, tx Querier, sessionID str
 	if e != nil {
 		return &ledger.ErasedError{Erasure: *e}
 	}
-	var exists bool
-	if err := tx.QueryRow(ctx, s.q.EntryExists, sessionID, position).Scan(&exists); err != nil {
-		return fmt.Errorf("couldn't look up the entry: %w", err)
-	}
-	if !exists {
-		return fmt.Errorf("no entry is stored at session %q position %d: %w", sessionID, position, ledger.ErrNotFound)
-	}
-	return fmt.Errorf("the entry at session %q position %d has no source record stored beside it (not ingested, or ingested with its source inline): %w", sessionID, position, ledger.ErrNotFound)
+	return errNoSource
 }
 
 func (s *Store) readSourceErasure(ctx context.Context, db Querier, sessionID string, position int64) (*ledger.Erasure, error) {
