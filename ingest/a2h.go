@@ -348,15 +348,14 @@ type A2HMapper struct {
 
 // a2hEntry is the ContextEntry of an accepted Response.
 type a2hEntry struct {
-	EntryID      string        `json:"entry_id"`
-	StepID       string        `json:"step_id"`
-	StepType     string        `json:"step_type"`
-	Timestamp    string        `json:"timestamp"`
-	Resolution   a2hResolution `json:"resolution"`
-	Answers      *entryRef     `json:"answers,omitempty"`
-	Flags        []string      `json:"flags,omitempty"`
-	SourceFormat string        `json:"source_format"`
-	SourceRecord string        `json:"source_record"`
+	EntryID    string        `json:"entry_id"`
+	StepID     string        `json:"step_id"`
+	StepType   string        `json:"step_type"`
+	Timestamp  string        `json:"timestamp"`
+	Resolution a2hResolution `json:"resolution"`
+	Answers    *entryRef     `json:"answers,omitempty"`
+	Flags      []string      `json:"flags,omitempty"`
+	sourceRef
 }
 
 type a2hResolution struct {
@@ -440,7 +439,7 @@ func (m A2HMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
 			Defaulted: c.expiryDefault(), Actor: c.actor, ResolvedAt: c.resolved, MessageType: msgType,
 			JTI: c.sig.JTI, T: c.sig.TS, KeyID: c.keyID, CallbackURL: d.CallbackURL, AgentID: r.Agent.ID, RunID: r.Agent.RunID,
 		},
-		Answers: answers, Flags: flags, SourceFormat: string(A2H), SourceRecord: string(raw.Bytes),
+		Answers: answers, Flags: flags, sourceRef: newSourceRef(A2H, key, raw),
 	})
 	if err != nil {
 		return quarantine(A2H, raw, key, ReasonSchemaInvalid, "%v", err)
@@ -450,7 +449,7 @@ func (m A2HMapper) Map(ctx context.Context, raw Raw) ledger.IngestRecord {
 		// A Hub's redelivery carries a new t and jti but the same body: the
 		// body is what identifies the content.
 		Digest: sha256.Sum256([]byte(d.Body)),
-		File:   raw.File, Record: raw.Record, Raw: raw.Bytes, Flags: flags,
+		File:   raw.File, Record: raw.Record, Raw: raw.Bytes, KeepSource: true, Flags: flags,
 		Entry: ledger.Record{SessionID: session, Entry: entry, Writer: writer},
 	}
 }

@@ -55,12 +55,11 @@ type bashGuardEntry struct {
 	Decision      bashGuardResult `json:"decision"`
 	Flags         []string        `json:"flags"`
 	DecisionEntry *entryRef       `json:"decision_entry,omitempty"`
-	SourceFormat  string          `json:"source_format"`
-	SourceSchema  string          `json:"source_schema,omitempty"`
-	SourceRecord  string          `json:"source_record"`
-	Hostname      string          `json:"hostname,omitempty"`
-	PolicyPath    string          `json:"policy_path,omitempty"`
-	EngineVersion string          `json:"engine_version,omitempty"`
+	sourceRef
+	SourceSchema  string `json:"source_schema,omitempty"`
+	Hostname      string `json:"hostname,omitempty"`
+	PolicyPath    string `json:"policy_path,omitempty"`
+	EngineVersion string `json:"engine_version,omitempty"`
 }
 
 type bashGuardResult struct {
@@ -141,7 +140,7 @@ func (BashGuardMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
 			Command: d.Input.Raw, RuleIDs: rules,
 			PolicyVersions: []policyVersion{{PolicyID: bashGuardPolicy, Version: d.Metadata.RulebookDigest}},
 		},
-		Flags: flags, SourceFormat: string(BashGuard), SourceSchema: filepath.Base(schema), SourceRecord: string(raw.Bytes),
+		Flags: flags, sourceRef: newSourceRef(BashGuard, d.DecisionID, raw), SourceSchema: filepath.Base(schema),
 		Hostname: d.Metadata.Hostname, PolicyPath: d.Metadata.PolicyPath, EngineVersion: d.Metadata.OPAVersion,
 	})
 	if err != nil {
@@ -149,7 +148,7 @@ func (BashGuardMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
 	}
 	return ledger.IngestRecord{
 		Source: string(BashGuard), Key: d.DecisionID, Digest: sha256.Sum256(raw.Bytes),
-		File: raw.File, Record: raw.Record, Raw: raw.Bytes, Flags: flags,
+		File: raw.File, Record: raw.Record, Raw: raw.Bytes, KeepSource: true, Flags: flags,
 		Entry: ledger.Record{SessionID: session, Entry: entry},
 	}
 }
@@ -253,14 +252,14 @@ func (m BashGuardAuditMapper) Map(ctx context.Context, raw Raw) ledger.IngestRec
 		Decision: bashGuardResult{
 			DecisionID: key, Disposition: *a.Decision, Source: *a.Source, Command: *a.Command, RuleIDs: *a.RuleIDs,
 		},
-		Flags: flags, DecisionEntry: ref, SourceFormat: string(BashGuardAudit), SourceRecord: string(raw.Bytes),
+		Flags: flags, DecisionEntry: ref, sourceRef: newSourceRef(BashGuardAudit, key, raw),
 	})
 	if err != nil {
 		return quarantine(BashGuardAudit, raw, key, ReasonSchemaInvalid, "%v", err)
 	}
 	return ledger.IngestRecord{
 		Source: string(BashGuardAudit), Key: key, Digest: sha256.Sum256(raw.Bytes),
-		File: raw.File, Record: raw.Record, Raw: raw.Bytes, Flags: flags,
+		File: raw.File, Record: raw.Record, Raw: raw.Bytes, KeepSource: true, Flags: flags,
 		Entry: ledger.Record{SessionID: session, Entry: entry},
 	}
 }

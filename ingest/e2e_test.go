@@ -7,6 +7,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -76,8 +77,13 @@ func gzipped(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
-// sourceRecord returns the source_record member of the entry at position.
-func sourceRecord(t *testing.T, s ledger.Store, session string, position int64) (string, map[string]json.RawMessage) {
+// sourceRecord returns the source record stored beside the entry at
+// position, and the entry's members; the entry commits to the record by
+// its source_sha256 and does not hold it.
+func sourceRecord(t *testing.T, s interface {
+	ledger.ChainReader
+	ledger.SourceReader
+}, session string, position int64) (string, map[string]json.RawMessage) {
 	t.Helper()
 	es, err := s.Entries(context.Background(), session, position, 1)
 	if err != nil || len(es) != 1 {
@@ -87,9 +93,18 @@ func sourceRecord(t *testing.T, s ledger.Store, session string, position int64) 
 	if err := json.Unmarshal(es[0].Content, &m); err != nil {
 		t.Fatal(err)
 	}
-	var src string
-	json.Unmarshal(m["source_record"], &src)
-	return src, m
+	if _, inline := m["source_record"]; inline {
+		t.Fatalf("entry %s/%d holds its source inline: %s", session, position, es[0].Content)
+	}
+	src, err := s.Source(context.Background(), session, position)
+	if err != nil {
+		t.Fatalf("source of %s/%d: %v", session, position, err)
+	}
+	sum := sha256.Sum256(src)
+	if want := `"` + hex.EncodeToString(sum[:]) + `"`; string(m["source_sha256"]) != want {
+		t.Fatalf("entry %s/%d: source_sha256 %s, the stored source hashes to %s", session, position, m["source_sha256"], want)
+	}
+	return string(src), m
 }
 
 const opaEvents = `[
@@ -165,6 +180,87 @@ func TestOPA(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOPAInputErased: an ingested OPA decision's input names a person;
+// its source record (the only place the input is) is erased, and the
+// session's bundle still verifies offline, listing the erasure with who,
+// when and why; the bundle holds the input no longer, before it did.
+func TestOPAInputErased(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			f := evidencetest.New(t, kind)
+			const person = "alice.liddell@example.org"
+			body := `[{"decision_id":"d-pii","path":"authz/allow","input":{"session_id":"sess-pii","user":"` + person + `"},"result":true,` +
+				`"labels":{"id":"opa-1"},"timestamp":"2026-12-01T10:00:00Z"},` +
+				`{"decision_id":"d-next","path":"authz/allow","input":{"session_id":"sess-pii","user":"bob"},"result":false,` +
+				`"labels":{"id":"opa-1"},"timestamp":"2026-12-01T10:00:01Z"}]`
+			if sum, _ := run(t, f, ingest.OPAMapper{}, ingest.ArrayElements(strings.NewReader(body), "upload.json")); sum.Accepted != 2 {
+				t.Fatalf("summary %+v", sum)
+			}
+			es, err := f.Store.Entries(ctx, "sess-pii", 0, 10)
+			if err != nil || len(es) != 2 || bytes.Contains(es[0].Content, []byte(person)) {
+				t.Fatalf("entries %v: the chained entry must not hold the input", err)
+			}
+			f.Integrate(t)
+			var before bytes.Buffer
+			if _, err := evidence.Build(ctx, f.Store, f.Log, "sess-pii", &before, f.Options()); err != nil {
+				t.Fatal(err)
+			}
+			first := body[1 : strings.Index(body, `,{"decision_id":"d-next"`)]
+			carried := []byte(`"source":"` + base64.StdEncoding.EncodeToString([]byte(first)) + `"`)
+			if !bytes.Contains(before.Bytes(), carried) {
+				t.Fatalf("the bundle does not carry the source record while it exists:\n%s", before.Bytes())
+			}
+			if rep, err := verify.VerifyBundle(bytes.NewReader(before.Bytes()), f.Trust(t)); err != nil || !rep.Verified() || len(rep.Notices) != 0 {
+				t.Fatalf("bundle before the erasure: %v, findings %v, notices %v", err, rep.Findings, rep.Notices)
+			}
+
+			e, err := f.Store.EraseSource(ctx, "sess-pii", 0, "GDPR Art. 17 request #12", "dpo@example.org")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var after bytes.Buffer
+			sum, err := evidence.Build(ctx, f.Store, f.Log, "sess-pii", &after, f.Options())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Sources != 1 || sum.Erased != 1 || sum.Missing != 0 || !sum.Anchored {
+				t.Fatalf("summary after the erasure %+v", sum)
+			}
+			// Nothing of the input is left: not in the clear, not as the
+			// carried record.
+			if bytes.Contains(after.Bytes(), []byte(person)) || bytes.Contains(after.Bytes(), carried) {
+				t.Fatal("the bundle after the erasure still holds the erased input")
+			}
+			rep, err := verify.VerifyBundle(bytes.NewReader(after.Bytes()), f.Trust(t))
+			if err != nil || !rep.Verified() || len(rep.Findings) != 0 {
+				t.Fatalf("bundle after the erasure: %v, findings %v", err, rep.Findings)
+			}
+			if len(rep.Notices) != 1 || rep.Notices[0].Code != verify.CodePayloadErased || rep.Notices[0].EntryIndex != 0 {
+				t.Fatalf("notices %+v, want one payload_erased at entry 0", rep.Notices)
+			}
+			got := rep.Notices[0].Erasure
+			if got == nil || got.Payload != "source" || got.Reason != e.Reason || got.ErasedBy != e.ErasedBy || !got.ErasedAt.Equal(e.ErasedAt) {
+				t.Fatalf("the notice's erasure %+v, want %+v", got, e)
+			}
+			// The chain and its proofs are the same bytes: the first step
+			// differs only by its payload members.
+			if rep.Head.String() != mustVerify(t, before.Bytes(), f.Trust(t)).Head.String() {
+				t.Fatal("the head changed with the erasure")
+			}
+		})
+	}
+}
+
+func mustVerify(t *testing.T, b []byte, trust *verify.Trust) *verify.Report {
+	t.Helper()
+	rep, err := verify.VerifyBundle(bytes.NewReader(b), trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 func readFile(t *testing.T, path string) []byte {

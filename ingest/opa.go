@@ -54,13 +54,12 @@ type opaBundle struct {
 
 // opaEntry is the ContextEntry of one OPA decision.
 type opaEntry struct {
-	EntryID      string      `json:"entry_id"`
-	StepID       string      `json:"step_id"`
-	StepType     string      `json:"step_type"`
-	Timestamp    string      `json:"timestamp"`
-	Decision     opaDecision `json:"decision"`
-	SourceFormat string      `json:"source_format"`
-	SourceRecord string      `json:"source_record"`
+	EntryID   string      `json:"entry_id"`
+	StepID    string      `json:"step_id"`
+	StepType  string      `json:"step_type"`
+	Timestamp string      `json:"timestamp"`
+	Decision  opaDecision `json:"decision"`
+	sourceRef
 }
 
 // opaDecision keeps what OPA wrote. Result is absent when the decision was
@@ -138,14 +137,14 @@ func (m OPAMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
 	}
 	entry, err := json.Marshal(opaEntry{
 		EntryID: "opa:" + key, StepID: "opa:" + key, StepType: "ingest/opa/decision",
-		Timestamp: *ev.Timestamp, Decision: d, SourceFormat: string(OPA), SourceRecord: string(raw.Bytes),
+		Timestamp: *ev.Timestamp, Decision: d, sourceRef: newSourceRef(OPA, key, raw),
 	})
 	if err != nil {
 		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s: %v", key, err)
 	}
 	return ledger.IngestRecord{
 		Source: string(OPA), Key: key, Digest: sha256.Sum256(raw.Bytes),
-		File: raw.File, Record: raw.Record, Raw: raw.Bytes,
+		File: raw.File, Record: raw.Record, Raw: raw.Bytes, KeepSource: true,
 		Entry: ledger.Record{SessionID: session, Entry: entry},
 	}
 }

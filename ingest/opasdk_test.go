@@ -168,7 +168,6 @@ func TestOPAThroughSDK(t *testing.T) {
 							Version  string `json:"version"`
 						} `json:"policy_versions"`
 					} `json:"decision"`
-					SourceRecord string `json:"source_record"`
 				}
 				if err := json.Unmarshal(e.Content, &c); err != nil {
 					t.Fatal(err)
@@ -182,9 +181,10 @@ func TestOPAThroughSDK(t *testing.T) {
 					continue
 				}
 				// The entry keeps time.now_ns exactly as OPA wrote it.
-				m, ms := bigInt.FindStringSubmatch(d.NDBuiltinCache), bigInt.FindStringSubmatch(c.SourceRecord)
+				src, _ := sourceRecord(t, f.Store, "sess-sdk", e.Position)
+				m, ms := bigInt.FindStringSubmatch(d.NDBuiltinCache), bigInt.FindStringSubmatch(src)
 				if string(d.Result) == "true" && (m == nil || ms == nil || m[1] != ms[1]) {
-					t.Fatalf("nd_builtin_cache %q, source %q", d.NDBuiltinCache, c.SourceRecord)
+					t.Fatalf("nd_builtin_cache %q, source %q", d.NDBuiltinCache, src)
 				}
 			}
 			if undefined != 1 {

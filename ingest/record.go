@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -122,4 +123,21 @@ func quarantine(f Format, raw Raw, key, reason, format string, args ...any) ledg
 		Digest:     sha256.Sum256(raw.Bytes),
 		Quarantine: &ledger.Quarantine{Reason: reason, Detail: fmt.Sprintf("%s:%d: ", raw.File, raw.Record) + fmt.Sprintf(format, args...)},
 	}
+}
+
+// sourceRef is how an ingested entry names the record it was made from:
+// its format, its natural key and the SHA-256 of its exact bytes. The
+// bytes themselves are stored beside the entry (ledger.IngestRecord.
+// KeepSource), sealed and erasable, so the chain commits to them without
+// holding them (docs/ingest.md). Entries written before this held the
+// bytes inline, as "source_record"; they stay as they were.
+type sourceRef struct {
+	SourceFormat string `json:"source_format"`
+	SourceKey    string `json:"source_key"`
+	SourceSHA256 string `json:"source_sha256"`
+}
+
+func newSourceRef(f Format, key string, raw Raw) sourceRef {
+	sum := sha256.Sum256(raw.Bytes)
+	return sourceRef{SourceFormat: string(f), SourceKey: key, SourceSHA256: hex.EncodeToString(sum[:])}
 }

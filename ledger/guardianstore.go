@@ -93,15 +93,21 @@ type PolicyBundleReader interface {
 	PolicyBundles(ctx context.Context) ([]PolicyBundle, error)
 }
 
-// ErrErased is matched by the *ErasedError of StepReader.Request and
-// EraseParams: the step's params were erased.
-var ErrErased = errors.New("request params erased")
+// ErrErased is matched by the *ErasedError of StepReader.Request,
+// SourceReader.Source, EraseParams and EraseSource: the payload was
+// erased.
+var ErrErased = errors.New("payload erased")
 
-// Erasure records the erasure of the params stored beside one entry.
+// Erasure records the erasure of a payload stored beside one entry: the
+// request params of a Guardian step, or the source record of an ingested
+// entry.
 type Erasure struct {
 	SessionID string
 	Position  int64
-	ErasedAt  time.Time
+	// Payload is what was erased: PayloadParams ("" reads as params, as
+	// before sources were erasable) or PayloadSource.
+	Payload  string
+	ErasedAt time.Time
 	// Reason is why they were erased (never blank), ErasedBy who asked
 	// ("" when not given), both as given to EraseParams.
 	Reason   string
@@ -135,6 +141,14 @@ func (e Erasure) Check() error {
 	return nil
 }
 
+// What names the erased payload in a sentence.
+func (e Erasure) What() string {
+	if e.Payload == PayloadSource {
+		return "source record"
+	}
+	return "request params"
+}
+
 // ErasedError reports params that were erased, with the erasure's record.
 // It matches ErrErased.
 type ErasedError struct{ Erasure Erasure }
@@ -144,8 +158,12 @@ func (e *ErasedError) Error() string {
 	if e.Erasure.ErasedBy != "" {
 		by = fmt.Sprintf(" by %q", e.Erasure.ErasedBy)
 	}
-	return fmt.Sprintf("the request params of session %q position %d were erased at %s%s, reason: %q",
-		e.Erasure.SessionID, e.Erasure.Position, e.Erasure.ErasedAt.UTC().Format(time.RFC3339Nano), by, e.Erasure.Reason)
+	verb := "were"
+	if e.Erasure.Payload == PayloadSource {
+		verb = "was"
+	}
+	return fmt.Sprintf("the %s of session %q position %d %s erased at %s%s, reason: %q",
+		e.Erasure.What(), e.Erasure.SessionID, e.Erasure.Position, verb, e.Erasure.ErasedAt.UTC().Format(time.RFC3339Nano), by, e.Erasure.Reason)
 }
 
 func (e *ErasedError) Is(target error) bool { return target == ErrErased }

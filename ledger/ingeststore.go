@@ -78,6 +78,11 @@ type IngestRecord struct {
 	Record int64
 	// Raw is the record's exact source bytes.
 	Raw []byte
+	// KeepSource stores Raw beside the appended entry as its source
+	// record (sealed at rest, erasable: SourceReader, SourceEraser), in
+	// the batch's transaction. The entry commits to it by source_sha256,
+	// the lowercase hex SHA-256 of Raw.
+	KeepSource bool
 
 	// Entry is the ContextEntry to append, unless Quarantine is set.
 	// Parsed, when set, must be acs.ParseEntry(Entry.Entry): a writer that

@@ -103,8 +103,15 @@ type bundleState struct {
 	tail   *Finding
 	proven [][2]uint64
 
-	// entryBuf holds the entry of the step being read.
+	// entryBuf holds the entry of the step being read, payloads its
+	// payload members, and entry the entry checkEntry parsed last.
 	entryBuf []byte
+	payloads stepPayloads
+	entry    *acs.Entry
+
+	// inline counts the entries holding their source record inline, the
+	// first at index inlineFirst (source_inline).
+	inline, inlineFirst int
 
 	// since is the report of an earlier bundle of the session that this
 	// one must extend (VerifyBundleSince), or nil.
@@ -147,8 +154,9 @@ func (s *bundleState) trim() {
 // whatever the session's length.
 //
 // Each entry and response is parsed strictly once, by acs.ParseEntry and
-// the canonicalizer; a step object may hold only "entry" and "response",
-// each at most once. A bundle that cannot be read or parsed, whose members
+// the canonicalizer; a step object may hold only "entry" and "response"
+// and the payload members "source", "params", "erased" and "missing"
+// (checkPayloads), each at most once. A bundle that cannot be read or parsed, whose members
 // are out of order, or with a value longer than acs.MaxInput, is an
 // *InputError naming the member and the byte offset.
 func VerifyBundle(r io.Reader, trust *Trust) (*Report, error) {
@@ -511,6 +519,9 @@ func (s *bundleState) addResponse(raw []byte) error {
 // is added before the entry of its step is checked.
 func (s *bundleState) readStep(vr *valueReader, i int) error {
 	hasEntry, hasResponse := false, false
+	s.payloads.reset()
+	var seen [4]string
+	nSeen := 0
 	err := vr.members(func(name string) error {
 		switch {
 		case name == "entry" && !hasEntry:
@@ -531,7 +542,18 @@ func (s *bundleState) readStep(vr *valueReader, i int) error {
 		case name == "entry" || name == "response":
 			return fmt.Errorf("duplicate member %q", name)
 		}
-		return fmt.Errorf("unknown field %q", name)
+		for _, n := range seen[:nSeen] {
+			if n == name {
+				return fmt.Errorf("duplicate member %q", name)
+			}
+		}
+		ok, err := s.payloads.readPayloadMember(vr, name)
+		if !ok {
+			return fmt.Errorf("unknown field %q", name)
+		}
+		seen[nSeen] = name
+		nSeen++
+		return err
 	})
 	if err != nil {
 		return err
@@ -542,6 +564,7 @@ func (s *bundleState) readStep(vr *valueReader, i int) error {
 	if err := s.checkEntry(s.entryBuf, i); err != nil {
 		return fmt.Errorf("entry: %w", err)
 	}
+	s.checkPayloads(i, s.entry, &s.payloads)
 	return nil
 }
 
@@ -559,6 +582,8 @@ func (s *bundleState) checkEntry(raw []byte, i int) error {
 	if err != nil {
 		return err
 	}
+	s.entry = e
+	s.noteInline(i, e)
 	fs := s.chain.Add(e)
 	edited := false
 	for _, f := range fs {
@@ -695,6 +720,7 @@ func policyRefs(v []byte) (refs []policyRef, ok bool) {
 
 // finish adds what only the end of the bundle shows.
 func (s *bundleState) finish() {
+	s.finishInline()
 	s.findings = append(s.findings, s.finishSince()...)
 	if s.heads != nil {
 		s.findings = append(s.findings, s.heads.Finish()...)

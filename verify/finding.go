@@ -108,6 +108,24 @@ const (
 	// CodeHeadsNotChecked (a notice): a bundle has no "responses" member,
 	// so no published chain head was checked.
 	CodeHeadsNotChecked = "heads_not_checked"
+
+	// CodePayloadMissing: a payload the entry commits to (an ingested
+	// record's source by source_sha256, a Guardian step's params by
+	// request_hash) is gone without a record of its erasure.
+	CodePayloadMissing = "payload_missing"
+
+	// CodePayloadMismatch: a payload carried beside an entry does not
+	// hash to the entry's commitment.
+	CodePayloadMismatch = "payload_mismatch"
+
+	// CodePayloadErased (a notice): a payload was erased; the notice
+	// carries the erasure's record (who, when, why).
+	CodePayloadErased = "payload_erased"
+
+	// CodeSourceInline (a notice): entries hold their source record
+	// inline, as ingest wrote them before source records were kept
+	// beside the entry.
+	CodeSourceInline = "source_inline"
 )
 
 // A Finding is one place where the evidence does not verify. Expected and
@@ -125,6 +143,8 @@ type Finding struct {
 	// entry (EntryIndex is then -1): "response 3 (line 4)", "checkpoint 0",
 	// "anchor 1".
 	Where string `json:"where,omitempty"`
+	// Erasure is the erasure's record, on a payload_erased notice.
+	Erasure *PayloadErasure `json:"erasure,omitempty"`
 }
 
 // Error makes a Finding usable where an error is wanted, for example when a

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	decisionreplay "github.com/acsledger/acsledger/guardian/replay"
+	"github.com/acsledger/acsledger/ingest"
 	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
@@ -103,6 +104,29 @@ func TestEraseCommand(t *testing.T) {
 		rep, err := verify.VerifyBundle(bytes.NewReader(bundle.Bytes()), f.Trust(t))
 		if err != nil || !rep.Verified() || len(rep.Findings) != 0 {
 			t.Fatalf("bundle after the erasure: %v, findings %v", err, rep.Findings)
+		}
+
+		// --source: an ingested OPA decision's source record (its input
+		// names a person) is erased; the entry stays.
+		rec := ingest.OPAMapper{}.Map(ctx, ingest.Raw{File: "upload.json", Record: 1,
+			Bytes: []byte(`{"decision_id":"d-erase","input":{"session_id":"sess-erase","user":"alice@example.org"},"result":true,"timestamp":"2026-12-01T10:00:00Z"}`)})
+		if res, err := f.Store.Ingest(ctx, []ledger.IngestRecord{rec}); err != nil || res[0].Status != ledger.IngestAccepted {
+			t.Fatalf("ingest: %+v, %v", res, err)
+		}
+		code, _, stderr = erase("--db", f.URL, "--session", "sess-erase", "--position", "0", "--reason", reason)
+		if code != 1 || !strings.Contains(stderr, "not found") {
+			t.Errorf("erase of an ingested entry's params: exit %d, stderr %q", code, stderr)
+		}
+		code, stdout, stderr = erase("--db", f.URL, "--session", "sess-erase", "--position", "0", "--reason", reason, "--by", "dpo", "--source")
+		if code != 0 || !strings.Contains(stdout, "erased the source record of session sess-erase position 0") {
+			t.Fatalf("erase --source: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+		}
+		if _, err := f.Store.Source(ctx, "sess-erase", 0); !errors.As(err, &ee) || ee.Erasure.ErasedBy != "dpo" || ee.Erasure.Reason != reason {
+			t.Fatalf("source after erase --source: %v", err)
+		}
+		code, _, stderr = erase("--db", f.URL, "--session", "sess-erase", "--position", "7", "--reason", reason, "--source")
+		if code != 1 || !strings.Contains(stderr, `session "sess-erase" position 7`) || !strings.Contains(stderr, "no entry") {
+			t.Errorf("erase --source of an unknown entry: exit %d, stderr %q", code, stderr)
 		}
 	})
 }

@@ -27,6 +27,8 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	db.register(fs, "store URL (default: embedded store in ./"+storeopen.DefaultDir+")")
 	keysDir := fs.String("keys", "", "key directory, as for serve: the bundle carries its public response keys and is anchored with its Merkle log keys ("+logKeyFile+"); default: keys/ beside the embedded store or ./acsledger-keys")
 	includePolicies := fs.Bool("include-policies", false, "put the policy bundles' content in the bundle, not only their digests")
+	includeParams := fs.Bool("params", false, "put each step's request params in the bundle, so that acsverify checks them against request_hash (they hold what the Guardian redacted: share such a bundle as you would the params)")
+	masterKey := fs.String("master-key-file", "", "FILE holding the master key of payloads at rest (default $"+keydir.EnvMasterKey+", else "+keydir.MasterKeyFile+" in --keys)")
 	sinceSize := fs.Uint64("since-size", 0, "also carry the checkpoint of this tree size (an earlier bundle's) and a consistency proof from it, for acsverify bundle --since")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -34,14 +36,24 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *session == "" {
 		return fmt.Errorf("%w: --session is required", errUsage)
 	}
-	store, err := openStore(ctx, db, ledger.Options{})
+	dir := db.keysDir(*keysDir)
+	// The bundle carries source records (and with --params the params),
+	// which are sealed at rest with serve's master key.
+	sealer, err := keydir.ParamsSealer(*masterKey, dir, false, nil)
+	if err != nil {
+		return err
+	}
+	sopts := ledger.Options{}
+	if sealer != nil {
+		sopts.Params = sealer
+	}
+	store, err := openStore(ctx, db, sopts)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 
-	dir := db.keysDir(*keysDir)
-	opts := evidence.Options{IncludePolicies: *includePolicies, SinceSize: *sinceSize}
+	opts := evidence.Options{IncludePolicies: *includePolicies, IncludeParams: *includeParams, SinceSize: *sinceSize}
 	if opts.ResponseKeys, err = keydir.PublicKeys(dir); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/acsledger/acsledger/ingest"
 	"github.com/acsledger/acsledger/internal/ingestfiles"
+	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/web"
@@ -23,19 +24,21 @@ func (e *inputError) Is(target error) bool { return target == errUsage }
 
 // ingestFlags are the source flags of `acsledger ingest`.
 type ingestFlags struct {
-	format   string
-	db       dbFlags
-	keys     string
-	json     bool
-	batch    int
-	noAnchor bool
-	src      ingestfiles.Sources
+	format    string
+	db        dbFlags
+	keys      string
+	masterKey string
+	json      bool
+	batch     int
+	noAnchor  bool
+	src       ingestfiles.Sources
 }
 
 func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "format", "", "source format: opa, bash-guard, bash-guard-audit, a2h or acs (required)")
 	f.db.register(fs, "store URL (default: embedded store in ./"+storeopen.DefaultDir+")")
 	fs.StringVar(&f.keys, "keys", "", "key directory, as for serve: its Merkle log key anchors what was ingested (default: keys/ beside the embedded store or ./acsledger-keys)")
+	fs.StringVar(&f.masterKey, "master-key-file", "", "FILE holding the master key (64 hex digits) that seals source records at rest, as serve seals request params; default $"+keydir.EnvMasterKey+", else "+keydir.MasterKeyFile+" in --keys (without one, source records are stored in clear)")
 	fs.BoolVar(&f.noAnchor, "no-anchor", false, "leave the new entries for the running server's log to anchor")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per record, then a summary object")
 	fs.IntVar(&f.batch, "batch", ingest.DefaultBatch, "records per transaction")
@@ -83,7 +86,17 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer ingestfiles.Close(opened)
 
-	st, err := openStore(ctx, f.db, ledger.Options{})
+	// Source records are kept beside their entries sealed with serve's
+	// master key, when there is one (docs/ingest.md).
+	opts := ledger.Options{}
+	sealer, err := keydir.ParamsSealer(f.masterKey, f.db.keysDir(f.keys), false, nil)
+	if err != nil {
+		return err
+	}
+	if sealer != nil {
+		opts.Params = sealer
+	}
+	st, err := openStore(ctx, f.db, opts)
 	if err != nil {
 		return err
 	}

@@ -48,11 +48,13 @@ type Log interface {
 var _ Log = (*tlog.Log)(nil)
 
 // Store is what evidence reads from the ledger: the chains, the signed
-// response stored beside each entry, and the policy bundles the decisions
+// response and the payloads (params, source records, their erasures)
+// stored beside each entry, and the policy bundles the decisions
 // reference.
 type Store interface {
 	ledger.ChainReader
 	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
+	ledger.PayloadReader
 	ledger.PolicyBundleReader
 }
 
@@ -68,6 +70,14 @@ type Options struct {
 	// IncludePolicies puts each policy bundle's content in the bundle, not
 	// only its digest.
 	IncludePolicies bool
+	// IncludeParams puts each step's request params in the bundle, so
+	// that a verifier checks them against request_hash. They hold what
+	// the Guardian redacted from its decisions (secrets, personal data),
+	// so a bundle leaves them out unless asked; source records of
+	// ingested entries are always carried while they exist. Verify (the
+	// online check) always includes them: its bundle never leaves the
+	// process.
+	IncludeParams bool
 	// SinceSize, when not 0, is the tree size of the checkpoint of an
 	// earlier bundle of the session: the bundle then also carries the
 	// checkpoint signed at that size and a consistency proof from it to
@@ -86,6 +96,10 @@ var ErrNoLog = errors.New("a bundle since a tree size needs the Merkle log, and 
 type Summary struct {
 	Entries   int64
 	Responses int64
+	// Sources and Params count the payloads carried, Erased the erasure
+	// records listed, Missing the payloads listed as missing (gone
+	// without an erasure record: payload_missing).
+	Sources, Params, Erased, Missing int64
 	// Anchored is false when the bundle has no anchor: no log was given,
 	// the log has no checkpoint yet, or no entry of the session is covered
 	// by the latest checkpoint. A verifier then reports not_anchored.
@@ -189,6 +203,7 @@ func Build(ctx context.Context, store Store, log Log, sessionID string, w io.Wri
 		sum.AnchoredThrough = int64(anchor.Position) + 1
 	}
 	bw.WriteString(`,"steps":[`)
+	pw := payloadWindow{store: store, sessionID: sessionID, withParams: opts.IncludeParams}
 	for e, err := range ledger.AllEntries(ctx, store, sessionID) {
 		if err != nil {
 			return sum, fmt.Errorf("couldn't read session %s at position %d: %w", sessionID, sum.Entries, err)
@@ -216,6 +231,11 @@ func Build(ctx context.Context, store Store, log Log, sessionID string, w io.Wri
 			bw.WriteString(`,"response":`)
 			bw.Write(bytes.TrimSpace(resp))
 		}
+		ps, err := pw.at(ctx, e.Position)
+		if err != nil {
+			return sum, err
+		}
+		writePayloads(bw, &sum, e, resp != nil, ps, opts.IncludeParams)
 		bw.WriteByte('}')
 		sum.Entries++
 	}
@@ -405,6 +425,8 @@ func Verify(ctx context.Context, store Store, log Log, sessionID string, opts Op
 			pw.CloseWithError(err)
 			done <- err
 		}()
+		// The online check holds the params against request_hash too.
+		opts.IncludeParams = true
 		_, err = Build(ctx, store, log, sessionID, pw, opts)
 	}()
 	rep, verr := verify.VerifyBundle(pr, trust)

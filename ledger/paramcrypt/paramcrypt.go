@@ -91,6 +91,38 @@ func additionalData(label, sessionID string, position int64) []byte {
 // fresh data key. The record is magic, the nonce and wrapped data key,
 // then the nonce and ciphertext of the params.
 func (s *Sealer) Seal(sessionID string, position int64, params []byte) ([]byte, error) {
+	return s.seal(paramsLabels, sessionID, position, params)
+}
+
+// labels name what a record seals, in its additional data: a params
+// record and a source record of the same step are sealed apart, so one
+// moved into the other's table does not open.
+type labels struct{ key, data, what string }
+
+var (
+	paramsLabels = labels{"acsledger params data key v1", "acsledger params v1", "params"}
+	sourceLabels = labels{"acsledger source data key v1", "acsledger source v1", "source record"}
+)
+
+// SealSource encrypts the exact source bytes of the record an ingested
+// entry at position of sessionID was made from, as Seal encrypts params
+// (ledger.SourceSealer). Erasing the record deletes its data key with it.
+func (s *Sealer) SealSource(sessionID string, position int64, src []byte) ([]byte, error) {
+	return s.seal(sourceLabels, sessionID, position, src)
+}
+
+// OpenSource decrypts a record SealSource made for the same entry. A
+// record that is not sealed (stored before a master key was configured)
+// is returned as it is: source bytes in clear can start with any byte but
+// NUL, which magic starts with.
+func (s *Sealer) OpenSource(sessionID string, position int64, record []byte) ([]byte, error) {
+	if !Sealed(record) {
+		return record, nil
+	}
+	return s.open(sourceLabels, sessionID, position, record)
+}
+
+func (s *Sealer) seal(l labels, sessionID string, position int64, params []byte) ([]byte, error) {
 	dek := make([]byte, KeySize)
 	out := make([]byte, 0, headerSize+len(params)+tagSize)
 	out = append(out, magic...)
@@ -102,13 +134,13 @@ func (s *Sealer) Seal(sessionID string, position int64, params []byte) ([]byte, 
 		}
 	}
 	out = append(out, wrapNonce...)
-	out = s.master.Seal(out, wrapNonce, dek, additionalData("acsledger params data key v1", sessionID, position))
+	out = s.master.Seal(out, wrapNonce, dek, additionalData(l.key, sessionID, position))
 	data, err := gcm(dek)
 	if err != nil {
 		return nil, err
 	}
 	out = append(out, nonce...)
-	return data.Seal(out, nonce, params, additionalData("acsledger params v1", sessionID, position)), nil
+	return data.Seal(out, nonce, params, additionalData(l.data, sessionID, position)), nil
 }
 
 // Sealed reports whether a stored record is sealed (and not params stored
@@ -126,6 +158,10 @@ func (s *Sealer) Open(sessionID string, position int64, record []byte) ([]byte, 
 		}
 		return nil, fmt.Errorf("%w: the record of session %q position %d is neither sealed nor params in clear", ErrOpen, sessionID, position)
 	}
+	return s.open(paramsLabels, sessionID, position, record)
+}
+
+func (s *Sealer) open(l labels, sessionID string, position int64, record []byte) ([]byte, error) {
 	if s == nil {
 		return nil, ErrNoKey
 	}
@@ -134,7 +170,7 @@ func (s *Sealer) Open(sessionID string, position int64, record []byte) ([]byte, 
 	}
 	rest := record[len(magic):]
 	wrapNonce, wrapped, nonce, ct := rest[:nonceSize], rest[nonceSize:nonceSize+wrappedSize], rest[nonceSize+wrappedSize:nonceSize+wrappedSize+nonceSize], rest[nonceSize+wrappedSize+nonceSize:]
-	dek, err := s.master.Open(nil, wrapNonce, wrapped, additionalData("acsledger params data key v1", sessionID, position))
+	dek, err := s.master.Open(nil, wrapNonce, wrapped, additionalData(l.key, sessionID, position))
 	if err != nil {
 		return nil, fmt.Errorf("%w: the data key does not unwrap for session %q position %d (another master key, or a record of another step)", ErrOpen, sessionID, position)
 	}
@@ -142,9 +178,9 @@ func (s *Sealer) Open(sessionID string, position int64, record []byte) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	params, err := data.Open(nil, nonce, ct, additionalData("acsledger params v1", sessionID, position))
+	params, err := data.Open(nil, nonce, ct, additionalData(l.data, sessionID, position))
 	if err != nil {
-		return nil, fmt.Errorf("%w: the params of session %q position %d do not authenticate", ErrOpen, sessionID, position)
+		return nil, fmt.Errorf("%w: the %s of session %q position %d do not authenticate", ErrOpen, l.what, sessionID, position)
 	}
 	return params, nil
 }

@@ -99,3 +99,39 @@ func TestKeyFile(t *testing.T) {
 		t.Fatal("a short key parsed")
 	}
 }
+
+// TestSourceLabelsApart: source records seal and open like params, bound
+// to their entry, and a params record and a source record of one step
+// do not open as each other.
+func TestSourceLabelsApart(t *testing.T) {
+	s := sealer(t, 1)
+	src := []byte(`{"decision_id":"d-1","input":{"user":"alice"}}` + "\n")
+	sealed, err := s.SealSource("sess", 3, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !paramcrypt.Sealed(sealed) || bytes.Contains(sealed, []byte("alice")) {
+		t.Fatalf("sealed source %q", sealed)
+	}
+	got, err := s.OpenSource("sess", 3, sealed)
+	if err != nil || !bytes.Equal(got, src) {
+		t.Fatalf("OpenSource: %q, %v", got, err)
+	}
+	if _, err := s.OpenSource("sess", 4, sealed); !errors.Is(err, paramcrypt.ErrOpen) {
+		t.Errorf("source opened at another position: %v", err)
+	}
+	if _, err := s.Open("sess", 3, sealed); !errors.Is(err, paramcrypt.ErrOpen) {
+		t.Errorf("a source record opened as params: %v", err)
+	}
+	rec, err := s.Seal("sess", 3, []byte(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.OpenSource("sess", 3, rec); !errors.Is(err, paramcrypt.ErrOpen) {
+		t.Errorf("a params record opened as a source: %v", err)
+	}
+	// A source stored in clear (no master key then) reads as it is.
+	if got, err := s.OpenSource("sess", 3, src); err != nil || !bytes.Equal(got, src) {
+		t.Errorf("clear source: %q, %v", got, err)
+	}
+}

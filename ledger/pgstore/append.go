@@ -29,7 +29,7 @@ var queriesSQL string
 type queries struct {
 	LockSessions, SessionStates, StoredBySteps, InsertSessions, WriteGroup,
 	LogDequeue, LogInsertTiles,
-	IngestedKeys, IngestedReplayKeys, InsertIngestRecords, InsertQuarantine string
+	IngestedKeys, IngestedReplayKeys, InsertIngestRecords, InsertQuarantine, InsertSources string
 }
 
 var q = sqlq.Load[queries](queriesSQL)

@@ -175,6 +175,17 @@ func (s *Store) writeIngest(ctx context.Context, tx pgx.Tx, in *plan.Ingest) err
 			b.Queue(q.InsertIngestRecords, srcs, keys, rks, digests, sids, pos, hashes, files, flags, recs, now)
 		}
 	}
+	srcs, err := s.SourceRows(in)
+	if err != nil {
+		return err
+	}
+	if n := len(srcs); n > 0 {
+		sids, pos, sums, recs := make([]string, n), make([]int64, n), make([][]byte, n), make([][]byte, n)
+		for j, src := range srcs {
+			sids[j], pos[j], sums[j], recs[j] = src.SessionID, src.Position, src.SHA256, src.Record
+		}
+		b.Queue(q.InsertSources, sids, pos, sums, recs, now)
+	}
 	if qs := in.Quarantined(); len(qs) > 0 {
 		n := len(qs)
 		srcs, keys, files, reasons, details := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)

@@ -148,3 +148,11 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::te
     AS u (source, natural_key, file, record, reason, detail, raw)
 ON CONFLICT (source, file, record, raw_sha256) DO NOTHING;
 
+
+-- name: InsertSources
+-- The source records of a batch's ingested entries (migration 0015),
+-- sealed by the store.
+INSERT INTO source_records (session_id, position, source_sha256, record, recorded_at)
+SELECT u.session_id, u.position, u.source_sha256, u.record, $5
+FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bytea[])
+    AS u (session_id, position, source_sha256, record);

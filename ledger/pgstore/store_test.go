@@ -118,3 +118,21 @@ func TestLogWriterPrivileges(t *testing.T) {
 		}
 	}
 }
+
+// TestSources runs the source-record suite; the statements that must fail
+// run as the owner, so the triggers are what stop them.
+func TestSources(t *testing.T) {
+	ctx := context.Background()
+	url := newDB(t)
+	owner, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	storetest.RunSources(t, func(t *testing.T, opts ledger.Options) storetest.SourceStore {
+		return openStore(t, url, pgstore.Options{Options: opts})
+	}, func(stmt string) error {
+		_, err := owner.Exec(ctx, stmt)
+		return err
+	})
+}

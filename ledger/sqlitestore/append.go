@@ -26,7 +26,7 @@ type writeQueries struct {
 	SessionState, StoredByStep, InsertSession, InsertHead, MoveHead,
 	InsertEntry, InsertResponse, InsertRequestParams,
 	LogInsertLeaves, LogDequeue, LogInsertTile,
-	IngestedReplayKey, InsertIngestRecord, InsertIngestFlag, InsertQuarantine string
+	IngestedReplayKey, InsertIngestRecord, InsertIngestFlag, InsertQuarantine, InsertSource string
 }
 
 // q are the store's queries: ledger/internal/sqlstore's, worded for SQLite

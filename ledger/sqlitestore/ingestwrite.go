@@ -93,6 +93,15 @@ func (s *Store) writeIngest(ctx context.Context, tx *sql.Tx, in *plan.Ingest) er
 			}
 		}
 	}
+	srcs, err := s.SourceRows(in)
+	if err != nil {
+		return err
+	}
+	for _, src := range srcs {
+		if _, err := tx.ExecContext(ctx, q.InsertSource, src.SessionID, src.Position, src.SHA256, src.Record, now); err != nil {
+			return fmt.Errorf("couldn't store the source record of session %q position %d: %w", src.SessionID, src.Position, err)
+		}
+	}
 	for _, i := range in.Quarantined() {
 		r, res := in.Records[i], in.Results[i]
 		raw := r.Raw

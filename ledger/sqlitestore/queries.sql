@@ -62,3 +62,9 @@ INSERT INTO ingest_quarantine (source, natural_key, file, record, reason, detail
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (source, file, record, raw_sha256) DO NOTHING;
 
+
+-- name: InsertSource
+-- The source record of an ingested entry (migration 0015), sealed by the
+-- store.
+INSERT INTO source_records (session_id, position, source_sha256, record, recorded_at)
+VALUES (?, ?, ?, ?, ?);

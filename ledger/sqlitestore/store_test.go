@@ -73,3 +73,15 @@ func TestTokens(t *testing.T) {
 		return err
 	})
 }
+
+func TestSources(t *testing.T) {
+	var db *sql.DB
+	storetest.RunSources(t, func(t *testing.T, opts ledger.Options) storetest.SourceStore {
+		path, s := openFile(t, opts)
+		db = bypass(t, path, "")
+		return s
+	}, func(stmt string) error {
+		_, err := db.Exec(stmt)
+		return err
+	})
+}

@@ -42,6 +42,9 @@ type Store interface {
 	ledger.StepRecorder
 	ledger.StepReader
 	ledger.ParamsEraser
+	ledger.SourceReader
+	ledger.SourceEraser
+	ledger.PayloadReader
 	ledger.PolicyBundleStore
 	ledger.TokenStore
 	ledger.IngestStore

@@ -32,6 +32,7 @@ type Store interface {
 	ledger.Store
 	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)
 	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
+	ledger.PayloadReader
 	PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error)
 	PolicyBundles(ctx context.Context) ([]ledger.PolicyBundle, error)
 }

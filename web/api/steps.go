@@ -47,8 +47,12 @@ type stepJSON struct {
 	Source      string          `json:"source"`
 	Flags       []string        `json:"flags"`
 	// SourceRecord is the start of an ingested record's exact source
-	// text.
+	// text, for entries that hold it inline (ingested before migration
+	// 0015); SourceKey and SourceSHA256 name the record of the entries
+	// that commit to it by hash, kept beside them (docs/ingest.md).
 	SourceRecord string `json:"source_record,omitempty"`
+	SourceKey    string `json:"source_key,omitempty"`
+	SourceSHA256 string `json:"source_sha256,omitempty"`
 	Tool         string `json:"tool,omitempty"`
 	// Args is a short view of the tool's arguments, secrets redacted.
 	Args string `json:"args,omitempty"`
@@ -118,6 +122,8 @@ func summarize(e ledger.Entry) stepJSON {
 		SourceFormat *string         `json:"source_format"`
 		Source       any             `json:"source"`
 		SourceRecord *string         `json:"source_record"`
+		SourceKey    *string         `json:"source_key"`
+		SourceSHA256 *string         `json:"source_sha256"`
 	}
 	if json.Unmarshal(e.Content, &c) != nil {
 		return st
@@ -159,6 +165,12 @@ func summarize(e ledger.Entry) stepJSON {
 	}
 	if c.SourceRecord != nil {
 		st.SourceRecord = clip(*c.SourceRecord, 300)
+	}
+	if c.SourceKey != nil {
+		st.SourceKey = clip(*c.SourceKey, 300)
+	}
+	if c.SourceSHA256 != nil {
+		st.SourceSHA256 = clip(*c.SourceSHA256, 64)
 	}
 	switch {
 	case strings.HasSuffix(e.StepType, "subagentStart"):

@@ -112,7 +112,7 @@ func (s *Store) PolicyBundles(ctx context.Context) ([]ledger.PolicyBundle, error
 // transaction first (Driver.BeginErase: PostgreSQL acts as the eraser role
 // there).
 func (s *Store) EraseParams(ctx context.Context, sessionID string, position int64, reason, by string) (ledger.Erasure, error) {
-	e := ledger.Erasure{SessionID: sessionID, Position: position, ErasedAt: s.opts.Clock()().UTC(), Reason: reason, ErasedBy: by}
+	e := ledger.Erasure{SessionID: sessionID, Position: position, Payload: ledger.PayloadParams, ErasedAt: s.opts.Clock()().UTC(), Reason: reason, ErasedBy: by}
 	if err := e.Check(); err != nil {
 		return ledger.Erasure{}, err
 	}
@@ -159,7 +159,7 @@ func (s *Store) notErasable(ctx context.Context, tx Querier, sessionID string, p
 
 // readErasure returns the erasure recorded for a session's position, or nil.
 func (s *Store) readErasure(ctx context.Context, db Querier, sessionID string, position int64) (*ledger.Erasure, error) {
-	e := ledger.Erasure{SessionID: sessionID, Position: position}
+	e := ledger.Erasure{SessionID: sessionID, Position: position, Payload: ledger.PayloadParams}
 	err := db.QueryRow(ctx, s.q.Erasure, sessionID, position).Scan(s.dl.ScanTime(&e.ErasedAt), &e.Reason, &e.ErasedBy)
 	if noRows(err) {
 		return nil, nil

@@ -18,6 +18,8 @@ var (
 	statsSQL string
 	//go:embed logstorage.sql
 	logSQL string
+	//go:embed sources.sql
+	sourcesSQL string
 )
 
 // Queries are the named queries of the store, one field each (sqlq.Load):
@@ -33,6 +35,9 @@ type Queries struct {
 	InsertErasure, DeleteRequestParams, Erasure,
 	InsertToken, TokenByHash, Tokens, RevokeToken, TokenExists,
 	Quarantined string
+	// sources.sql
+	SourceRecord, InsertSourceErasure, DeleteSourceRecord, SourceErasure,
+	EntryExists, Payloads string
 	// search.sql
 	SearchEntries, SearchSessions string
 	// stats.sql
@@ -52,7 +57,7 @@ type Queries struct {
 // LoadQueries returns the store's queries for a driver: this package's
 // and dialectSQL's, each worded by dl.
 func LoadQueries(dl Dialect, dialectSQL string) *Queries {
-	q := sqlq.Load[Queries](queriesSQL + "\n" + searchSQL + "\n" + statsSQL + "\n" + logSQL + "\n" + dialectSQL)
+	q := sqlq.Load[Queries](queriesSQL + "\n" + sourcesSQL + "\n" + searchSQL + "\n" + statsSQL + "\n" + logSQL + "\n" + dialectSQL)
 	v := reflect.ValueOf(&q).Elem()
 	for i := range v.NumField() {
 		v.Field(i).SetString(dl.Rewrite(v.Field(i).String()))
