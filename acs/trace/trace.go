@@ -177,6 +177,7 @@ type entryView struct {
 		Resolution string `json:"resolution"`
 		AgentID    string `json:"agent_id"`
 	} `json:"resolution"`
+	Capabilities      json.RawMessage `json:"capabilities"`
 	SourceFormat      string          `json:"source_format"`
 	ProvenanceSummary json.RawMessage `json:"provenance_summary"`
 
