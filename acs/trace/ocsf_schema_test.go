@@ -25,13 +25,13 @@ type ocsfAttr struct {
 }
 
 type ocsfDef struct {
-	Name        string              `json:"name"`
-	Caption     string              `json:"caption"`
-	UID         *int                `json:"uid"`
-	Extends     string              `json:"extends"`
-	Category    string              `json:"category"`
+	Name        string                     `json:"name"`
+	Caption     string                     `json:"caption"`
+	UID         *int                       `json:"uid"`
+	Extends     string                     `json:"extends"`
+	Category    string                     `json:"category"`
 	Attributes  map[string]json.RawMessage `json:"attributes"`
-	Constraints map[string][]string `json:"constraints"`
+	Constraints map[string][]string        `json:"constraints"`
 }
 
 // ocsfSchema is the part of the schema the test reads, resolved: each
