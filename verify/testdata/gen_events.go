@@ -25,8 +25,8 @@ func main() {
 		log.Fatal(err)
 	}
 	var bundle struct {
-		SessionID   string            `json:"session_id"`
-		Checkpoints []string          `json:"checkpoints"`
+		SessionID   string   `json:"session_id"`
+		Checkpoints []string `json:"checkpoints"`
 		Anchors     []struct {
 			Position  int64  `json:"position"`
 			LeafIndex uint64 `json:"leaf_index"`
