@@ -241,13 +241,14 @@ func (eb *eventsBundle) check(p *trace.Parsed, line int) (*Finding, string) {
 		// bundle holds).
 		ev.Response = p.Response()
 	}
-	member, err := p.Compare(ev)
+	member, want, got, err := p.CompareValues(ev)
 	if err != nil {
 		f.Message = fmt.Sprintf("the ledger's entry could not be encoded: %v", err)
 		return f, ""
 	}
 	if member != "" {
-		f.Message = fmt.Sprintf("the %s event differs from the ledger's entry at %s", p.Format, member)
+		f.Message = fmt.Sprintf("the %s event differs from the ledger's entry at %s (expected and actual are that member's values)", p.Format, member)
+		f.Expected, f.Actual = want, got
 		return f, member
 	}
 	if p.Finding {

@@ -155,24 +155,43 @@ func (p *Parsed) Response() json.RawMessage {
 // out of the comparison; member order, whitespace and number spelling do
 // not matter.
 func (p *Parsed) Compare(ev Evidence) (string, error) {
+	member, _, _, err := p.CompareValues(ev)
+	return member, err
+}
+
+// CompareValues is Compare that also returns the ledger's value and the
+// event's at the member that differs, as compact JSON ("" when absent).
+func (p *Parsed) CompareValues(ev Evidence) (member, want, got string, err error) {
 	evs, err := EncodeAll(p.Format, ev, Options{})
 	if err != nil {
-		return "", err
+		return "", "", "", err
 	}
 	i := 0
 	if p.Finding {
 		if len(evs) < 2 {
-			return "class_uid (a Detection Finding for a decision that is not deny, modify, ask or defer)", nil
+			return "class_uid", "", "2004", nil
 		}
 		i = 1
 	}
-	want, err := decodeAny(evs[i])
+	w, err := decodeAny(evs[i])
 	if err != nil {
-		return "", err
+		return "", "", "", err
 	}
-	got := cloneWithout(p.doc, p.Format)
-	return diff("", want, got), nil
+	var d differ
+	member = d.diff("", w, cloneWithout(p.doc, p.Format))
+	return member, jsonOf(d.want), jsonOf(d.got), nil
 }
+
+func jsonOf(v any) string {
+	if v == nil {
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// differ remembers the values where diff found the first difference.
+type differ struct{ want, got any }
 
 // paramPaths are the members an encoding makes from params.
 var paramPaths = map[Format][][]string{
@@ -230,7 +249,8 @@ func strictUnmarshal(b []byte, v any) error {
 }
 
 // diff returns the first path where got differs from want, "" if none.
-func diff(at string, want, got any) string {
+func (df *differ) diff(at string, want, got any) string {
+	df.want, df.got = want, got
 	name := func(k string) string {
 		if at == "" {
 			return k
@@ -257,9 +277,10 @@ func diff(at string, want, got any) string {
 			gv, gok := g[k]
 			wv, wok := w[k]
 			if gok != wok {
+				df.want, df.got = wv, gv
 				return name(k)
 			}
-			if d := diff(name(k), wv, gv); d != "" {
+			if d := df.diff(name(k), wv, gv); d != "" {
 				return d
 			}
 		}
@@ -270,7 +291,7 @@ func diff(at string, want, got any) string {
 			return orRoot(at)
 		}
 		for i := range w {
-			if d := diff(at+"["+strconv.Itoa(i)+"]", w[i], g[i]); d != "" {
+			if d := df.diff(at+"["+strconv.Itoa(i)+"]", w[i], g[i]); d != "" {
 				return d
 			}
 		}
