@@ -173,9 +173,9 @@ type entryView struct {
 	EntryID, StepID, StepType, Timestamp string
 	AgentID, TurnID                      string
 	Decision                             struct {
-		Disposition, Reasoning, Path string
-		ReasonCodes, PolicyReferences  []byte
-		PolicyVersions, RuleIDs        []byte
+		Disposition, Reasoning, Path  string
+		ReasonCodes, PolicyReferences []byte
+		PolicyVersions, RuleIDs       []byte
 	}
 	Resolution struct {
 		Resolution, AgentID string
