@@ -223,6 +223,12 @@ func view(ev *Evidence) (*entryView, error) {
 		case "provenance_summary":
 			v.ProvenanceSummary = val
 		case "decision":
+			// An object, or, in entries other writers append, the bare
+			// disposition ("decision": "allow").
+			if len(val) > 0 && val[0] == '"' {
+				d.Disposition = str(val)
+				break
+			}
 			acs.JSONMembers(val, func(name, val []byte) bool {
 				switch string(name) {
 				case "disposition":
