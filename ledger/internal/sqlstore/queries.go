@@ -48,7 +48,7 @@ type Queries struct {
 	LogPending, LogSessionLeaves, LogLastSessionLeaf,
 	LogLatestCheckpoint, LogInsertCheckpoint, LogMoveHead, LogInsertHead,
 	LogAddCosignature string
-	ExportEntries     string
+	ExportEntries string
 }
 
 // LoadQueries returns the store's queries for a driver: this package's
