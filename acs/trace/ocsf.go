@@ -1,0 +1,317 @@
+package trace
+
+import "strings"
+
+// OCSFVersion is the OCSF schema version the events follow.
+const OCSFVersion = "1.5.0"
+
+// class is one OCSF event class with the activity an entry takes in it.
+// Names are the OCSF 1.5 captions: the ACS mapping's "Application
+// Activity" for 6002 is the category's caption, the class's is
+// "Application Lifecycle", and "Inventory Info" is "Device Inventory Info"
+// (docs/export.md).
+type class struct {
+	uid      int
+	name     string
+	activity int
+	actName  string
+}
+
+var (
+	classLogon      = class{3002, "Authentication", 1, "Logon"}
+	classLogoff     = class{3002, "Authentication", 2, "Logoff"}
+	classAppOther   = class{6002, "Application Lifecycle", 99, "Other"}
+	classAppStart   = class{6002, "Application Lifecycle", 3, "Start"}
+	classAppStop    = class{6002, "Application Lifecycle", 4, "Stop"}
+	classLaunch     = class{1007, "Process Activity", 1, "Launch"}
+	classTerminate  = class{1007, "Process Activity", 2, "Terminate"}
+	classDSQuery    = class{6005, "Datastore Activity", 4, "Query"}
+	classDSWrite    = class{6005, "Datastore Activity", 5, "Write"}
+	classDSRead     = class{6005, "Datastore Activity", 1, "Read"}
+	classDSOther    = class{6005, "Datastore Activity", 99, "Other"}
+	classInventory  = class{5001, "Device Inventory Info", 1, "Log"}
+	classLoad       = class{1005, "Module Activity", 1, "Load"}
+	classUnload     = class{1005, "Module Activity", 2, "Unload"}
+	classAuthorize  = class{3003, "Authorize Session", 1, "Assign Privileges"}
+	classAuthzOther = class{3003, "Authorize Session", 99, "Other"}
+	classAPIOther   = class{6003, "API Activity", 99, "Other"}
+	classFinding    = class{2004, "Detection Finding", 1, "Create"}
+)
+
+// stepClasses is ocsf-mapping.json step_to_class, where the mapping gives
+// an activity_id, and our choice of activity where it gives none; then the
+// step types acsledger writes that ACS does not name (approver
+// resolutions, ingested records), mapped to the nearest class.
+var stepClasses = map[string]class{
+	"steps/sessionStart":           classLogon,
+	"steps/sessionEnd":             classLogoff,
+	"steps/subagentStart":          classLogon,
+	"steps/subagentStop":           classLogoff,
+	"steps/userMessage":            classAppOther,
+	"steps/agentResponse":          classAppOther,
+	"steps/agentTrigger":           classAppOther,
+	"steps/turnStart":              classAppStart,
+	"steps/turnEnd":                classAppStop,
+	"steps/toolCallRequest":        classLaunch,
+	"steps/toolCallResult":         classTerminate,
+	"steps/knowledgeRetrieval":     classDSQuery,
+	"steps/memoryStore":            classDSWrite,
+	"steps/memoryContextRetrieval": classDSRead,
+	"steps/preCompact":             classDSOther,
+	"steps/postCompact":            classDSOther,
+	"steps/skillRegister":          classInventory,
+	"steps/skillLoad":              classLoad,
+	"steps/skillUnload":            classUnload,
+	"agbom/snapshot":               classInventory,
+	"agbom/changed":                classInventory,
+
+	// acsledger's own and ingested step types (docs/export.md).
+	"intent_extension":           classAuthorize,
+	"ask_resolution":             classAuthzOther,
+	"ingest/a2h/resolution":      classAuthzOther,
+	"ingest/opa/decision":        classAPIOther,
+	"ingest/bash-guard/decision": classLaunch,
+	"ingest/bash-guard/audit":    classLaunch,
+}
+
+// StepTypes lists the step types with a class of their own; any other
+// step type is an Application Lifecycle event with activity Other, except
+// protocols/*/tools/call, a tool call.
+func StepTypes() []string {
+	out := make([]string, 0, len(stepClasses))
+	for k := range stepClasses {
+		out = append(out, k)
+	}
+	return out
+}
+
+func classOf(stepType string) class {
+	if c, ok := stepClasses[stepType]; ok {
+		return c
+	}
+	if strings.HasPrefix(stepType, "protocols/") && strings.HasSuffix(stepType, "/tools/call") {
+		return classLaunch
+	}
+	return classAppOther
+}
+
+var categories = map[int]string{
+	1: "System Activity",
+	2: "Findings",
+	3: "Identity & Access Management",
+	5: "Discovery",
+	6: "Application Activity",
+}
+
+// Severity is ocsf-mapping.json severity_mapping: the OCSF severity_id of a
+// disposition. An entry with no ACS disposition is Informational.
+func Severity(disposition string) (int, string) {
+	switch disposition {
+	case "modify":
+		return 2, "Low"
+	case "ask", "defer":
+		return 3, "Medium"
+	case "deny":
+		return 4, "High"
+	}
+	return 1, "Informational"
+}
+
+// header writes the members every OCSF event starts with.
+func header(b *buf, c class, v *entryView, ev *Evidence, uidSuffix string) {
+	sev, sevName := Severity(v.disposition())
+	b.key("activity_id").int(int64(c.activity))
+	b.key("activity_name").str(c.actName)
+	b.key("category_uid").int(int64(c.uid / 1000))
+	b.key("category_name").str(categories[c.uid/1000])
+	b.key("class_uid").int(int64(c.uid))
+	b.key("class_name").str(c.name)
+	b.key("type_uid").int(int64(c.uid*100 + c.activity))
+	b.key("type_name").str(c.name + ": " + c.actName)
+	b.key("severity_id").int(int64(sev))
+	b.key("severity").str(sevName)
+	b.key("time").int(v.time)
+	msg := v.StepType
+	if d := v.disposition(); d != "" {
+		msg += " " + d
+	}
+	b.key("message").str(msg)
+	b.obj("metadata")
+	b.key("version").str(OCSFVersion)
+	b.obj("product").key("name").str("acsledger").key("vendor_name").str("acsledger").close()
+	b.key("uid").str(ev.EntryHash + uidSuffix)
+	b.key("correlation_uid").str(ev.SessionID)
+	b.strIf("log_name", ev.Origin)
+	b.strIf("original_time", v.Timestamp)
+	if c.uid == 2004 {
+		b.key("profiles").raw([]byte(`["incident"]`))
+	}
+	b.close()
+	// actor: the agent (ACS-Trace: actor.user.type_id 99, "AI Agent") and
+	// its session.
+	b.obj("actor")
+	if v.agent != "" {
+		b.key("user")
+		agentUser(b, v)
+	}
+	b.obj("session").key("uid").str(ev.SessionID).close()
+	b.close()
+}
+
+func agentUser(b *buf, v *entryView) {
+	b.open()
+	name := v.agent
+	if name == "" {
+		name = "unknown agent"
+	} else {
+		b.key("uid").str(v.agent)
+	}
+	b.key("name").str(name)
+	b.key("type_id").int(99)
+	b.key("type").str("AI Agent")
+	b.close()
+}
+
+// agentDevice is the device of System Activity and Inventory Info events:
+// the ledger knows the agent, not the host it ran on.
+func agentDevice(b *buf, v *entryView) {
+	b.open()
+	name := v.agent
+	if name == "" {
+		name = "unknown agent"
+	} else {
+		b.key("uid").str(v.agent)
+	}
+	b.key("name").str(name)
+	b.key("type_id").int(99)
+	b.key("type").str("AI Agent")
+	b.close()
+}
+
+// encodeOCSF writes the step's event in the class the mapping gives.
+func encodeOCSF(ev *Evidence, v *entryView, p *params) []byte {
+	c := classOf(v.StepType)
+	b := newBuf(2*len(v.entry) + 1024)
+	b.open()
+	header(b, c, v, ev, "")
+	switch c.uid {
+	case 3002, 3003:
+		b.key("user")
+		agentUser(b, v)
+		b.obj("session").key("uid").str(ev.SessionID).close()
+	case 6002:
+		app := v.agent
+		if app == "" {
+			app = "unknown agent"
+		}
+		b.obj("app").key("name").str(app).close()
+	case 6003:
+		op := v.Decision.Path
+		if op == "" {
+			op = "decision"
+		}
+		b.obj("api").key("operation").str(op).obj("service").key("name").str("opa").close().close()
+		b.obj("src_endpoint").key("name").str("opa").close()
+	case 6005:
+		src := v.agent
+		if src == "" {
+			src = "unknown agent"
+		}
+		b.obj("src_endpoint").key("name").str(src).close()
+	case 1007:
+		b.key("device")
+		agentDevice(b, v)
+		b.obj("process").key("uid").str(v.StepID)
+		if p != nil && p.tool != "" {
+			b.key("name").str(p.tool)
+		}
+		b.close()
+	case 1005:
+		b.key("device")
+		agentDevice(b, v)
+		b.obj("module").key("load_type_id").int(99).key("load_type").str("ACS skill").close()
+	case 5001:
+		b.key("device")
+		agentDevice(b, v)
+	}
+	b.obj("unmapped")
+	b.obj("acs")
+	acsFacts(b, v, ev, p)
+	b.key("entry").raw(v.entry)
+	b.close()
+	b.key("acsledger")
+	ev.handle(b)
+	b.close()
+	b.close()
+	return b.b
+}
+
+// encodeFinding writes the Detection Finding (2004) of a deny, modify,
+// ask or defer decision (ocsf-mapping.json decision_class).
+func encodeFinding(ev *Evidence, v *entryView, p *params) []byte {
+	d := v.disposition()
+	b := newBuf(len(v.entry) + 1024)
+	b.open()
+	header(b, classFinding, v, ev, "/finding")
+	b.obj("finding_info")
+	b.key("uid").str(ev.EntryHash)
+	b.key("title").str(findingTitle(v.StepType, d))
+	b.strIf("desc", v.Decision.Reasoning)
+	b.close()
+	b.key("is_alert").bool(true)
+	b.key("verdict_id").int(99)
+	b.key("verdict").str(d)
+	b.key("evidences").raw([]byte{'['})
+	b.open()
+	b.obj("actor")
+	if v.agent != "" {
+		b.key("user")
+		agentUser(b, v)
+	}
+	b.obj("session").key("uid").str(ev.SessionID).close()
+	b.close()
+	b.key("name").str(v.StepType)
+	b.key("uid").str(v.StepID)
+	b.key("verdict_id").int(99)
+	b.key("verdict").str(d)
+	b.close()
+	b.raw([]byte{']'})
+	b.obj("unmapped")
+	b.obj("acs")
+	acsFacts(b, v, ev, p)
+	b.close()
+	b.key("acsledger")
+	ev.handle(b)
+	b.close()
+	b.close()
+	return b.b
+}
+
+var verbs = map[string]string{"deny": "denied", "modify": "modified", "ask": "held for approval", "defer": "deferred"}
+
+func findingTitle(stepType, d string) string {
+	return stepType + " " + verbs[d]
+}
+
+// acsFacts writes the members of unmapped.acs (extend_ocsf.md: the ACS
+// facts OCSF has no place for), before the entry itself.
+func acsFacts(b *buf, v *entryView, ev *Evidence, p *params) {
+	b.key("session_id").str(ev.SessionID)
+	b.key("step_id").str(v.StepID)
+	b.obj("step").key("id").str(v.StepID).key("type").str(v.StepType)
+	b.strIf("turn_id", v.TurnID)
+	b.close()
+	b.key("entry_id").str(v.EntryID)
+	b.strIf("agent_id", v.agent)
+	b.strIf("decision", v.disposition())
+	b.strIf("reasoning", v.Decision.Reasoning)
+	b.rawIf("reason_codes", v.Decision.ReasonCodes)
+	b.rawIf("policy_references", v.Decision.PolicyReferences)
+	b.rawIf("policy_versions", v.Decision.PolicyVersions)
+	b.rawIf("rule_ids", v.Decision.RuleIDs)
+	b.strIf("resolution", v.Resolution.Resolution)
+	b.rawIf("provenance_summary", v.ProvenanceSummary)
+	if p != nil {
+		b.key("params").raw(p.json)
+	}
+}

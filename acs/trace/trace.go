@@ -1,0 +1,250 @@
+// Package trace encodes ledger entries as the events other tools read: OCSF
+// 1.5 events by the ACS-Trace mapping, CloudEvents 1.0 in structured JSON
+// mode, or the entry and its signed response as stored. It is pure (no
+// ledger, no network), so the offline verifier uses the same code to check a
+// SIEM's copy of the events against an evidence bundle.
+//
+// Every event carries its evidence handle (session, position, entry hash,
+// Merkle leaf index once anchored) so that any event can be found again in
+// the ledger and checked. Request params never leave unless the caller's
+// [Options] allow it, and then only the tool name and the allowed argument
+// keys. docs/export.md describes each encoding.
+//
+// [ACS-Trace]: https://genai-security-project.github.io/agent-control-standard/schema/v0.1.0/trace/ocsf-mapping.json
+// [OCSF 1.5]: https://schema.ocsf.io/1.5.0/
+// [CloudEvents 1.0]: https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/formats/json-format.md
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Format names an encoding of exported events.
+type Format string
+
+// The encodings. OCSF is the default.
+const (
+	OCSF        Format = "ocsf"
+	CloudEvents Format = "cloudevents"
+	ACS         Format = "acs"
+)
+
+// Formats lists the encodings, default first.
+var Formats = []Format{OCSF, CloudEvents, ACS}
+
+// ParseFormat returns the Format named by s; "" is the default, OCSF.
+func ParseFormat(s string) (Format, error) {
+	switch Format(s) {
+	case "", OCSF:
+		return OCSF, nil
+	case CloudEvents, ACS:
+		return Format(s), nil
+	}
+	return "", fmt.Errorf("unknown event format %q (want ocsf, cloudevents or acs)", s)
+}
+
+// Evidence is one ledger entry with what the ledger knows about it.
+type Evidence struct {
+	// Origin is the ledger's log origin (the checkpoint's first line); it
+	// is the CloudEvents source.
+	Origin    string
+	SessionID string
+	// AgentID is the session's agent; "" when the ledger knows none, and
+	// then the entry's own agent_id member, if any, is used.
+	AgentID   string
+	Position  int64
+	EntryHash string  // lowercase hex
+	LeafIndex *uint64 // Merkle leaf index once anchored, else nil
+	// Source is "guardian" or the ingest format ("opa", "bash-guard",
+	// "bash-guard-audit", "a2h", "acs", ...).
+	Source   string
+	Entry    json.RawMessage // the entry as stored
+	Response json.RawMessage // its signed response, nil when none
+	// Params are the step's decrypted request params, nil unless the sink
+	// may see them (and always nil once erased). Only what Options allow
+	// of them is encoded.
+	Params json.RawMessage
+	// Committed is when the ledger appended the entry; it stands in for
+	// the event time when the entry has no valid timestamp. Zero if unknown.
+	Committed time.Time
+}
+
+// Options say what of a step's request params may leave in an event. The
+// zero value lets nothing leave: params are sealed at rest and an event
+// sink is one more copy.
+type Options struct {
+	// AllowTools lets the tool name (params payload.tool.name) leave.
+	AllowTools bool
+	// AllowArgKeys lets the values of these argument keys (params
+	// payload.arguments.KEY.value) leave; other arguments never do.
+	AllowArgKeys []string
+}
+
+// Encode returns the main event of ev in format f as one JSON object with no
+// trailing newline. For OCSF that is the step's event; a deny, modify, ask
+// or defer decision has a second event, the Detection Finding, which
+// [EncodeAll] returns too.
+func Encode(f Format, ev Evidence, opt Options) ([]byte, error) {
+	evs, err := encode(f, &ev, opt, false)
+	if err != nil {
+		return nil, err
+	}
+	return evs[0], nil
+}
+
+// EncodeAll returns every event of ev in format f, in order: the step's
+// event first, then, for OCSF and a deny, modify, ask or defer decision,
+// its Detection Finding (class 2004). CloudEvents and acs have one event
+// per entry.
+func EncodeAll(f Format, ev Evidence, opt Options) ([][]byte, error) {
+	return encode(f, &ev, opt, true)
+}
+
+func encode(f Format, ev *Evidence, opt Options, all bool) ([][]byte, error) {
+	v, err := view(ev)
+	if err != nil {
+		return nil, err
+	}
+	p := allowedParams(ev.Params, opt)
+	switch f {
+	case ACS:
+		return [][]byte{encodeACS(ev, p)}, nil
+	case CloudEvents:
+		return [][]byte{encodeCloudEvent(ev, v, p)}, nil
+	case OCSF, "":
+		out := [][]byte{encodeOCSF(ev, v, p)}
+		if all && v.finding() {
+			out = append(out, encodeFinding(ev, v, p))
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unknown event format %q (want ocsf, cloudevents or acs)", f)
+}
+
+// Handle is the evidence handle every event carries (unmapped.acsledger in
+// OCSF, data.acsledger in CloudEvents, acsledger in acs): where the entry
+// is in the ledger.
+type Handle struct {
+	SessionID string  `json:"session_id"`
+	Position  int64   `json:"position"`
+	EntryHash string  `json:"entry_hash"`
+	LeafIndex *uint64 `json:"leaf_index,omitempty"`
+	Source    string  `json:"source,omitempty"`
+	Origin    string  `json:"origin,omitempty"`
+}
+
+func (ev *Evidence) handle(b *buf) {
+	b.open()
+	b.key("session_id").str(ev.SessionID)
+	b.key("position").int(ev.Position)
+	b.key("entry_hash").str(ev.EntryHash)
+	if ev.LeafIndex != nil {
+		b.key("leaf_index").uint(*ev.LeafIndex)
+	}
+	if ev.Source != "" {
+		b.key("source").str(ev.Source)
+	}
+	if ev.Origin != "" {
+		b.key("origin").str(ev.Origin)
+	}
+	b.close()
+}
+
+// entryView is what the encodings read from an entry. Members the entry
+// lacks stay zero.
+type entryView struct {
+	EntryID   string `json:"entry_id"`
+	StepID    string `json:"step_id"`
+	StepType  string `json:"step_type"`
+	Timestamp string `json:"timestamp"`
+	AgentID   string `json:"agent_id"`
+	TurnID    string `json:"turn_id"`
+	Decision  struct {
+		Disposition      string          `json:"disposition"`
+		Reasoning        string          `json:"reasoning"`
+		ReasonCodes      json.RawMessage `json:"reason_codes"`
+		PolicyReferences json.RawMessage `json:"policy_references"`
+		PolicyVersions   json.RawMessage `json:"policy_versions"`
+		RuleIDs          json.RawMessage `json:"rule_ids"`
+		DecisionID       string          `json:"decision_id"`
+		Path             string          `json:"path"`
+	} `json:"decision"`
+	Resolution struct {
+		Resolution string `json:"resolution"`
+		AgentID    string `json:"agent_id"`
+	} `json:"resolution"`
+	SourceFormat      string          `json:"source_format"`
+	ProvenanceSummary json.RawMessage `json:"provenance_summary"`
+
+	entry json.RawMessage // compact
+	time  int64           // Unix ms
+	agent string
+}
+
+func view(ev *Evidence) (*entryView, error) {
+	if len(ev.Entry) == 0 {
+		return nil, fmt.Errorf("entry %s/%d: no entry", ev.SessionID, ev.Position)
+	}
+	v := new(entryView)
+	v.entry = compact(ev.Entry)
+	if err := json.Unmarshal(v.entry, v); err != nil {
+		return nil, fmt.Errorf("entry %s/%d: %w", ev.SessionID, ev.Position, err)
+	}
+	if v.StepType == "" {
+		return nil, fmt.Errorf("entry %s/%d: no step_type", ev.SessionID, ev.Position)
+	}
+	if len(ev.Response) > 0 {
+		if !json.Valid(ev.Response) {
+			return nil, fmt.Errorf("entry %s/%d: its response is not valid JSON", ev.SessionID, ev.Position)
+		}
+		ev.Response = compact(ev.Response)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v.Timestamp); err == nil {
+		v.time = t.UnixMilli()
+	} else if !ev.Committed.IsZero() {
+		v.time = ev.Committed.UnixMilli()
+	}
+	v.agent = ev.AgentID
+	if v.agent == "" {
+		v.agent = v.AgentID
+	}
+	if v.agent == "" {
+		v.agent = v.Resolution.AgentID
+	}
+	return v, nil
+}
+
+// disposition is the entry's ACS disposition, "" when it records none (an
+// OPA decision, an approver's resolution).
+func (v *entryView) disposition() string {
+	switch d := strings.ToLower(v.Decision.Disposition); d {
+	case "allow", "deny", "modify", "ask", "defer":
+		return d
+	}
+	return ""
+}
+
+// finding reports whether the entry's decision is also a Detection Finding
+// (ocsf-mapping.json decision_class: deny, modify, ask, defer).
+func (v *entryView) finding() bool {
+	d := v.disposition()
+	return d != "" && d != "allow"
+}
+
+// compact returns b without insignificant whitespace when it has any
+// newline or carriage return, so that an event stays one NDJSON line.
+// Stored entries are RFC 8785 and pass through unchanged.
+func compact(b json.RawMessage) json.RawMessage {
+	if bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0 {
+		return b
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		return b
+	}
+	return out.Bytes()
+}
