@@ -57,8 +57,10 @@ type ExportCursor struct {
 	// SendingTo is the end of the batch last handed to the sink: after a
 	// crash the leaves in [Next, SendingTo) are delivered again.
 	SendingTo uint64
-	// Delivered counts acknowledged entries, Redelivered those sent again
-	// after a restart (at-least-once: the receiver may hold them twice).
+	// Delivered counts acknowledged entries, Redelivered those of them
+	// that had been handed to the sink before (a failed attempt, or a
+	// batch in flight when the process stopped): at-least-once, the
+	// receiver may hold them twice.
 	Delivered, Redelivered int64
 	UpdatedAt              time.Time
 }

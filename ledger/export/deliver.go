@@ -66,8 +66,9 @@ type Status struct {
 	// oldest entry not acknowledged (0 when caught up).
 	EntriesBehind uint64  `json:"entries_behind"`
 	SecondsBehind float64 `json:"seconds_behind"`
-	// Delivered counts acknowledged entries; Redelivered entries sent
-	// again after a restart (a receiver may hold them twice).
+	// Delivered counts acknowledged entries; Redelivered those of them
+	// sent more than once (after a failed attempt or a restart), which a
+	// receiver may hold twice.
 	Delivered   int64      `json:"delivered"`
 	Redelivered int64      `json:"redelivered"`
 	LastError   string     `json:"last_error,omitempty"`
