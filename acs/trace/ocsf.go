@@ -195,10 +195,24 @@ func encodeOCSF(ev *Evidence, v *entryView, p *params) []byte {
 	b.open()
 	header(b, c, v, ev, "")
 	switch c.uid {
-	case 3002, 3003:
+	case 3002:
 		b.key("user")
 		agentUser(b, v)
 		b.obj("session").key("uid").str(ev.SessionID).close()
+		// The service the agent's session opens on: ACS (the class needs a
+		// service or a dst_endpoint).
+		b.obj("service").key("name").str("ACS").close()
+	case 3003:
+		b.key("user")
+		agentUser(b, v)
+		b.obj("session").key("uid").str(ev.SessionID).close()
+		// The capabilities an approver granted (intent_extension); none
+		// for a resolution that granted nothing.
+		caps := v.Capabilities
+		if len(caps) == 0 || caps[0] != '[' {
+			caps = []byte("[]")
+		}
+		b.key("privileges").raw(caps)
 	case 6002:
 		app := v.agent
 		if app == "" {
@@ -218,6 +232,14 @@ func encodeOCSF(ev *Evidence, v *entryView, p *params) []byte {
 			src = "unknown agent"
 		}
 		b.obj("src_endpoint").key("name").str(src).close()
+		// Which store the step reads or writes is in the params; the
+		// event names the kind only (the class needs a database, a
+		// databucket or a table).
+		kind := "Agent memory"
+		if v.StepType == "steps/knowledgeRetrieval" {
+			kind = "Knowledge source"
+		}
+		b.obj("database").key("name").str(kind).key("type_id").int(99).key("type").str(kind).close()
 	case 1007:
 		b.key("device")
 		agentDevice(b, v)

@@ -53,8 +53,8 @@ type Evidence struct {
 	// is the CloudEvents source.
 	Origin    string
 	SessionID string
-	// AgentID is the session's agent; "" when the ledger knows none, and
-	// then the entry's own agent_id member, if any, is used.
+	// AgentID is the session's agent, "" when the ledger knows none. An
+	// entry's own agent_id member, when it has one, is used instead.
 	AgentID   string
 	Position  int64
 	EntryHash string  // lowercase hex
@@ -71,6 +71,8 @@ type Evidence struct {
 	// Committed is when the ledger appended the entry; it stands in for
 	// the event time when the entry has no valid timestamp. Zero if unknown.
 	Committed time.Time
+
+	entrySource string // the entry's source_format, set by view
 }
 
 // Options say what of a step's request params may leave in an event. The
@@ -145,13 +147,22 @@ func (ev *Evidence) handle(b *buf) {
 	if ev.LeafIndex != nil {
 		b.key("leaf_index").uint(*ev.LeafIndex)
 	}
-	if ev.Source != "" {
-		b.key("source").str(ev.Source)
+	if src := ev.source(); src != "" {
+		b.key("source").str(src)
 	}
 	if ev.Origin != "" {
 		b.key("origin").str(ev.Origin)
 	}
 	b.close()
+}
+
+// source is the ingest format the entry names (source_format), else the
+// caller's Source: the entry's own member is what the chain commits to.
+func (ev *Evidence) source() string {
+	if ev.entrySource != "" {
+		return ev.entrySource
+	}
+	return ev.Source
 }
 
 // entryView is what the encodings read from an entry. Members the entry
@@ -177,6 +188,7 @@ type entryView struct {
 		Resolution string `json:"resolution"`
 		AgentID    string `json:"agent_id"`
 	} `json:"resolution"`
+	Capabilities      json.RawMessage `json:"capabilities"`
 	SourceFormat      string          `json:"source_format"`
 	ProvenanceSummary json.RawMessage `json:"provenance_summary"`
 
@@ -208,9 +220,11 @@ func view(ev *Evidence) (*entryView, error) {
 	} else if !ev.Committed.IsZero() {
 		v.time = ev.Committed.UnixMilli()
 	}
-	v.agent = ev.AgentID
+	// The entry's own agent_id wins: it is what the chain commits to.
+	ev.entrySource = v.SourceFormat
+	v.agent = v.AgentID
 	if v.agent == "" {
-		v.agent = v.AgentID
+		v.agent = ev.AgentID
 	}
 	if v.agent == "" {
 		v.agent = v.Resolution.AgentID

@@ -1,0 +1,243 @@
+package trace
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const testHash = "5d41402abc4b2a76b9719d911017c592aa5d41402abc4b2a76b9719d911017c5"
+
+// guardianEntry is an entry as the Guardian writes it (guardian/step.go).
+func guardianEntry(stepType, disposition string) []byte {
+	return fmt.Appendf(nil, `{"entry_id":"e-1","step_id":"req-1","step_type":%q,"timestamp":"2026-11-30T05:12:44.318Z",`+
+		`"request_hash":"9f2c1a7be3d04c5f8a6e2b1d7c3f9e0a4b5c6d7e8f90123456789abcdef01234","agent_id":"agent-7","turn_id":"t-1",`+
+		`"decision":{"disposition":%q,"reasoning":"outside the intent","reason_codes":["ibac_capability_mismatch"],`+
+		`"policy_references":[{"policy_id":"p","policy_version":"v1","rule_id":"r"}]},"metadata":{"approver_capable":false,"deferrals":0},`+
+		`"entry_hash":%q,"previous_hash":null}`, stepType, disposition, testHash)
+}
+
+// ingestEntries are entries as ingest writes them (ingest/*.go), abridged.
+var ingestEntries = map[string]string{
+	"ingest/opa/decision": `{"entry_id":"opa:1","step_id":"opa:1","step_type":"ingest/opa/decision","timestamp":"2026-11-30T05:12:44Z",` +
+		`"decision":{"decision_id":"d-1","path":"authz/allow","result":true,"policy_versions":[{"policy_id":"authz","version":"7"}]},"source_format":"opa","source_record":"{}"}`,
+	"ingest/bash-guard/decision": `{"entry_id":"bash-guard:1","step_id":"bash-guard:1","step_type":"ingest/bash-guard/decision","timestamp":"2026-11-30T05:12:44Z",` +
+		`"decision":{"decision_id":"1","disposition":"deny","source":"rule","command":"rm -rf /","rule_ids":["no-rm"]},"flags":[],"source_format":"bash-guard","source_record":"{}"}`,
+	"ingest/bash-guard/audit": `{"entry_id":"bash-guard-audit:1","step_id":"bash-guard-audit:1","step_type":"ingest/bash-guard/audit","timestamp":"2026-11-30T05:12:44Z",` +
+		`"decision":{"decision_id":"1","disposition":"allow","source":"rule","command":"ls","rule_ids":[]},"flags":[],"source_format":"bash-guard-audit","source_record":"{}"}`,
+	"ingest/a2h/resolution": `{"entry_id":"a2h:m:r","step_id":"a2h:m:r","step_type":"ingest/a2h/resolution","timestamp":"2026-11-30T05:12:44Z",` +
+		`"resolution":{"a2h_version":"0.3","in_reply_to":"m","resolution_id":"r","resolution":"approve","defaulted":false,"jti":"j","t":"1","key_id":"k","callback_url":"https://x","agent_id":"agent-9"},"source_format":"a2h","source_record":"{}"}`,
+	"ask_resolution": `{"entry_id":"e-2","step_id":"s-2","step_type":"ask_resolution","timestamp":"2026-11-30T05:12:44Z","ask_step_id":"req-1",` +
+		`"approver":{"type":"human","id":"alice"},"approval":{}}`,
+	"intent_extension": `{"entry_id":"e-3","step_id":"s-3","step_type":"intent_extension","timestamp":"2026-11-30T05:12:44Z","ask_step_id":"req-1",` +
+		`"approver":{"type":"human","id":"alice"},"approval":{},"capabilities":["email.send"],"scope":"session"}`,
+}
+
+// TestOCSFWalk walks every step type the mapping names, the ones acsledger
+// adds, an MCP tool call and an unknown step type, with every decision and
+// with and without a known agent, and checks each event against the OCSF
+// 1.5.0 schema and against ocsf-mapping.json.
+func TestOCSFWalk(t *testing.T) {
+	schema := loadOCSF(t)
+	var mapping struct {
+		Properties struct {
+			StepToClass struct {
+				Default map[string]struct {
+					ClassUID   int  `json:"class_uid"`
+					ActivityID *int `json:"activity_id"`
+				} `json:"default"`
+			} `json:"step_to_class"`
+			Severity struct {
+				Default map[string]int `json:"default"`
+			} `json:"severity_mapping"`
+		} `json:"properties"`
+	}
+	b, err := os.ReadFile("testdata/ocsf-mapping.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &mapping); err != nil {
+		t.Fatal(err)
+	}
+	steps := StepTypes()
+	for s := range mapping.Properties.StepToClass.Default {
+		if !slices.Contains(steps, s) {
+			t.Errorf("mapping step %s has no class of ours", s)
+		}
+	}
+	steps = append(steps, "protocols/MCP/tools/call", "steps/somethingNew")
+	slices.Sort(steps)
+
+	classesUsed := map[int]bool{}
+	li := uint64(41)
+	for _, step := range steps {
+		for _, d := range []string{"allow", "deny", "modify", "ask", "defer"} {
+			for _, agent := range []string{"", "agent-7"} {
+				name := fmt.Sprintf("%s/%s/agent=%q", step, d, agent)
+				entry := guardianEntry(step, d)
+				if raw, ok := ingestEntries[step]; ok {
+					if d != "allow" {
+						continue
+					}
+					entry = []byte(raw)
+				}
+				ev := Evidence{Origin: "ledger.example/acs", SessionID: "sess-1", AgentID: agent, Position: 4,
+					EntryHash: testHash, LeafIndex: &li, Source: "guardian", Entry: entry}
+				evs, err := EncodeAll(OCSF, ev, Options{})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				v, _ := view(&ev)
+				disp := v.disposition()
+				wantN := 1
+				if disp != "" && disp != "allow" {
+					wantN = 2
+				}
+				if len(evs) != wantN {
+					t.Fatalf("%s: %d events, want %d", name, len(evs), wantN)
+				}
+				for i, e := range evs {
+					for _, msg := range schema.check(t, e) {
+						t.Errorf("%s event %d: %s", name, i, msg)
+					}
+					var got struct {
+						ClassUID   int `json:"class_uid"`
+						ActivityID int `json:"activity_id"`
+						SeverityID int `json:"severity_id"`
+						Time       int64
+						Actor      struct {
+							User *struct {
+								UID    string `json:"uid"`
+								TypeID int    `json:"type_id"`
+								Type   string `json:"type"`
+							} `json:"user"`
+						} `json:"actor"`
+						Unmapped struct {
+							ACS       map[string]json.RawMessage `json:"acs"`
+							ACSLedger Handle                     `json:"acsledger"`
+						} `json:"unmapped"`
+					}
+					if err := json.Unmarshal(e, &got); err != nil {
+						t.Fatal(err)
+					}
+					classesUsed[got.ClassUID] = true
+					if got.Time != 1796015564318 && got.Time != 1796015564000 {
+						t.Errorf("%s event %d: time %d", name, i, got.Time)
+					}
+					wantSev := 1
+					if disp != "" {
+						wantSev = mapping.Properties.Severity.Default[disp]
+					}
+					if got.SeverityID != wantSev {
+						t.Errorf("%s event %d: severity_id %d, want %d", name, i, got.SeverityID, wantSev)
+					}
+					if h := got.Unmapped.ACSLedger; h.SessionID != "sess-1" || h.Position != 4 || h.EntryHash != testHash || h.LeafIndex == nil || *h.LeafIndex != 41 {
+						t.Errorf("%s event %d: evidence handle %+v", name, i, h)
+					}
+					if u := got.Actor.User; u != nil && (u.TypeID != 99 || u.Type != "AI Agent") {
+						t.Errorf("%s event %d: actor.user %+v, want type_id 99 AI Agent", name, i, u)
+					}
+					if agent != "" && (got.Actor.User == nil || got.Actor.User.UID != agent) {
+						t.Errorf("%s event %d: actor.user %+v, want uid %s", name, i, got.Actor.User, agent)
+					}
+					if i == 1 {
+						if got.ClassUID != 2004 {
+							t.Errorf("%s: second event class %d, want Detection Finding 2004", name, got.ClassUID)
+						}
+						continue
+					}
+					if m, ok := mapping.Properties.StepToClass.Default[step]; ok {
+						if got.ClassUID != m.ClassUID {
+							t.Errorf("%s: class %d, mapping says %d", name, got.ClassUID, m.ClassUID)
+						}
+						if m.ActivityID != nil && got.ActivityID != *m.ActivityID {
+							t.Errorf("%s: activity %d, mapping says %d", name, got.ActivityID, *m.ActivityID)
+						}
+					}
+					if string(got.Unmapped.ACS["entry"]) != string(entry) {
+						t.Errorf("%s: unmapped.acs.entry is not the entry as stored", name)
+					}
+				}
+			}
+		}
+	}
+	for _, c := range []int{1005, 1007, 2004, 3002, 3003, 5001, 6002, 6003, 6005} {
+		if !classesUsed[c] {
+			t.Errorf("class %d never used by the walk", c)
+		}
+	}
+}
+
+// TestOCSFSchemaCatches makes sure the schema check is not vacuous: events
+// broken in each way it looks for are refused.
+func TestOCSFSchemaCatches(t *testing.T) {
+	schema := loadOCSF(t)
+	ev := Evidence{SessionID: "s", AgentID: "a", Position: 0, EntryHash: testHash, Entry: guardianEntry("steps/toolCallRequest", "allow")}
+	good, err := Encode(OCSF, ev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := schema.check(t, good); len(errs) != 0 {
+		t.Fatalf("good event refused: %v", errs)
+	}
+	for name, mangle := range map[string]func(m map[string]any){
+		"no process":           func(m map[string]any) { delete(m, "process") },
+		"no metadata.version":  func(m map[string]any) { delete(m["metadata"].(map[string]any), "version") },
+		"unknown attribute":    func(m map[string]any) { m["acs_decision"] = "allow" },
+		"process without uid":  func(m map[string]any) { delete(m["process"].(map[string]any), "uid") },
+		"wrong type_uid":       func(m map[string]any) { m["type_uid"] = 100702 },
+		"wrong class_name":     func(m map[string]any) { m["class_name"] = "Application Activity" },
+		"activity not in enum": func(m map[string]any) { m["activity_id"] = 42; m["type_uid"] = 100742 },
+		"device without type":  func(m map[string]any) { delete(m["device"].(map[string]any), "type_id") },
+	} {
+		var m map[string]any
+		if err := json.Unmarshal(good, &m); err != nil {
+			t.Fatal(err)
+		}
+		mangle(m)
+		b, _ := json.Marshal(m)
+		if errs := schema.check(t, b); len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestParams: params never leave by default; allowed, only the tool name
+// and the allowed argument values do, in every format.
+func TestParams(t *testing.T) {
+	params := []byte(`{"session_id":"s","payload":{"tool":{"name":"send_email"},"arguments":{` +
+		`"to":{"value":"bob@example.com","provenance":{"origin":"user_input"}},` +
+		`"body":{"value":"SECRET-BODY","provenance":{"origin":"user_input"}}}}}`)
+	ev := Evidence{SessionID: "s", Position: 1, EntryHash: testHash, Entry: guardianEntry("steps/toolCallRequest", "deny"), Params: params}
+	for _, f := range Formats {
+		for _, tc := range []struct {
+			opt       Options
+			want      []string
+			forbidden []string
+		}{
+			{Options{}, nil, []string{"send_email", "bob@example.com", "SECRET-BODY", `"params"`}},
+			{Options{AllowTools: true}, []string{`"tool":"send_email"`}, []string{"bob@example.com", "SECRET-BODY", `"to"`}},
+			{Options{AllowArgKeys: []string{"to", "cc"}}, []string{`"arguments":{"to":"bob@example.com"}`}, []string{"send_email", "SECRET-BODY", "user_input"}},
+		} {
+			evs, err := EncodeAll(f, ev, tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range evs {
+				for _, w := range tc.want {
+					if !strings.Contains(string(e), w) {
+						t.Errorf("%s %+v: %s lacks %s", f, tc.opt, e, w)
+					}
+				}
+				for _, w := range tc.forbidden {
+					if strings.Contains(string(e), w) {
+						t.Errorf("%s %+v: %s has %s", f, tc.opt, e, w)
+					}
+				}
+			}
+		}
+	}
+}

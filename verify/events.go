@@ -1,0 +1,346 @@
+package verify
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/acsledger/acsledger/acs"
+	"github.com/acsledger/acsledger/acs/trace"
+)
+
+// Finding codes of the events check (VerifyEvents).
+const (
+	// CodeEventMismatch: an exported event does not say what the ledger
+	// holds: its entry hash is not the ledger's at its position, the
+	// ledger has no entry there, or a member differs from the event the
+	// ledger's entry encodes to.
+	CodeEventMismatch = "event_mismatch"
+
+	// CodeEventMissing: an entry of the bundle (or, for OCSF, the
+	// Detection Finding of its decision) is not in the copy.
+	CodeEventMissing = "event_missing"
+
+	// CodeEventOutsideBundle (a notice): an event names a session no
+	// bundle given covers, so it was not checked.
+	CodeEventOutsideBundle = "event_outside_bundle"
+)
+
+// EventResult is what the events check found for one event of the copy.
+type EventResult struct {
+	Line      int    `json:"line"` // 1-based line of the events file
+	Format    string `json:"format"`
+	SessionID string `json:"session_id"`
+	Position  int64  `json:"position"`
+	EntryHash string `json:"entry_hash"`
+	Finding   bool   `json:"detection_finding,omitempty"`
+	// Status is "verified" (the entry hash is the ledger's and the event
+	// says what the entry does), "mismatch", or "outside_bundle".
+	Status string `json:"status"`
+	// Member names the first member that differs, for a mismatch found by
+	// re-encoding.
+	Member string `json:"member,omitempty"`
+}
+
+// EventsReport is the outcome of checking a copy of exported events.
+type EventsReport struct {
+	// Bundles are the reports of the bundles themselves: the copy is only
+	// as good as the evidence it is checked against.
+	Bundles []*Report
+	Events  []EventResult
+	// Findings are the events' findings (event_mismatch, event_missing);
+	// EntryIndex is the entry's position in its session's chain.
+	Findings []Finding
+	Notices  []Finding
+	// Duplicates counts events delivered more than once (at-least-once
+	// delivery allows them).
+	Duplicates int
+}
+
+// Verified reports whether every bundle verified, no event differs from
+// the ledger and none is missing.
+func (r *EventsReport) Verified() bool {
+	for _, b := range r.Bundles {
+		if !b.Verified() {
+			return false
+		}
+	}
+	return len(r.Findings) == 0
+}
+
+// eventsBundle is what the events check reads of one bundle.
+type eventsBundle struct {
+	session   string
+	origin    string
+	entries   []json.RawMessage
+	ids       []acs.EntryHead
+	hashes    []string
+	responses map[string]json.RawMessage // by result.request_id
+	leaves    map[int64]uint64           // position -> leaf index
+	seen      []bool
+	seenFind  []bool
+	wantFind  []bool
+}
+
+// VerifyEvents checks a copy of exported events (one JSON event per line,
+// bare or as the pull API's {cursor, event} lines, in any of the trace
+// formats) against evidence bundles: each bundle is verified as
+// VerifyBundle does, then each event's evidence handle must name the
+// ledger's entry hash at its session and position, and the event must be
+// what the entry encodes to (trace.Parsed.Compare); then every entry of
+// each bundle must have its event. Blank lines are skipped. An event line
+// that cannot be parsed is an *InputError naming the line.
+func VerifyEvents(bundles [][]byte, events io.Reader, trust *Trust) (*EventsReport, error) {
+	rep := &EventsReport{}
+	byID := map[string]*eventsBundle{}
+	for i, b := range bundles {
+		br, err := VerifyBundle(bytes.NewReader(b), trust)
+		if err != nil {
+			return nil, fmt.Errorf("bundle %d: %w", i+1, err)
+		}
+		rep.Bundles = append(rep.Bundles, br)
+		eb, err := readEventsBundle(b)
+		if err != nil {
+			return nil, fmt.Errorf("bundle %d: %w", i+1, err)
+		}
+		if br.Checkpoint != nil {
+			eb.origin = br.Checkpoint.Origin
+		}
+		if _, dup := byID[eb.session]; dup {
+			return nil, fmt.Errorf("bundle %d: a second bundle of session %s", i+1, eb.session)
+		}
+		byID[eb.session] = eb
+	}
+
+	type key struct {
+		session string
+		pos     int64
+		finding bool
+	}
+	delivered := map[key]bool{}
+	rd := bufio.NewReaderSize(events, 64<<10)
+	for line := 1; ; line++ {
+		raw, err := readLine(rd)
+		if err == io.EOF && raw == nil {
+			break
+		}
+		if err != nil && err != io.EOF {
+			return nil, &InputError{Line: line, Err: err}
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			if err == io.EOF {
+				break
+			}
+			continue
+		}
+		p, perr := trace.Parse(raw)
+		if perr != nil {
+			return nil, &InputError{Line: line, Err: perr}
+		}
+		res := EventResult{Line: line, Format: string(p.Format), SessionID: p.Handle.SessionID, Position: p.Handle.Position,
+			EntryHash: p.Handle.EntryHash, Finding: p.Finding}
+		k := key{p.Handle.SessionID, p.Handle.Position, p.Finding}
+		if delivered[k] {
+			rep.Duplicates++
+		}
+		delivered[k] = true
+		eb := byID[p.Handle.SessionID]
+		if eb == nil {
+			res.Status = "outside_bundle"
+			rep.Notices = append(rep.Notices, Finding{Code: CodeEventOutsideBundle, EntryIndex: -1,
+				Where: fmt.Sprintf("event line %d", line), Actual: p.Handle.EntryHash,
+				Message: fmt.Sprintf("the event names session %s, which no bundle given covers; it was not checked", p.Handle.SessionID)})
+			rep.Events = append(rep.Events, res)
+			continue
+		}
+		res.Status = "mismatch"
+		if f, member := eb.check(p, line); f != nil {
+			res.Member = member
+			rep.Findings = append(rep.Findings, *f)
+		} else {
+			res.Status = "verified"
+		}
+		rep.Events = append(rep.Events, res)
+		if err == io.EOF {
+			break
+		}
+	}
+
+	for _, eb := range sortedBundles(byID) {
+		for i := range eb.entries {
+			f := Finding{Code: CodeEventMissing, EntryIndex: i, EntryID: eb.ids[i].EntryID, StepID: eb.ids[i].StepID,
+				Expected: eb.hashes[i], Where: "session " + eb.session}
+			switch {
+			case !eb.seen[i]:
+				f.Message = fmt.Sprintf("the copy has no event of entry %d of session %s", i, eb.session)
+				rep.Findings = append(rep.Findings, f)
+			case eb.wantFind[i] && !eb.seenFind[i]:
+				f.Message = fmt.Sprintf("the copy has the OCSF event of entry %d of session %s but not the Detection Finding of its decision", i, eb.session)
+				rep.Findings = append(rep.Findings, f)
+			}
+		}
+	}
+	return rep, nil
+}
+
+func sortedBundles(m map[string]*eventsBundle) []*eventsBundle {
+	out := make([]*eventsBundle, 0, len(m))
+	for _, b := range m {
+		out = append(out, b)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].session < out[j-1].session; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// check returns the finding about event p (read at line), or nil when it
+// says what the ledger holds, and the member that differs.
+func (eb *eventsBundle) check(p *trace.Parsed, line int) (*Finding, string) {
+	where := fmt.Sprintf("event line %d", line)
+	pos := p.Handle.Position
+	if pos >= int64(len(eb.entries)) {
+		return &Finding{Code: CodeEventMismatch, EntryIndex: -1, Where: where, Actual: p.Handle.EntryHash,
+			Message: fmt.Sprintf("the ledger's session %s has %d entries, none at position %d", eb.session, len(eb.entries), pos)}, ""
+	}
+	i := int(pos)
+	f := &Finding{Code: CodeEventMismatch, EntryIndex: i, EntryID: eb.ids[i].EntryID, StepID: eb.ids[i].StepID,
+		Where: where, Expected: eb.hashes[i], Actual: p.Handle.EntryHash}
+	if p.Handle.EntryHash != eb.hashes[i] {
+		f.Message = fmt.Sprintf("the event's entry hash is not the ledger's at session %s position %d", eb.session, pos)
+		return f, "entry_hash"
+	}
+	ev := p.Context()
+	ev.Entry = eb.entries[i]
+	switch ev.Source {
+	case "", "guardian", "acs":
+		// The sources whose entries name none (source_format): the
+		// Guardian's own and ingested ACS traffic. Any other source an
+		// event states must be the entry's.
+	default:
+		ev.Source = ""
+	}
+	if p.Handle.LeafIndex != nil {
+		if li, ok := eb.leaves[pos]; ok {
+			ev.LeafIndex = &li
+		}
+	}
+	if eb.origin != "" && ev.Origin != "" {
+		ev.Origin = eb.origin
+	}
+	ev.Response = eb.responses[eb.ids[i].StepID]
+	if ev.Response == nil {
+		// The bundle holds no response for the step: the event's, if any,
+		// is taken as it is (acsverify bundle checks the responses a
+		// bundle holds).
+		ev.Response = p.Response()
+	}
+	member, want, got, err := p.CompareValues(ev)
+	if err != nil {
+		f.Message = fmt.Sprintf("the ledger's entry could not be encoded: %v", err)
+		return f, ""
+	}
+	if member != "" {
+		f.Message = fmt.Sprintf("the %s event differs from the ledger's entry at %s (expected and actual are that member's values)", p.Format, member)
+		f.Expected, f.Actual = want, got
+		return f, member
+	}
+	if p.Finding {
+		eb.seenFind[i] = true
+	} else {
+		eb.seen[i] = true
+		if p.Format == trace.OCSF {
+			evs, err := trace.EncodeAll(trace.OCSF, ev, trace.Options{})
+			eb.wantFind[i] = err == nil && len(evs) > 1
+		}
+	}
+	return nil, ""
+}
+
+// readEventsBundle decodes the members of a bundle the events check needs.
+// VerifyBundle has read it first, so its shape is known to be sound.
+func readEventsBundle(b []byte) (*eventsBundle, error) {
+	var in struct {
+		SessionID string            `json:"session_id"`
+		Anchors   []json.RawMessage `json:"anchors"`
+		Responses []json.RawMessage `json:"responses"`
+		Entries   []json.RawMessage `json:"entries"`
+		Steps     []struct {
+			Entry    json.RawMessage `json:"entry"`
+			Response json.RawMessage `json:"response"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, err
+	}
+	eb := &eventsBundle{session: in.SessionID, responses: map[string]json.RawMessage{}, leaves: map[int64]uint64{}}
+	addResponse := func(r json.RawMessage) {
+		if len(r) == 0 || string(r) == "null" {
+			return
+		}
+		var env struct {
+			Result struct {
+				RequestID string `json:"request_id"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(r, &env) == nil && env.Result.RequestID != "" {
+			eb.responses[env.Result.RequestID] = r
+		}
+	}
+	for _, r := range in.Responses {
+		addResponse(r)
+	}
+	eb.entries = in.Entries
+	for _, s := range in.Steps {
+		eb.entries = append(eb.entries, s.Entry)
+		addResponse(s.Response)
+	}
+	for _, a := range in.Anchors {
+		var an struct {
+			Position  int64  `json:"position"`
+			LeafIndex uint64 `json:"leaf_index"`
+		}
+		if json.Unmarshal(a, &an) == nil {
+			eb.leaves[an.Position] = an.LeafIndex
+		}
+	}
+	var prev *acs.Hash
+	for i, raw := range eb.entries {
+		e, err := acs.ParseEntry(raw)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, err)
+		}
+		h := acs.EntryHash(e.Content, prev)
+		prev = &h
+		eb.hashes = append(eb.hashes, h.String())
+		eb.ids = append(eb.ids, acs.EntryHead{EntryID: e.EntryID, StepID: e.StepID, StepType: e.StepType})
+	}
+	n := len(eb.entries)
+	eb.seen, eb.seenFind, eb.wantFind = make([]bool, n), make([]bool, n), make([]bool, n)
+	return eb, nil
+}
+
+// readLine reads one line without its line break, up to MaxLineBytes.
+func readLine(rd *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := rd.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > MaxLineBytes {
+			return nil, errors.New("line longer than " + strconv.Itoa(MaxLineBytes) + " bytes")
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF && len(line) == 0 {
+			return nil, io.EOF
+		}
+		return bytes.TrimRight(line, "\r\n"), err
+	}
+}
