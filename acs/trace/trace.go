@@ -174,16 +174,7 @@ type entryView struct {
 	Timestamp string `json:"timestamp"`
 	AgentID   string `json:"agent_id"`
 	TurnID    string `json:"turn_id"`
-	Decision  struct {
-		Disposition      string          `json:"disposition"`
-		Reasoning        string          `json:"reasoning"`
-		ReasonCodes      json.RawMessage `json:"reason_codes"`
-		PolicyReferences json.RawMessage `json:"policy_references"`
-		PolicyVersions   json.RawMessage `json:"policy_versions"`
-		RuleIDs          json.RawMessage `json:"rule_ids"`
-		DecisionID       string          `json:"decision_id"`
-		Path             string          `json:"path"`
-	} `json:"decision"`
+	Decision  entryDecision `json:"decision"`
 	Resolution struct {
 		Resolution string `json:"resolution"`
 		AgentID    string `json:"agent_id"`
@@ -195,6 +186,27 @@ type entryView struct {
 	entry json.RawMessage // compact
 	time  int64           // Unix ms
 	agent string
+}
+
+// entryDecision is an entry's decision: an object, or, in entries other
+// writers append, the bare disposition string ("decision": "allow").
+type entryDecision struct {
+	Disposition      string          `json:"disposition"`
+	Reasoning        string          `json:"reasoning"`
+	ReasonCodes      json.RawMessage `json:"reason_codes"`
+	PolicyReferences json.RawMessage `json:"policy_references"`
+	PolicyVersions   json.RawMessage `json:"policy_versions"`
+	RuleIDs          json.RawMessage `json:"rule_ids"`
+	DecisionID       string          `json:"decision_id"`
+	Path             string          `json:"path"`
+}
+
+func (d *entryDecision) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &d.Disposition)
+	}
+	type plain entryDecision
+	return json.Unmarshal(b, (*plain)(d))
 }
 
 func view(ev *Evidence) (*entryView, error) {
