@@ -168,13 +168,13 @@ func (ev *Evidence) source() string {
 // entryView is what the encodings read from an entry. Members the entry
 // lacks stay zero.
 type entryView struct {
-	EntryID   string `json:"entry_id"`
-	StepID    string `json:"step_id"`
-	StepType  string `json:"step_type"`
-	Timestamp string `json:"timestamp"`
-	AgentID   string `json:"agent_id"`
-	TurnID    string `json:"turn_id"`
-	Decision  entryDecision `json:"decision"`
+	EntryID    string        `json:"entry_id"`
+	StepID     string        `json:"step_id"`
+	StepType   string        `json:"step_type"`
+	Timestamp  string        `json:"timestamp"`
+	AgentID    string        `json:"agent_id"`
+	TurnID     string        `json:"turn_id"`
+	Decision   entryDecision `json:"decision"`
 	Resolution struct {
 		Resolution string `json:"resolution"`
 		AgentID    string `json:"agent_id"`
