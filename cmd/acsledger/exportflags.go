@@ -59,7 +59,7 @@ func (f *exportFlags) start(ctx context.Context, g *errgroup.Group, st export.St
 		d := &export.Deliverer{Name: c.Name, Store: st, Sink: sink, Logger: log,
 			Encoder: export.Encoder{Format: c.Format, Options: c.Options, Origin: origin}}
 		ds = append(ds, d)
-		log.Info("exporting events", "sink", c.Name, "url", c.Redacted, "format", c.Format)
+		log.Info("exporting events", "sink", c.Name, "to", c.Redacted, "format", c.Format)
 	}
 	for _, d := range ds {
 		g.Go(func() error {

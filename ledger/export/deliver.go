@@ -124,6 +124,9 @@ func (d *Deliverer) Run(ctx context.Context) error {
 		if err == nil {
 			break
 		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		backoff = d.failed(err, backoff)
 	}
 	backoff = 0
