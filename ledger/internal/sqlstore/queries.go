@@ -34,7 +34,8 @@ type Queries struct {
 	InsertBundle, BundleDigest, PolicyBundle, PolicyBundles,
 	InsertErasure, DeleteRequestParams, Erasure,
 	InsertToken, TokenByHash, Tokens, RevokeToken, TokenExists,
-	Quarantined string
+	Quarantined,
+	ExportCursor, ExportCursors, PutExportCursor string
 	// sources.sql
 	SourceRecord, InsertSourceErasure, DeleteSourceRecord, SourceErasure,
 	EntryExists, Payloads string
@@ -52,6 +53,7 @@ type Queries struct {
 	LogPending, LogSessionLeaves, LogLastSessionLeaf,
 	LogLatestCheckpoint, LogInsertCheckpoint, LogMoveHead, LogInsertHead,
 	LogAddCosignature string
+	ExportEntries string
 }
 
 // LoadQueries returns the store's queries for a driver: this package's
