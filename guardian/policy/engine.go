@@ -185,6 +185,16 @@ func Replay(ctx context.Context, b *Bundle, in *Input, ndCache []byte) (*Decisio
 	return c.decide(ctx, in, cache)
 }
 
+// Check compiles b as Replay would and runs its load checks (the decision
+// rule exists, compiles, and gives a well-formed decision on the load
+// probes), without recording it: a what-if run refuses a candidate bundle
+// with this error, OPA's own message in a *BundleError, before evaluating
+// any step. The compiled bundle is kept for the Replay calls that follow.
+func Check(ctx context.Context, b *Bundle) error {
+	_, err := replays.get(ctx, b)
+	return err
+}
+
 // replayCache holds compiled bundle versions for Replay, by digest.
 type replayCache struct {
 	mu   sync.Mutex

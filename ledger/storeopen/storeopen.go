@@ -45,6 +45,9 @@ type Store interface {
 	ledger.PolicyBundleStore
 	ledger.TokenStore
 	ledger.IngestStore
+	// RecordedSteps streams recorded steps for a what-if run
+	// (ledger/steps.go).
+	ledger.RecordedStepReader
 	// LogStorage returns the storage of the Merkle log over the store's
 	// database, whose tables hold the leaves of the store's entries.
 	LogStorage() tlog.Storage
