@@ -207,6 +207,9 @@ func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func
 	}
 	f := opts.Filter
 	f.After, f.Limit = 0, pageSize
+	if err := checkFilter(f); err != nil {
+		return nil, err
+	}
 	if err := f.Check(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadRun, err)
 	}
@@ -262,6 +265,28 @@ func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func
 	r.finish()
 	r.sum.Elapsed = time.Since(start)
 	return &r.sum, nil
+}
+
+// Decisions and Sources are the values the --decision and --source
+// filters take.
+var (
+	Decisions = []string{"allow", "deny", "modify", "ask", "defer"}
+	Sources   = []string{"guardian", "opa", "bash-guard", "bash-guard-audit", "a2h", "acs"}
+)
+
+// checkFilter refuses unknown filter values and an inverted time range,
+// naming the flag.
+func checkFilter(f ledger.StepFilter) error {
+	if f.Disposition != "" && !slices.Contains(Decisions, f.Disposition) {
+		return fmt.Errorf("%w: --decision %q is not one of %s", ErrBadRun, f.Disposition, strings.Join(Decisions, ", "))
+	}
+	if f.Source != "" && !slices.Contains(Sources, f.Source) {
+		return fmt.Errorf("%w: --source %q is not one of %s", ErrBadRun, f.Source, strings.Join(Sources, ", "))
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return fmt.Errorf("%w: --until %s does not come after --since %s", ErrBadRun, f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+	}
+	return nil
 }
 
 type runner struct {
