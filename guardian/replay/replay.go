@@ -401,6 +401,9 @@ type History struct {
 	// ignoreProvenance: the caller supplies provenance, so no payload is
 	// kept.
 	ignoreProvenance bool
+	// checked is the params Recorded checked against the entry at
+	// h.Next, which Add then need not hash again.
+	checked []byte
 }
 
 // NewHistory returns the History of a session before its first entry.
@@ -441,8 +444,12 @@ func (h *History) Add(e ledger.Entry, params []byte) error {
 		h.provenanceComplete = false
 		return nil
 	}
-	if err := checkHash(params, p.RequestHash); err != nil {
-		return fmt.Errorf("%w: session %s position %d: %v", ErrStoredParamsMismatch, e.SessionID, e.Position, err)
+	checked := h.checked
+	h.checked = nil
+	if !(len(checked) > 0 && len(checked) == len(params) && &checked[0] == &params[0]) {
+		if err := checkHash(params, p.RequestHash); err != nil {
+			return fmt.Errorf("%w: session %s position %d: %v", ErrStoredParamsMismatch, e.SessionID, e.Position, err)
+		}
 	}
 	var pl struct {
 		Payload json.RawMessage `json:"payload"`
@@ -622,6 +629,7 @@ func (h *History) Recorded(e ledger.Entry, params, response []byte) (*Recorded, 
 	if err := checkHash(params, rec.RequestHash); err != nil {
 		return nil, fmt.Errorf("%w: session %s position %d: %v", ErrStoredParamsMismatch, e.SessionID, e.Position, err)
 	}
+	h.checked = params
 	r := &Recorded{PolicyID: refs[0].PolicyID, PolicyVersion: refs[0].PolicyVersion}
 	if r.NDCache, err = recordedCache(rec.Decision.NDBuiltinCache); err != nil {
 		return nil, fmt.Errorf("couldn't read nd_builtin_cache of step %s: %w", e.StepID, err)

@@ -43,6 +43,7 @@ type Candidate struct {
 	// Guardian steps can be evaluated.
 	Guardian bool
 
+	guardian *policy.Compiled
 	compiler *ast.Compiler
 	data     map[string]any
 
@@ -89,7 +90,7 @@ func NewCandidate(ctx context.Context, b *policy.Bundle, needGuardian bool) (*Ca
 	hasRule := len(c.compiler.GetRulesExact(ast.MustParseRef(policy.DecisionRule))) > 0
 	switch {
 	case hasRule:
-		if err := policy.Check(ctx, b); err != nil {
+		if c.guardian, err = policy.Compile(ctx, b); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadCandidate, err)
 		}
 		c.Guardian = true

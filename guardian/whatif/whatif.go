@@ -391,7 +391,7 @@ func (r *runner) guardianStep(ctx context.Context, st *ledger.RecordedStep) erro
 		}
 	}
 	cand := Side{}
-	d, err := policy.Replay(ctx, r.c.Bundle, rec.Input, rec.NDCache)
+	d, err := r.c.guardian.Replay(ctx, rec.Input, rec.NDCache)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -16,8 +16,11 @@ import (
 	"github.com/acsledger/acsledger/guardian/whatif"
 	"github.com/acsledger/acsledger/ingest"
 	"github.com/acsledger/acsledger/internal/evidencetest"
+	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 var kinds = []string{"sqlite", "postgres"}
 
