@@ -394,16 +394,20 @@ type History struct {
 	sessionID string
 	// Next is the position of the next entry Add expects.
 	Next               int64
-	intent             *guardian.Intent
-	payloads           []json.RawMessage
+	intent *guardian.Intent
+	// log holds the provenance objects of the earlier steps' payloads,
+	// as the Guardian's own log holds them.
+	log                guardian.ProvenanceLog
 	provenanceComplete bool
 	deferrals          int
 	// ignoreProvenance: the caller supplies provenance, so no payload is
 	// kept.
 	ignoreProvenance bool
 	// checked is the params Recorded checked against the entry at
-	// h.Next, which Add then need not hash again.
+	// h.Next, and parsed that entry, which Add then need not hash or
+	// parse again.
 	checked []byte
+	parsed  *recordedEntry
 }
 
 // NewHistory returns the History of a session before its first entry.
@@ -419,8 +423,12 @@ func (h *History) Add(e ledger.Entry, params []byte) error {
 	if e.SessionID != h.sessionID || e.Position != h.Next {
 		return fmt.Errorf("history of session %s expects position %d, got session %s position %d", h.sessionID, h.Next, e.SessionID, e.Position)
 	}
+	checked, parsed := h.checked, h.parsed
+	h.checked, h.parsed = nil, nil
 	var p recordedEntry
-	if err := json.Unmarshal(e.Content, &p); err != nil {
+	if parsed != nil {
+		p = *parsed
+	} else if err := json.Unmarshal(e.Content, &p); err != nil {
 		return fmt.Errorf("couldn't read entry %d of session %s: %w", e.Position, e.SessionID, err)
 	}
 	h.Next++
@@ -444,8 +452,6 @@ func (h *History) Add(e ledger.Entry, params []byte) error {
 		h.provenanceComplete = false
 		return nil
 	}
-	checked := h.checked
-	h.checked = nil
 	if !(len(checked) > 0 && len(checked) == len(params) && &checked[0] == &params[0]) {
 		if err := checkHash(params, p.RequestHash); err != nil {
 			return fmt.Errorf("%w: session %s position %d: %v", ErrStoredParamsMismatch, e.SessionID, e.Position, err)
@@ -457,7 +463,7 @@ func (h *History) Add(e ledger.Entry, params []byte) error {
 	if err := json.Unmarshal(params, &pl); err != nil {
 		return fmt.Errorf("the stored params of session %s position %d are not a JSON object: %w", e.SessionID, e.Position, err)
 	}
-	h.payloads = append(h.payloads, pl.Payload)
+	h.log.Add(pl.Payload)
 	return nil
 }
 
@@ -525,7 +531,14 @@ func (h *History) input(e ledger.Entry, rec *recordedEntry, params json.RawMessa
 		in.Intent = rec.Intent
 	}
 	if provenance == nil {
-		in.Provenance = guardian.StepProvenance(h.payloads, params, in.Intent)
+		// guardian.StepProvenance over the log kept so far.
+		var doc any
+		dec := json.NewDecoder(bytes.NewReader(params))
+		dec.UseNumber()
+		if dec.Decode(&doc) != nil {
+			doc = nil
+		}
+		in.Provenance = h.log.Lineage(doc, in.Intent)
 		if !h.provenanceComplete {
 			notRebuilt = append(notRebuilt, "provenance")
 		}
@@ -629,7 +642,7 @@ func (h *History) Recorded(e ledger.Entry, params, response []byte) (*Recorded, 
 	if err := checkHash(params, rec.RequestHash); err != nil {
 		return nil, fmt.Errorf("%w: session %s position %d: %v", ErrStoredParamsMismatch, e.SessionID, e.Position, err)
 	}
-	h.checked = params
+	h.checked, h.parsed = params, rec
 	r := &Recorded{PolicyID: refs[0].PolicyID, PolicyVersion: refs[0].PolicyVersion}
 	if r.NDCache, err = recordedCache(rec.Decision.NDBuiltinCache); err != nil {
 		return nil, fmt.Errorf("couldn't read nd_builtin_cache of step %s: %w", e.StepID, err)
