@@ -13,6 +13,8 @@
 //	acsledger export   --session ID [--out FILE] [--db URL] [--keys DIR]
 //	                                                        write a session's evidence bundle
 //	acsledger replay   [--db URL] [--session ID] REQUEST_ID re-evaluate a recorded decision
+//	acsledger whatif   --policy DIR|BUNDLE.tar.gz [--since T] [--until T] [--tool NAME] [--json] [--db URL]
+//	                                                        run a candidate policy over recorded decisions
 //	acsledger erase    --db URL --session ID --position N --reason TEXT [--by NAME]
 //	                                                        erase a step's request params
 //	acsledger ingest   --format F [--db URL] [--json] FILE... take in other guards' records
@@ -56,6 +58,7 @@ func commands() []command {
 		{"witness", "run a minimal tlog-witness for one log", runWitness},
 		{"export", "write a session's evidence bundle (--session ID)", runExport},
 		{"replay", "re-evaluate a recorded decision (REQUEST_ID)", runReplay},
+		{"whatif", "run a candidate policy over recorded decisions (--policy DIR)", runWhatIf},
 		{"token", "manage API tokens: create --role ROLE, list, revoke NAME", runToken},
 		{"erase", "erase a step's stored request params (--session ID --position N --reason TEXT)", runErase},
 		{"ingest", "take in OPA, bash-guard, A2H or ACS records (--format F FILE...)", runIngest},

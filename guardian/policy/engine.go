@@ -185,6 +185,32 @@ func Replay(ctx context.Context, b *Bundle, in *Input, ndCache []byte) (*Decisio
 	return c.decide(ctx, in, cache)
 }
 
+// Compiled is a bundle compiled once for many replays of recorded inputs
+// under it (a what-if run, guardian/whatif): Replay without finding the
+// bundle again by digest on every call.
+type Compiled struct{ c *compiled }
+
+// Compile compiles b as Replay would and runs its load checks (the
+// decision rule exists, compiles, and gives a well-formed decision on the
+// load probes), without recording it. A bundle that fails is refused with
+// OPA's own message in a *BundleError.
+func Compile(ctx context.Context, b *Bundle) (*Compiled, error) {
+	c, err := replays.get(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	return &Compiled{c: c}, nil
+}
+
+// Replay is the package's Replay under the compiled bundle.
+func (c *Compiled) Replay(ctx context.Context, in *Input, ndCache []byte) (*Decision, error) {
+	cache, err := decodeNDCache(ndCache)
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the recorded non-deterministic built-in cache: %w", err)
+	}
+	return c.c.decide(ctx, in, cache)
+}
+
 // replayCache holds compiled bundle versions for Replay, by digest.
 type replayCache struct {
 	mu   sync.Mutex

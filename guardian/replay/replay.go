@@ -36,7 +36,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/guardian"
@@ -177,30 +176,6 @@ type Store interface {
 	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)
 	Response(ctx context.Context, sessionID string, position int64) ([]byte, error)
 	PolicyBundle(ctx context.Context, id, version string) (ledger.PolicyBundle, error)
-}
-
-// entriesBefore yields the entries of a session before position end, in
-// chain order, a page at a time; it stops after the first error.
-func entriesBefore(ctx context.Context, store Store, sessionID string, end int64) iter.Seq2[ledger.Entry, error] {
-	return func(yield func(ledger.Entry, error) bool) {
-		var from int64
-		for from < end {
-			page, err := store.Entries(ctx, sessionID, from, ledger.MaxPageSize)
-			if err != nil {
-				yield(ledger.Entry{}, err)
-				return
-			}
-			for _, e := range page {
-				if e.Position >= end || !yield(e, nil) {
-					return
-				}
-			}
-			if len(page) < ledger.MaxPageSize {
-				return
-			}
-			from += int64(len(page))
-		}
-	}
 }
 
 // FindEntry finds the entry whose step_id is requestID (a Guardian step's
@@ -395,77 +370,177 @@ func checkProvenance(ps []json.RawMessage) error {
 }
 
 // guardianInput rebuilds the Guardian's view of the recorded step, the
-// Input it handed its policy: the method and params, the session state
-// (position, the head before the step, and the approver capability and
-// deferral count from the entry's metadata), the Intent as it stood (the
-// last recorded intent, extended by approver grants of scope session) with
-// this request's grants, and the step's lineage among the provenance of
-// the earlier steps (from their stored params).
+// Input it handed its policy: the session's earlier entries folded into a
+// History (reading their stored params for provenance), then the step.
 func guardianInput(ctx context.Context, store Store, e ledger.Entry, rec *recordedEntry, req Request, params json.RawMessage, res *Result) (guardian.Input, error) {
+	h := NewHistory(e.SessionID)
+	h.ignoreProvenance = req.Provenance != nil
+	if err := h.CatchUp(ctx, store, e.Position); err != nil {
+		return guardian.Input{}, err
+	}
+	in, notRebuilt, err := h.input(e, rec, params, req.Provenance)
+	res.NotReconstructed = append(res.NotReconstructed, notRebuilt...)
+	return in, err
+}
+
+// History is what the Guardian's view of a step needs from the session's
+// earlier entries: the Intent as it stood (the last recorded intent,
+// extended by approver grants of scope session), the count of earlier
+// DEFER decisions, and the payloads of the earlier steps whose provenance
+// the step's lineage is rebuilt from. It is built one entry at a time in
+// chain order, so a run over many steps of a session (guardian/whatif)
+// reads each entry once; Replay builds one for its single step.
+type History struct {
+	sessionID string
+	// Next is the position of the next entry Add expects.
+	Next               int64
+	intent *guardian.Intent
+	// log holds the provenance objects of the earlier steps' payloads,
+	// as the Guardian's own log holds them.
+	log                guardian.ProvenanceLog
+	provenanceComplete bool
+	deferrals          int
+	// ignoreProvenance: the caller supplies provenance, so no payload is
+	// kept.
+	ignoreProvenance bool
+	// checked is the params Recorded checked against the entry at
+	// h.Next, and parsed that entry, which Add then need not hash or
+	// parse again.
+	checked []byte
+	parsed  *recordedEntry
+}
+
+// NewHistory returns the History of a session before its first entry.
+func NewHistory(sessionID string) *History {
+	return &History{sessionID: sessionID, provenanceComplete: true}
+}
+
+// Add folds the session's entry at h.Next into h. params are the params
+// stored beside it (nil when none are stored or they were erased: the
+// provenance is then incomplete); they must hash to the entry's
+// request_hash.
+func (h *History) Add(e ledger.Entry, params []byte) error {
+	if e.SessionID != h.sessionID || e.Position != h.Next {
+		return fmt.Errorf("history of session %s expects position %d, got session %s position %d", h.sessionID, h.Next, e.SessionID, e.Position)
+	}
+	checked, parsed := h.checked, h.parsed
+	h.checked, h.parsed = nil, nil
+	var p recordedEntry
+	if parsed != nil {
+		p = *parsed
+	} else if err := json.Unmarshal(e.Content, &p); err != nil {
+		return fmt.Errorf("couldn't read entry %d of session %s: %w", e.Position, e.SessionID, err)
+	}
+	h.Next++
+	switch {
+	case p.Intent != nil:
+		h.intent = p.Intent
+	case p.StepType == guardian.StepIntentExtension && p.Scope == "session" && len(p.Capabilities) > 0:
+		// As the Guardian grew it (guardian.Intent.Extend).
+		h.intent = h.intent.Extend(guardian.IntentExtension{Capabilities: p.Capabilities, Approver: p.Approver, AskStepID: p.AskStepID, StepID: e.StepID})
+	}
+	if p.Decision.Disposition == acs.Defer {
+		h.deferrals++
+	}
+	if h.ignoreProvenance || p.RequestHash == "" || p.StepType == guardian.StepIntentExtension || p.StepType == guardian.StepAskResolution {
+		// Supplied by the caller, or not a Guardian step (an approver's
+		// resolution, whose request_hash is over the approval): the
+		// Guardian collects provenance from the payloads of steps only.
+		return nil
+	}
+	if params == nil {
+		h.provenanceComplete = false
+		return nil
+	}
+	if !(len(checked) > 0 && len(checked) == len(params) && &checked[0] == &params[0]) {
+		if err := checkHash(params, p.RequestHash); err != nil {
+			return fmt.Errorf("%w: session %s position %d: %v", ErrStoredParamsMismatch, e.SessionID, e.Position, err)
+		}
+	}
+	var pl struct {
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(params, &pl); err != nil {
+		return fmt.Errorf("the stored params of session %s position %d are not a JSON object: %w", e.SessionID, e.Position, err)
+	}
+	h.log.Add(pl.Payload)
+	return nil
+}
+
+// CatchUp folds the session's entries from h.Next up to (not including)
+// position end, reading them and their stored params from store.
+func (h *History) CatchUp(ctx context.Context, store StepHistoryReader, end int64) error {
+	for h.Next < end {
+		page, err := store.Entries(ctx, h.sessionID, h.Next, ledger.MaxPageSize)
+		if err != nil {
+			return fmt.Errorf("couldn't read session %s: %w", h.sessionID, err)
+		}
+		if len(page) == 0 {
+			return fmt.Errorf("session %s ends before position %d", h.sessionID, end)
+		}
+		for _, prev := range page {
+			if prev.Position >= end {
+				return nil
+			}
+			var params []byte
+			if !h.ignoreProvenance {
+				params, err = store.Request(ctx, prev.SessionID, prev.Position)
+				switch {
+				case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrErased):
+					params = nil
+				case err != nil:
+					return err
+				}
+			}
+			if err := h.Add(prev, params); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// StepHistoryReader is what CatchUp reads: a session's entries from a
+// position and the params stored beside each (Store's contracts).
+type StepHistoryReader interface {
+	Entries(ctx context.Context, sessionID string, from int64, limit int) ([]ledger.Entry, error)
+	Request(ctx context.Context, sessionID string, position int64) ([]byte, error)
+}
+
+// input is the Guardian's Input for the step e at h.Next, with the inputs
+// the ledger could not give back.
+func (h *History) input(e ledger.Entry, rec *recordedEntry, params json.RawMessage, provenance []json.RawMessage) (guardian.Input, []string, error) {
+	var notRebuilt []string
 	in := guardian.Input{
 		Method: rec.StepType, SessionID: e.SessionID, AgentID: rec.AgentID, RequestID: e.StepID, TurnID: rec.TurnID,
-		Params: params, Grants: rec.Grants, Provenance: req.Provenance,
+		Params: params, Grants: rec.Grants, Provenance: provenance,
 		Session: guardian.SessionState{Length: e.Position},
 	}
 	var p struct {
 		Payload json.RawMessage `json:"payload"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		return guardian.Input{}, fmt.Errorf("%w: params are not a JSON object: %v", ErrBadRequest, err)
+		return guardian.Input{}, nil, fmt.Errorf("%w: params are not a JSON object: %v", ErrBadRequest, err)
 	}
 	in.Payload = p.Payload
 	if e.PreviousHash != nil {
 		in.Session.ChainHash = e.PreviousHash.String()
 	}
-	var intent *guardian.Intent
-	var payloads []json.RawMessage
-	provenanceComplete := true
-	deferrals := 0
-	if e.Position > 0 {
-		for prev, err := range entriesBefore(ctx, store, e.SessionID, e.Position) {
-			if err != nil {
-				return guardian.Input{}, fmt.Errorf("couldn't read session %s: %w", e.SessionID, err)
-			}
-			var p recordedEntry
-			if err := json.Unmarshal(prev.Content, &p); err != nil {
-				return guardian.Input{}, fmt.Errorf("couldn't read entry %d of session %s: %w", prev.Position, e.SessionID, err)
-			}
-			switch {
-			case p.Intent != nil:
-				intent = p.Intent
-			case p.StepType == guardian.StepIntentExtension && p.Scope == "session" && len(p.Capabilities) > 0:
-				// As the Guardian grew it (guardian.Intent.Extend).
-				intent = intent.Extend(guardian.IntentExtension{Capabilities: p.Capabilities, Approver: p.Approver, AskStepID: p.AskStepID, StepID: prev.StepID})
-			}
-			if p.Decision.Disposition == acs.Defer {
-				deferrals++
-			}
-			if req.Provenance != nil || p.RequestHash == "" || p.StepType == guardian.StepIntentExtension || p.StepType == guardian.StepAskResolution {
-				// Supplied by the caller, or not a Guardian step (an
-				// approver's resolution, whose request_hash is over the
-				// approval): the Guardian collects provenance from the
-				// payloads of steps only.
-				continue
-			}
-			payload, ok, err := storedPayload(ctx, store, prev, p.RequestHash)
-			if err != nil {
-				return guardian.Input{}, err
-			}
-			if !ok {
-				provenanceComplete = false
-				continue
-			}
-			payloads = append(payloads, payload)
-		}
-	}
+	in.Intent = h.intent
 	if rec.Intent != nil {
-		intent = rec.Intent
+		in.Intent = rec.Intent
 	}
-	in.Intent = intent
-	if req.Provenance == nil {
-		in.Provenance = guardian.StepProvenance(payloads, params, in.Intent)
-		if !provenanceComplete {
-			res.NotReconstructed = append(res.NotReconstructed, "provenance")
+	if provenance == nil {
+		// guardian.StepProvenance over the log kept so far.
+		var doc any
+		dec := json.NewDecoder(bytes.NewReader(params))
+		dec.UseNumber()
+		if dec.Decode(&doc) != nil {
+			doc = nil
+		}
+		in.Provenance = h.log.Lineage(doc, in.Intent)
+		if !h.provenanceComplete {
+			notRebuilt = append(notRebuilt, "provenance")
 		}
 	}
 
@@ -477,38 +552,15 @@ func guardianInput(ctx context.Context, store Store, e ledger.Entry, rec *record
 	if m.ApproverCapable != nil {
 		in.Session.ApproverCapable = *m.ApproverCapable
 	} else {
-		res.NotReconstructed = append(res.NotReconstructed, "session.approver_capable (the entry has no metadata.approver_capable; replayed as false, the Guardian's default)")
+		notRebuilt = append(notRebuilt, "session.approver_capable (the entry has no metadata.approver_capable; replayed as false, the Guardian's default)")
 	}
 	if m.Deferrals != nil {
 		in.Session.Deferrals = *m.Deferrals
 	} else {
-		in.Session.Deferrals = deferrals
-		res.NotReconstructed = append(res.NotReconstructed, "session.deferrals (the entry has no metadata.deferrals; replayed as the count of earlier DEFER decisions in the chain)")
+		in.Session.Deferrals = h.deferrals
+		notRebuilt = append(notRebuilt, "session.deferrals (the entry has no metadata.deferrals; replayed as the count of earlier DEFER decisions in the chain)")
 	}
-	return in, nil
-}
-
-// storedPayload returns params.payload of the request stored beside an
-// earlier step, after checking the params against its request_hash; ok is
-// false when none are stored, or they were erased.
-func storedPayload(ctx context.Context, store Store, e ledger.Entry, requestHash string) (json.RawMessage, bool, error) {
-	params, err := store.Request(ctx, e.SessionID, e.Position)
-	if errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrErased) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	if err := checkHash(params, requestHash); err != nil {
-		return nil, false, fmt.Errorf("%w: session %s position %d: %v", ErrStoredParamsMismatch, e.SessionID, e.Position, err)
-	}
-	var p struct {
-		Payload json.RawMessage `json:"payload"`
-	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, false, fmt.Errorf("the stored params of session %s position %d are not a JSON object: %w", e.SessionID, e.Position, err)
-	}
-	return p.Payload, true, nil
+	return in, notRebuilt, nil
 }
 
 // recordedDecision reads the verdict the Guardian answered: from the signed
@@ -518,18 +570,96 @@ func recordedDecision(ctx context.Context, store Store, e ledger.Entry, rec *rec
 	resp, err := store.Response(ctx, e.SessionID, e.Position)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		return &policy.Decision{
-			Disposition: rec.Decision.Disposition, Reasoning: rec.Decision.Reasoning,
-			ReasonCodes: rec.Decision.ReasonCodes, PolicyReferences: rec.Decision.PolicyReferences,
-		}, "entry", nil
+		resp = nil
 	case err != nil:
 		return nil, "", fmt.Errorf("couldn't read the response of session %s at position %d: %w", e.SessionID, e.Position, err)
 	}
+	d, _, from, err := decisionFrom(resp, e, rec)
+	return d, from, err
+}
+
+// decisionFrom is the recorded verdict and the response's
+// metadata.evaluator_version: from the signed response resp when there is
+// one, else from the chained decision.
+func decisionFrom(resp []byte, e ledger.Entry, rec *recordedEntry) (*policy.Decision, string, string, error) {
+	if resp == nil {
+		return &policy.Decision{
+			Disposition: rec.Decision.Disposition, Reasoning: rec.Decision.Reasoning,
+			ReasonCodes: rec.Decision.ReasonCodes, PolicyReferences: rec.Decision.PolicyReferences,
+		}, "", "entry", nil
+	}
 	var env struct {
-		Result *policy.Decision `json:"result"`
+		Result *struct {
+			policy.Decision
+			Metadata struct {
+				EvaluatorVersion string `json:"evaluator_version"`
+			} `json:"metadata"`
+		} `json:"result"`
 	}
 	if err := json.Unmarshal(resp, &env); err != nil || env.Result == nil {
-		return nil, "", fmt.Errorf("the response of session %s at position %d is not a decision result", e.SessionID, e.Position)
+		return nil, "", "", fmt.Errorf("the response of session %s at position %d is not a decision result", e.SessionID, e.Position)
 	}
-	return env.Result, "response", nil
+	d := env.Result.Decision
+	return &d, env.Result.Metadata.EvaluatorVersion, "response", nil
+}
+
+// Recorded is one recorded Guardian policy decision, ready to be evaluated
+// again under another bundle (guardian/whatif).
+type Recorded struct {
+	// Input is the policy input the live decision evaluated, rebuilt by
+	// opapolicy.BuildInput.
+	Input *policy.Input
+	// Decision is the recorded verdict; NDCache the non-deterministic
+	// built-in results recorded with it.
+	Decision *policy.Decision
+	NDCache  []byte
+	// PolicyID and PolicyVersion name the bundle the decision cites.
+	PolicyID, PolicyVersion string
+	// EvaluatorVersion is the response's metadata.evaluator_version, ""
+	// when no response names one.
+	EvaluatorVersion string
+	// NotReconstructed names inputs the ledger holds only approximately.
+	NotReconstructed []string
+}
+
+// Recorded rebuilds the decision recorded for the step e, the entry at
+// h.Next, from its params (stored beside it; checked against the entry's
+// request_hash) and its signed response (nil when none is stored). The
+// caller folds the step into h with Add afterwards. It returns
+// ErrNotPolicyDecision for a step that cites no policy bundle.
+func (h *History) Recorded(e ledger.Entry, params, response []byte) (*Recorded, error) {
+	if e.SessionID != h.sessionID || e.Position != h.Next {
+		return nil, fmt.Errorf("history of session %s is at position %d, not at session %s position %d", h.sessionID, h.Next, e.SessionID, e.Position)
+	}
+	rec, err := readEntry(e)
+	if err != nil {
+		return nil, err
+	}
+	refs := rec.Decision.PolicyReferences
+	if len(refs) == 0 || rec.RequestHash == "" {
+		return nil, fmt.Errorf("%w: step %s was decided %s with reason codes %v", ErrNotPolicyDecision, e.StepID, rec.Decision.Disposition, rec.Decision.ReasonCodes)
+	}
+	if err := checkHash(params, rec.RequestHash); err != nil {
+		return nil, fmt.Errorf("%w: session %s position %d: %v", ErrStoredParamsMismatch, e.SessionID, e.Position, err)
+	}
+	h.checked, h.parsed = params, rec
+	r := &Recorded{PolicyID: refs[0].PolicyID, PolicyVersion: refs[0].PolicyVersion}
+	if r.NDCache, err = recordedCache(rec.Decision.NDBuiltinCache); err != nil {
+		return nil, fmt.Errorf("couldn't read nd_builtin_cache of step %s: %w", e.StepID, err)
+	}
+	if len(rec.Decision.NDBuiltinCache) > 0 && rec.Decision.NDBuiltinCache[0] == '{' {
+		r.NotReconstructed = append(r.NotReconstructed, "nd_builtin_cache (recorded as a JSON object, so integers above 2^53 may have been rounded)")
+	}
+	gin, notRebuilt, err := h.input(e, rec, params, nil)
+	if err != nil {
+		return nil, err
+	}
+	r.NotReconstructed = append(r.NotReconstructed, notRebuilt...)
+	if r.Input, err = opapolicy.BuildInput(gin); err != nil {
+		return nil, fmt.Errorf("couldn't build the policy input of step %s: %w", e.StepID, err)
+	}
+	if r.Decision, r.EvaluatorVersion, _, err = decisionFrom(response, e, rec); err != nil {
+		return nil, err
+	}
+	return r, nil
 }

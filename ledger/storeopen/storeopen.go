@@ -49,6 +49,9 @@ type Store interface {
 	ledger.TokenStore
 	ledger.IngestStore
 	ledger.ExportStore
+	// RecordedSteps streams recorded steps for a what-if run
+	// (ledger/steps.go).
+	ledger.RecordedStepReader
 	// LogStorage returns the storage of the Merkle log over the store's
 	// database, whose tables hold the leaves of the store's entries.
 	LogStorage() tlog.Storage

@@ -40,7 +40,7 @@ type Queries struct {
 	SourceRecord, InsertSourceErasure, DeleteSourceRecord, SourceErasure,
 	EntryExists, Payloads string
 	// search.sql
-	SearchEntries, SearchSessions string
+	SearchEntries, SearchSessions, RecordedSteps string
 	// stats.sql
 	TreeSizes, CountQuarantined string
 	// logstorage.sql

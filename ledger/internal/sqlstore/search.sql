@@ -24,3 +24,23 @@ WHERE true FILTERS
 GROUP BY session_id
 ORDER BY session_id
 LIMIT $1;
+
+-- name: RecordedSteps
+-- A what-if run's page of steps (ledger/steps.go), in recorded order
+-- after a sequence number: the projection's primary key serves the order
+-- and the keyset, its indexes the filters, and each step's entry, params,
+-- response and erasure are found by (session_id, position).
+SELECT x.id, x.agent_id, x.tool_name, x.source, x.disposition,
+       e.session_id, e.position, e.entry_id, e.step_id, e.step_type, e.entry_timestamp, e.recorded_at,
+       e.content, e.entry_hash, e.previous_hash,
+       p.session_id IS NOT NULL, p.params, r.response, er.session_id IS NOT NULL
+FROM (SELECT id, session_id, position, agent_id, tool_name, source, disposition
+      FROM search_entries
+      WHERE true FILTERS
+      ORDER BY id
+      LIMIT $1) x
+JOIN entries e ON e.session_id = x.session_id AND e.position = x.position
+LEFT JOIN request_params p ON p.session_id = x.session_id AND p.position = x.position
+LEFT JOIN responses r ON r.session_id = x.session_id AND r.position = x.position
+LEFT JOIN erasures er ON er.session_id = x.session_id AND er.position = x.position
+ORDER BY x.id;

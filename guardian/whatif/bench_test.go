@@ -1,0 +1,189 @@
+package whatif_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown/builtins"
+	"github.com/open-policy-agent/opa/v1/util"
+
+	"github.com/acsledger/acsledger/guardian/policy"
+	"github.com/acsledger/acsledger/guardian/replay"
+	"github.com/acsledger/acsledger/guardian/whatif"
+	"github.com/acsledger/acsledger/internal/evidencetest"
+	"github.com/acsledger/acsledger/ledger"
+)
+
+// history fills the fixture's store with n recorded Guardian steps: the
+// HMAC session's four steps (allow, deny, modify, defer), entry, params
+// and signed response as the Guardian recorded them, copied into n/4
+// sessions of their own. It returns the four steps' policy inputs and
+// recorded caches, for bare OPA.
+func history(b *testing.B, f *evidencetest.Fixture, n int) ([]*policy.Input, [][]byte) {
+	b.Helper()
+	ctx := context.Background()
+	type tmpl struct {
+		entry, params, response []byte
+	}
+	var ts []tmpl
+	var ins []*policy.Input
+	var caches [][]byte
+	h := replay.NewHistory(f.HMACSession)
+	for _, s := range f.Steps {
+		if s.SessionID != f.HMACSession {
+			continue
+		}
+		es, err := f.Store.EntriesByStep(ctx, s.RequestID, s.SessionID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp, err := f.Store.Response(ctx, s.SessionID, es[0].Position)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ts = append(ts, tmpl{es[0].Content, s.Params, resp})
+		rec, err := h.Recorded(es[0], s.Params, resp)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ins, caches = append(ins, rec.Input), append(caches, rec.NDCache)
+		if err := h.Add(es[0], s.Params); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sessions := n / len(ts)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < sessions; i += 8 {
+				sid := fmt.Sprintf("bench-%07d", i)
+				for k, t := range ts {
+					_, _, err := f.Store.AppendRequest(ctx, ledger.Record{SessionID: sid, AgentID: "agent-7", Entry: t.entry}, t.params,
+						ledger.Seen{RequestID: sid + "-" + strconv.Itoa(k), At: time.Now()}, func(ledger.Appended) ([]byte, error) { return t.response, nil })
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	return ins, caches
+}
+
+// heapSampler records the largest live heap seen while a run goes.
+type heapSampler struct{ max uint64 }
+
+func (s *heapSampler) sample() {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	s.max = max(s.max, m.HeapAlloc)
+}
+
+// BenchmarkWhatIf runs an identical candidate over recorded Guardian
+// steps and, in the same iteration, bare in-process OPA (the candidate's
+// prepared query, evaluated on the same input documents already decoded,
+// with the same recorded non-deterministic caches) as many times: the
+// ratio is what-if's rate over bare OPA's (docs/benchmarks.md; the issue
+// asks >= 0.8). It also samples the live heap at every page of the run,
+// over the whole history and over its first quarter: memory is flat when
+// the two peaks are alike.
+//
+// The history is 4,000 steps by default; ACSLEDGER_BENCH_WHATIF_STEPS
+// sets it (the 1,000,000-step PostgreSQL figure: ACSLEDGER_BENCH_WHATIF_STEPS=1000000).
+func BenchmarkWhatIf(b *testing.B) {
+	n := 4000
+	if v := os.Getenv("ACSLEDGER_BENCH_WHATIF_STEPS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 16 {
+			b.Fatalf("ACSLEDGER_BENCH_WHATIF_STEPS=%q", v)
+		}
+	}
+	for _, kind := range kinds {
+		b.Run(kind, func(b *testing.B) {
+			ctx := context.Background()
+			f := evidencetest.New(b, kind)
+			start := time.Now()
+			ins, caches := history(b, f, n)
+			b.Logf("%s: loaded %d steps in %s", kind, n, time.Since(start).Round(time.Millisecond))
+			c := candidate(b, "same-again", nil)
+			// Bare OPA: the candidate's prepared query on the same input
+			// documents, decoded once, with the same recorded caches.
+			pq, err := c.BareQuery(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			docs := make([]any, len(ins))
+			ndcs := make([]builtins.NDBCache, len(ins))
+			for i, in := range ins {
+				raw, err := in.Document()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := util.UnmarshalJSON(raw, &docs[i]); err != nil {
+					b.Fatal(err)
+				}
+				if len(caches[i]) > 0 {
+					if err := json.Unmarshal(caches[i], &ndcs[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			var whatIfTime, bareTime time.Duration
+			var steps int64
+			var whole, quarter heapSampler
+			b.ResetTimer()
+			for b.Loop() {
+				t0 := time.Now()
+				sum, err := whatif.Run(ctx, f.Store, c, whatif.Options{Progress: func(whatif.Progress) {}}, nil)
+				whatIfTime += time.Since(t0)
+				if err != nil || sum.Changed != 0 || sum.NotReplayable != 0 || sum.Evaluated < int64(n) {
+					b.Fatalf("%+v, %v", sum, err)
+				}
+				steps += sum.Evaluated
+				t0 = time.Now()
+				for i := range sum.Evaluated {
+					k := i % int64(len(docs))
+					rs, err := pq.Eval(ctx, rego.EvalInput(docs[k]), rego.EvalNDBuiltinCache(ndcs[k]))
+					if err != nil || len(rs) != 1 {
+						b.Fatal(rs, err)
+					}
+				}
+				bareTime += time.Since(t0)
+			}
+			b.StopTimer()
+			// Memory: the live heap at every page, over a quarter of the
+			// history and over all of it.
+			if _, err := whatif.Run(ctx, f.Store, c, whatif.Options{Limit: int64(n / 4), Progress: func(whatif.Progress) { quarter.sample() }}, nil); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := whatif.Run(ctx, f.Store, c, whatif.Options{Progress: func(whatif.Progress) { whole.sample() }}, nil); err != nil {
+				b.Fatal(err)
+			}
+			whatIfRate := float64(steps) / whatIfTime.Seconds()
+			bareRate := float64(steps) / bareTime.Seconds()
+			b.ReportMetric(whatIfRate, "whatif-steps/s")
+			b.ReportMetric(bareRate, "bare-opa-steps/s")
+			b.ReportMetric(whatIfRate/bareRate, "ratio")
+			b.ReportMetric(float64(whole.max)/(1<<20), "heap-MiB-all")
+			b.ReportMetric(float64(quarter.max)/(1<<20), "heap-MiB-quarter")
+		})
+	}
+}
