@@ -11,8 +11,9 @@
 //	acsledger witness  --state FILE --log-origin O --log-key VKEY [--addr ADDR]
 //	                                                        run a minimal tlog-witness for one log
 //	acsledger export   --session ID [--out FILE] [--db URL] [--keys DIR]
-//	acsledger receipt  --session ID --position N [--out FILE] [--db URL] [--keys DIR]
 //	                                                        write a session's evidence bundle
+//	acsledger receipt  --session ID --position N [--out FILE] [--db URL] [--keys DIR]
+//	                                                        write one entry's receipt (.tlog-proof)
 //	acsledger replay   [--db URL] [--session ID] REQUEST_ID re-evaluate a recorded decision
 //	acsledger erase    --db URL --session ID --position N --reason TEXT [--by NAME]
 //	                                                        erase a step's request params

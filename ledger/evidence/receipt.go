@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
@@ -105,3 +106,45 @@ func ReceiptExtra(e ledger.Entry, resp []byte) ([]byte, error) {
 	}
 	return canon, nil
 }
+
+// StepStore is a ReceiptStore that also finds an entry by its step_id
+// (ledger.ChainReader.EntriesByStep).
+type StepStore interface {
+	ReceiptStore
+	EntriesByStep(ctx context.Context, stepID, sessionID string) ([]ledger.Entry, error)
+}
+
+// StepReceipts issues receipts by session and step_id or position: what
+// the Guardian's system/acsledger/receipt method (the agent's copy) and
+// the API share. Pending wraps ErrNotAnchored errors with the sentinel of
+// the caller's layer (the Guardian's ErrReceiptPending), so each layer
+// maps its own errors; nil leaves them as they are.
+type StepReceipts struct {
+	Store   StepStore
+	Log     ReceiptLog
+	Retry   time.Duration
+	Pending error
+}
+
+// Receipt returns the receipt of the entry of sessionID whose step_id is
+// stepID or, when stepID is "", of the entry at position.
+func (s *StepReceipts) Receipt(ctx context.Context, sessionID, stepID string, position int64) ([]byte, error) {
+	if stepID != "" {
+		es, err := s.Store.EntriesByStep(ctx, stepID, sessionID)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't find step %s of session %s: %w", stepID, sessionID, err)
+		}
+		if len(es) == 0 {
+			return nil, fmt.Errorf("%w: session %s has no step %s", ledger.ErrNotFound, sessionID, stepID)
+		}
+		position = es[0].Position
+	}
+	doc, err := Receipt(ctx, s.Store, s.Log, sessionID, position)
+	if errors.Is(err, ErrNotAnchored) && s.Pending != nil {
+		return nil, fmt.Errorf("%w: %v", s.Pending, err)
+	}
+	return doc, err
+}
+
+// RetryAfter is how long to wait after ErrNotAnchored.
+func (s *StepReceipts) RetryAfter() time.Duration { return max(s.Retry, time.Second) }
