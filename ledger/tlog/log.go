@@ -839,6 +839,11 @@ func (l *Log) FirstAnchorOf(ctx context.Context, sessionID string, position int6
 	if err != nil {
 		return FirstAnchor{}, err
 	}
+	return l.FirstAnchorAt(ctx, index)
+}
+
+// FirstAnchorAt is FirstAnchorOf for the leaf at index.
+func (l *Log) FirstAnchorAt(ctx context.Context, index uint64) (FirstAnchor, error) {
 	size, signed, err := l.s.FirstCheckpointCovering(ctx, index)
 	if err != nil {
 		return FirstAnchor{}, err
