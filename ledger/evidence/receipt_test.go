@@ -23,7 +23,7 @@ import (
 )
 
 // receiptTrust is what an auditor holding the deployment's keys trusts.
-func receiptTrust(t *testing.T, f *evidencetest.Fixture, witnesses ...string) *verify.ReceiptTrust {
+func receiptTrust(t testing.TB, f *evidencetest.Fixture, witnesses ...string) *verify.ReceiptTrust {
 	t.Helper()
 	ks, err := sig.NewKeySet(f.HMAC.Public(), f.ECDSA.Public())
 	if err != nil {
@@ -205,7 +205,7 @@ func interior(l, r []byte) []byte {
 
 // cosign has a witness key cosign the log's checkpoint of size and stores
 // the line, as the log does with a witness's answer.
-func cosign(t *testing.T, f *evidencetest.Fixture, name string, seed byte, size uint64) string {
+func cosign(t testing.TB, f *evidencetest.Fixture, name string, seed byte, size uint64) string {
 	t.Helper()
 	skey, vkey, err := tlog.KeyFromSeed(name, tlog.CosignatureEd25519, [32]byte{seed})
 	if err != nil {
