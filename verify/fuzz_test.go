@@ -65,7 +65,8 @@ func knownCode(code string) bool {
 		CodeCheckpointSignatureInvalid, CodeWitnessQuorumNotMet, CodeNotAnchored, CodeInclusionProofInvalid, CodeAnchorWithoutEntry, CodeConsistencyProofInvalid,
 		CodePolicyUnresolved, CodePolicyRecordedAfterDecision, CodePolicyDigestMismatch, CodeKeysFromBundle, CodeHeadsNotChecked,
 		CodeLoggedEntryMissing, CodeLoggedEntryMismatch, CodeTruncated, CodeRewritten, CodeLogFork,
-		CodePayloadMissing, CodePayloadMismatch, CodePayloadErased, CodeSourceInline:
+		CodePayloadMissing, CodePayloadMismatch, CodePayloadErased, CodeSourceInline,
+		CodeReceiptSessionMismatch, CodeReceiptPolicyMismatch, CodeResponseNotChecked:
 		return true
 	}
 	return false

@@ -11,6 +11,7 @@
 //	acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
 //	acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] FILE
 //	acsverify events --bundle BUNDLE [--bundle BUNDLE ...] [--json] [--trust KEYFILE ...] EVENTS
+//	acsverify receipt --log-key KEY [--trust KEYFILE ...] [--checkpoint NEWER (--consistency PROOF | --bundle B)] [--json] FILE.tlog-proof
 //
 // Exit status: 0 verified, 1 verification found problems, 2 the input could
 // not be read or parsed (the message names the 1-based line) or the command
@@ -44,6 +45,7 @@ const usage = `usage:
   acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
   acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] FILE
   acsverify events --bundle BUNDLE [--bundle BUNDLE ...] [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] EVENTS
+  acsverify receipt ` + receiptArgs + `
 
 entry-hash    print the entry_hash of one ContextEntry read from stdin
 request-hash  print the request_hash of a request's params read from stdin
@@ -55,6 +57,9 @@ bundle        check an evidence bundle: chain, signed heads, checkpoints,
 events        check exported events (NDJSON: OCSF, CloudEvents, acs, or the
               pull API's {cursor, event} lines) against evidence bundles:
               each event's entry hash and content, and no entry missing
+receipt       check one entry's receipt (c2sp.org/tlog-proof): checkpoint,
+              witnesses, inclusion, entry, signed response, policies; with
+              --checkpoint, that a newer checkpoint extends the receipt's
 
 Exit status: 0 verified, 1 findings, 2 unreadable or malformed input.
 `
@@ -83,6 +88,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return bundle(args, stdin, stdout, stderr)
 	case "events":
 		return events(args, stdin, stdout, stderr)
+	case "receipt":
+		return receipt(args, stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitVerified

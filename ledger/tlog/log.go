@@ -819,6 +819,60 @@ func (l *Log) EntryProof(ctx context.Context, sessionID string, position int64) 
 	return FormatProof(index, p, signed), index, nil
 }
 
+// FirstAnchor is where the log first anchored one leaf: the checkpoint
+// that first covered it, with the witness cosignatures stored for it, and
+// the leaf's inclusion proof in that checkpoint's tree.
+type FirstAnchor struct {
+	Index      uint64
+	Size       uint64
+	Checkpoint []byte
+	Proof      [][]byte
+}
+
+// FirstAnchorOf returns the first anchor of the entry at position of
+// session: the smallest signed tree holding its leaf. A receipt built on it
+// never changes as the log grows, whichever time it is asked for. The
+// error wraps ErrNotFound while the entry has no leaf or no checkpoint
+// covers it yet.
+func (l *Log) FirstAnchorOf(ctx context.Context, sessionID string, position int64) (FirstAnchor, error) {
+	index, err := l.s.LeafIndexByPosition(ctx, sessionID, position)
+	if err != nil {
+		return FirstAnchor{}, err
+	}
+	return l.FirstAnchorAt(ctx, index)
+}
+
+// FirstAnchorAt is FirstAnchorOf for the leaf at index.
+func (l *Log) FirstAnchorAt(ctx context.Context, index uint64) (FirstAnchor, error) {
+	size, signed, err := l.s.FirstCheckpointCovering(ctx, index)
+	if err != nil {
+		return FirstAnchor{}, err
+	}
+	// Not openCheckpoint: an old checkpoint must not evict the latest
+	// from the cache every tile request reads.
+	cp, err := l.verifyCheckpoint(signed)
+	if err != nil {
+		return FirstAnchor{}, fmt.Errorf("%w: stored checkpoint %d: %v", ErrInconsistent, size, err)
+	}
+	if cp.Size != size || index >= size {
+		return FirstAnchor{}, fmt.Errorf("%w: checkpoint stored for size %d is for %d leaves", ErrInconsistent, size, cp.Size)
+	}
+	withCosigs, err := l.withCosignatures(ctx, signed, size)
+	if err != nil {
+		return FirstAnchor{}, err
+	}
+	r := &treeReader{s: l.s, size: size, cache: l.cache}
+	p, err := r.inclusion(ctx, index)
+	if err != nil {
+		return FirstAnchor{}, fmt.Errorf("couldn't prove leaf %d in the tree of size %d: %w", index, size, err)
+	}
+	return FirstAnchor{Index: index, Size: size, Checkpoint: withCosigs, Proof: p}, nil
+}
+
+// BatchDelay is the longest a new entry waits before the integrator takes
+// it into the tree: what a client told "not yet anchored" should wait.
+func (l *Log) BatchDelay() time.Duration { return l.delay }
+
 // LeafIndexByEntryHash finds the leaf that commits to an entry_hash.
 func (l *Log) LeafIndexByEntryHash(ctx context.Context, h [HashSize]byte) (uint64, error) {
 	return l.s.LeafIndexByEntryHash(ctx, h)

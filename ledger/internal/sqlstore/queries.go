@@ -45,7 +45,7 @@ type Queries struct {
 	TreeSizes, CountQuarantined string
 	// logstorage.sql
 	LogSize, LogLeaves, LogFullTile, LogTileRoots, LogLeafIndexByPosition,
-	LogLeafIndexByEntryHash, LogCheckpoint, LogCosignatures string
+	LogLeafIndexByEntryHash, LogCheckpoint, LogFirstCheckpointAfter, LogCosignatures string
 
 	// The dialect's file.
 	DailyDecisions, DailySessions, HasQuarantine string
