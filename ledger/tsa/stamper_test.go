@@ -27,7 +27,7 @@ import (
 
 func TestMain(m *testing.M) { tlogdb.Main(m) }
 
-func TestStamperSQLite(t *testing.T) { testStamper(t, tlogdb.SQLiteDB(t)) }
+func TestStamperSQLite(t *testing.T)   { testStamper(t, tlogdb.SQLiteDB(t)) }
 func TestStamperPostgres(t *testing.T) { testStamper(t, tlogdb.PGDB(t)) }
 
 // testStamper runs the log over a real store with a real authority
