@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,6 +49,8 @@ type logFlags struct {
 	// stamper, with --tsa, stamps every checkpoint the log signs; the
 	// log's OnCheckpoint wakes it.
 	stamper *tsa.Stamper
+	tsaPEM  []string       // --tsa-cert's certificates, carried in bundles
+	tsaPool *x509.CertPool // and trusted by the server's own checks
 	mlog    *tlog.Log // the opened log, for the stamper's lag gauge
 }
 
@@ -96,6 +99,14 @@ func (f *logFlags) newStamper(st tlog.Storage, log *slog.Logger) (*tsa.Stamper, 
 		if roots, err = verify.ParseTSACerts(b); err != nil {
 			return nil, fmt.Errorf("--tsa-cert %s: %w", f.tsaCert, err)
 		}
+		for rest := b; ; {
+			var blk *pem.Block
+			if blk, rest = pem.Decode(rest); blk == nil {
+				break
+			}
+			f.tsaPEM = append(f.tsaPEM, string(pem.EncodeToMemory(blk)))
+		}
+		f.tsaPool = roots
 	}
 	return tsa.NewStamper(st.Timestamps, tsa.NewClient(f.tsaURL, roots, nil), tsa.StamperConfig{Logger: log, Latest: func(ctx context.Context) (uint64, error) {
 		if f.mlog == nil {
@@ -221,9 +232,10 @@ func (f *logFlags) evidenceOptions(store evidence.Store, l evidence.Log, keySet 
 	if len(opts.Witnesses) > 0 {
 		opts.WitnessQuorum = f.quorum
 	}
+	opts.TSACerts = f.tsaPEM
 	trust := &verify.Trust{ResponseKeys: keySet, Checkpoint: verify.CheckpointPolicy{
 		LogKeys: l.VerifierKeys(), Witnesses: opts.Witnesses, WitnessQuorum: opts.WitnessQuorum,
-	}}
+	}, TSARoots: f.tsaPool}
 	ev := web.EvidenceOptions{Log: l, Bundle: opts, Trust: trust}
 	ev.Reverifier = evidence.NewReverifier(store, l, opts, trust, nil, log)
 	return ev
