@@ -51,7 +51,7 @@ type logFlags struct {
 	stamper *tsa.Stamper
 	tsaPEM  []string       // --tsa-cert's certificates, carried in bundles
 	tsaPool *x509.CertPool // and trusted by the server's own checks
-	mlog    *tlog.Log // the opened log, for the stamper's lag gauge
+	mlog    *tlog.Log      // the opened log, for the stamper's lag gauge
 }
 
 func (f *logFlags) register(fs *flag.FlagSet) {
