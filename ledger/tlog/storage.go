@@ -59,6 +59,17 @@ type Storage struct {
 	// signed checkpoints (ledger/tsa); nil where a storage has none (the
 	// log's in-memory test storage).
 	Timestamps TimestampStorage
+	// Cosigned, when not nil, finds the checkpoints that have witness
+	// cosignatures; a log with a witness policy uses it at start to find
+	// the latest checkpoint its policy was satisfied for.
+	Cosigned CosignatureIndex
+}
+
+// CosignatureIndex lists the checkpoint sizes with stored cosignatures.
+type CosignatureIndex interface {
+	// CosignedSizes returns up to limit sizes below the given one that
+	// have at least one stored cosignature, largest first.
+	CosignedSizes(ctx context.Context, below uint64, limit int) ([]uint64, error)
 }
 
 // StoredCheckpoint is one signed checkpoint as stored: its tree size and

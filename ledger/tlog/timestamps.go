@@ -13,7 +13,7 @@ func (l *Log) Timestamp(ctx context.Context, size uint64) ([]byte, error) {
 	if l.s.Timestamps == nil {
 		return nil, fmt.Errorf("%w: this log keeps no time-stamps", ErrNotFound)
 	}
-	cp, _, err := l.latestSize(ctx)
+	cp, _, err := l.servedSize(ctx)
 	if err != nil {
 		return nil, err
 	}

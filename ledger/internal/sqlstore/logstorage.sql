@@ -41,3 +41,6 @@ SELECT size FROM tlog_timestamps ORDER BY size DESC LIMIT 1;
 SELECT c.size, c.note FROM tlog_checkpoints c
 WHERE c.size > $1 AND NOT EXISTS (SELECT 1 FROM tlog_timestamps t WHERE t.size = c.size)
 ORDER BY c.size LIMIT $2;
+
+-- name: LogCosignedSizes
+SELECT DISTINCT size FROM tlog_cosignatures WHERE size < $1 ORDER BY size DESC LIMIT $2;

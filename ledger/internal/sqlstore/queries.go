@@ -40,7 +40,7 @@ type Queries struct {
 	// logstorage.sql
 	LogSize, LogLeaves, LogFullTile, LogTileRoots, LogLeafIndexByPosition,
 	LogLeafIndexByEntryHash, LogCheckpoint, LogCosignatures string
-	LogAddTimestamp, LogTimestamp, LogLastStamped, LogUnstamped string
+	LogAddTimestamp, LogTimestamp, LogLastStamped, LogUnstamped, LogCosignedSizes string
 
 	// The dialect's file.
 	DailyDecisions, DailySessions, HasQuarantine string

@@ -53,3 +53,19 @@ func (l *logStorage) Unstamped(ctx context.Context, after uint64, limit int) ([]
 	}
 	return out, rows.Err()
 }
+
+var _ tlog.CosignatureIndex = (*logStorage)(nil)
+
+func (l *logStorage) CosignedSizes(ctx context.Context, below uint64, limit int) ([]uint64, error) {
+	var out []uint64
+	err := l.s.eachRow(ctx, l.s.q.LogCosignedSizes, []any{clampIndex(below), limit}, func(r Rows) error {
+		var size int64
+		err := r.Scan(&size)
+		out = append(out, uint64(size))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("couldn't list cosigned checkpoints: %w", err)
+	}
+	return out, nil
+}
