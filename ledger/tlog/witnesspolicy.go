@@ -271,30 +271,28 @@ func (p *WitnessPolicy) Satisfied(signed []byte, lines [][]byte) bool {
 }
 
 // cosigned returns the indexes of the witnesses with a valid cosignature
-// among lines.
+// among lines. Each line is checked on its own, so a bad or foreign line
+// costs only itself.
 func (p *WitnessPolicy) cosigned(signed []byte, lines [][]byte) map[int]bool {
 	out := map[int]bool{}
 	if len(lines) == 0 {
 		return out
 	}
-	msg := bytes.Clone(signed)
-	for _, l := range lines {
-		msg = append(msg, l...)
-	}
 	vs := make([]note.Verifier, len(p.Witnesses))
 	for i, w := range p.Witnesses {
 		vs[i] = w.v
 	}
-	n, err := note.Open(msg, note.VerifierList(vs...))
-	if err != nil {
-		// No witness line verified (or one that names a witness key is
-		// bad: the whole note is refused, so count nothing).
-		return out
-	}
-	for _, s := range n.Sigs {
-		for i, w := range p.Witnesses {
-			if s.Name == w.v.Name() && s.Hash == w.v.KeyHash() {
-				out[i] = true
+	known := note.VerifierList(vs...)
+	for _, l := range lines {
+		n, err := note.Open(append(bytes.Clone(signed), l...), known)
+		if err != nil {
+			continue
+		}
+		for _, s := range n.Sigs {
+			for i, w := range p.Witnesses {
+				if s.Name == w.v.Name() && s.Hash == w.v.KeyHash() {
+					out[i] = true
+				}
 			}
 		}
 	}
@@ -318,4 +316,14 @@ func (p *WitnessPolicy) NamesLog(vkeys []string) bool {
 		}
 	}
 	return false
+}
+
+// VerifierKeys returns the witnesses' cosignature verifier keys, in the
+// order of the file (for a bundle's witness list).
+func (p *WitnessPolicy) VerifierKeys() []string {
+	out := make([]string, len(p.Witnesses))
+	for i, w := range p.Witnesses {
+		out[i] = w.VerifierKey
+	}
+	return out
 }
