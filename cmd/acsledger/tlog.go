@@ -46,6 +46,8 @@ type logFlags struct {
 	quorum     int
 	tsaURL     string
 	tsaCert    string
+	policyFile string
+	policy     *tlog.WitnessPolicy
 	// stamper, with --tsa, stamps every checkpoint the log signs; the
 	// log's OnCheckpoint wakes it.
 	stamper *tsa.Stamper
@@ -67,6 +69,7 @@ func (f *logFlags) register(fs *flag.FlagSet) {
 	})
 	fs.IntVar(&f.quorum, "witness-quorum", 1, "cosignatures a checkpoint needs to verify, when --witness is given (k of n)")
 	fs.StringVar(&f.publishDir, "publish-dir", "", "write every checkpoint to this write-once directory (never overwriting a file)")
+	fs.StringVar(&f.policyFile, "witness-policy", "", "witness policy `FILE` (Sigsum policy format: log, witness NAME KEY URL, group, quorum): a checkpoint is published only once its cosignatures satisfy the quorum")
 	fs.StringVar(&f.tsaURL, "tsa", "", "RFC 3161 time-stamping authority `URL`: every signed checkpoint is stamped (a TSA that is down never stops the log)")
 	fs.StringVar(&f.tsaCert, "tsa-cert", "", "PEM `FILE` of the TSA's certificate or its CA: responses that do not chain to it are refused")
 }
@@ -204,7 +207,16 @@ func (f *logFlags) openLog(ctx context.Context, store storeopen.Store, keysDir s
 	if f.stamper, err = f.newStamper(st, log); err != nil {
 		return nil, err
 	}
-	cfg := tlog.Config{Origin: keyName(keys[0]), Keys: keys, Witnesses: f.witnesses, PublishDir: f.publishDir, Logger: log}
+	if f.policyFile != "" {
+		b, err := os.ReadFile(f.policyFile)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't read --witness-policy: %w", err)
+		}
+		if f.policy, err = tlog.ParseWitnessPolicy(b); err != nil {
+			return nil, fmt.Errorf("--witness-policy %s: %w", f.policyFile, err)
+		}
+	}
+	cfg := tlog.Config{Origin: keyName(keys[0]), Keys: keys, Witnesses: f.witnesses, WitnessPolicy: f.policy, PublishDir: f.publishDir, Logger: log}
 	if f.stamper != nil {
 		cfg.OnCheckpoint = func(tlog.Checkpoint) { f.stamper.Notify() }
 	}
@@ -231,6 +243,13 @@ func (f *logFlags) evidenceOptions(store evidence.Store, l evidence.Log, keySet 
 	}
 	if len(opts.Witnesses) > 0 {
 		opts.WitnessQuorum = f.quorum
+	}
+	if f.policy != nil {
+		// A bundle carries k of n; the policy's groups are checked by the
+		// log before it publishes, the bundle by the fewest witnesses that
+		// can satisfy them.
+		opts.Witnesses = append(opts.Witnesses, f.policy.VerifierKeys()...)
+		opts.WitnessQuorum = f.policy.MinWitnesses()
 	}
 	opts.TSACerts = f.tsaPEM
 	trust := &verify.Trust{ResponseKeys: keySet, Checkpoint: verify.CheckpointPolicy{

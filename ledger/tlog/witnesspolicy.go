@@ -327,3 +327,37 @@ func (p *WitnessPolicy) VerifierKeys() []string {
 	}
 	return out
 }
+
+// MinWitnesses is the fewest distinct witnesses whose cosignatures can
+// satisfy the quorum (0 for "quorum none"): the k of a k-of-n check, which
+// is what an evidence bundle can carry (keys.witness_quorum). It is exact
+// for up to 16 witnesses and a lower bound beyond (the largest threshold
+// of the quorum's own group), so a bundle check with it never refuses
+// what the policy accepts.
+func (p *WitnessPolicy) MinWitnesses() int {
+	if p.quorum == nil {
+		return 0
+	}
+	n := len(p.Witnesses)
+	if n > 16 {
+		if p.quorum.w >= 0 {
+			return 1
+		}
+		return p.quorum.k
+	}
+	best := n
+	for set := 0; set < 1<<n; set++ {
+		c := 0
+		in := map[int]bool{}
+		for i := range n {
+			if set&(1<<i) != 0 {
+				in[i] = true
+				c++
+			}
+		}
+		if c < best && p.quorum.satisfied(in) {
+			best = c
+		}
+	}
+	return best
+}

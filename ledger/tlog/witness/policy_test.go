@@ -159,8 +159,12 @@ quorum two
 	if !p.NamesLog([]string{lv}) || p.NamesLog([]string{v1}) {
 		t.Fatal("NamesLog")
 	}
-	if _, err := tlog.ParseWitnessPolicy([]byte("quorum none\n")); err != nil {
-		t.Fatal(err)
+	if got := p.MinWitnesses(); got != 2 {
+		t.Errorf("MinWitnesses of 2 of (any A B, C) = %d, want 2", got)
+	}
+	none, err := tlog.ParseWitnessPolicy([]byte("quorum none\n"))
+	if err != nil || none.MinWitnesses() != 0 || !none.Satisfied([]byte("x\n\n"), nil) {
+		t.Fatalf("quorum none: %v", err)
 	}
 	for _, tc := range []struct{ policy, want string }{
 		{"quorum none\nfoo bar\n", "line 2, field 1: unknown keyword \"foo\""},
