@@ -5,6 +5,8 @@ go 1.26.8
 require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cloudflare/circl v1.6.5
+	github.com/digitorus/pkcs7 v0.0.0-20230713084857-e76b763bdc49
+	github.com/digitorus/timestamp v0.0.0-20250524132541-c45532741eea
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/gowebpki/jcs v1.0.2

@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acsledger/acsledger/acs"
@@ -29,7 +31,7 @@ const (
 // the responses before the entries they publish heads of, the entries last.
 var bundleMembers = []string{
 	"format", "version", "session_id", "keys", "policy_bundles",
-	"checkpoints", "consistency_proofs", "anchors", "responses", "entries", "steps",
+	"checkpoints", "timestamps", "consistency_proofs", "anchors", "responses", "entries", "steps",
 }
 
 // Trust is what the verifier of a bundle trusts, given from outside the
@@ -41,6 +43,13 @@ type Trust struct {
 	ResponseKeys *sig.KeySet
 	// Checkpoint names the log keys and the witness policy.
 	Checkpoint CheckpointPolicy
+	// TSARoots are the certificates (a TSA's own, or its CA) that the
+	// RFC 3161 time-stamps of checkpoints must chain to; nil: the bundle's
+	// keys.tsa_certs, with a keys_from_bundle notice.
+	TSARoots *x509.CertPool
+	// RequireTimestamp makes a bundle whose largest checkpoint has no
+	// valid time-stamp fail with timestamp_missing.
+	RequireTimestamp bool
 }
 
 // BundleKeys is the "keys" member of a bundle, and the format of a trust
@@ -50,6 +59,23 @@ type BundleKeys struct {
 	LogKeys       []string          `json:"log_keys,omitempty"`
 	Witnesses     []string          `json:"witnesses,omitempty"`
 	WitnessQuorum int               `json:"witness_quorum,omitempty"`
+	// TSACerts are PEM certificates of the time-stamping authority (its
+	// own or its CA's) that stamps the checkpoints.
+	TSACerts []string `json:"tsa_certs,omitempty"`
+}
+
+// Timestamp is one element of "timestamps": the RFC 3161 TimeStampResp
+// (DER; base64 in JSON) of the checkpoint of size TreeSize.
+type Timestamp struct {
+	TreeSize uint64 `json:"tree_size"`
+	Response []byte `json:"response"`
+}
+
+// StampedCheckpoint is a checkpoint whose time-stamp verified, and the
+// time the authority vouches the tree existed by.
+type StampedCheckpoint struct {
+	TreeSize uint64    `json:"tree_size"`
+	Time     time.Time `json:"time"`
 }
 
 // PolicyBundleRecord is one element of a bundle's "policy_bundles": a
@@ -86,7 +112,9 @@ type bundleState struct {
 
 	policies    map[[2]string]PolicyBundleRecord
 	checkpoints []Checkpoint
-	bySize      map[uint64]int // checkpoint index by size
+	bySize      map[uint64]int    // checkpoint index by size
+	texts       map[uint64][]byte // checkpoint note text by size, for time-stamps
+	stamped     []StampedCheckpoint
 	anchors     map[uint64][]int
 	anchorList  []Anchor
 
@@ -189,7 +217,7 @@ func VerifyBundleLimited(r io.Reader, trust *Trust, lim Limits) (*Report, error)
 }
 
 func verifyBundle(r io.Reader, trust *Trust, since *Report, lim Limits) (*Report, error) {
-	s := &bundleState{since: since, lim: lim, policies: map[[2]string]PolicyBundleRecord{}, bySize: map[uint64]int{}, anchors: map[uint64][]int{}}
+	s := &bundleState{since: since, lim: lim, policies: map[[2]string]PolicyBundleRecord{}, bySize: map[uint64]int{}, texts: map[uint64][]byte{}, anchors: map[uint64][]int{}}
 	if trust != nil {
 		s.trust = *trust
 	}
@@ -258,6 +286,8 @@ func verifyBundle(r io.Reader, trust *Trust, since *Report, lim Limits) (*Report
 			return each(true, func(k int) error { return s.readPolicy(vr, k) })
 		case "checkpoints":
 			return each(true, func(k int) error { return s.readCheckpoint(vr, k) })
+		case "timestamps":
+			return each(true, func(k int) error { return s.readTimestamp(vr, k) })
 		case "consistency_proofs":
 			return each(true, func(k int) error { return s.readConsistency(vr, k) })
 		case "anchors":
@@ -317,7 +347,7 @@ func verifyBundle(r io.Reader, trust *Trust, since *Report, lim Limits) (*Report
 	s.finish()
 	s.trim()
 	rep := &Report{Entries: s.chain.Entries(), Head: s.chain.Head(), Findings: s.findings, Notices: s.notices, SessionID: s.sessionID,
-		FindingsDropped: s.findingsDropped, NoticesDropped: s.noticesDropped}
+		FindingsDropped: s.findingsDropped, NoticesDropped: s.noticesDropped, Timestamps: s.stamped}
 	for _, cp := range s.checkpoints {
 		if rep.Checkpoint == nil || cp.Size > rep.Checkpoint.Size {
 			rep.Checkpoint = &cp
@@ -452,6 +482,9 @@ func (s *bundleState) readCheckpoint(vr *valueReader, i int) error {
 		}
 	} else {
 		s.bySize[cp.Size] = i
+		if text, err := CheckpointText([]byte(note)); err == nil {
+			s.texts[cp.Size] = text
+		}
 	}
 	s.checkpoints = append(s.checkpoints, cp)
 	return nil
@@ -729,10 +762,88 @@ func policyRefs(v []byte) (refs []policyRef, ok bool) {
 	return refs, isArray && shaped
 }
 
+// tsaRoots returns the TSA certificates to check time-stamps against:
+// the auditor's, else the bundle's (with a notice), else nil.
+func (s *bundleState) tsaRoots() (*x509.CertPool, error) {
+	if s.trust.TSARoots != nil || len(s.bundle.TSACerts) == 0 {
+		return s.trust.TSARoots, nil
+	}
+	pool, err := ParseTSACerts([]byte(strings.Join(s.bundle.TSACerts, "\n")))
+	if err != nil {
+		return nil, fmt.Errorf("keys.tsa_certs: %w", err)
+	}
+	s.trust.TSARoots = pool
+	s.notices = append(s.notices, Finding{Code: CodeKeysFromBundle, EntryIndex: -1, Where: "keys.tsa_certs",
+		Message: "No trusted TSA certificate was given, so the time-stamps were checked against the TSA certificates the bundle carries: this shows consistency, not which authority stamped them."})
+	return pool, nil
+}
+
+// readTimestamp checks one element of "timestamps" against the
+// checkpoint of its size, which must be in the bundle.
+func (s *bundleState) readTimestamp(vr *valueReader, i int) error {
+	var ts Timestamp
+	if err := decodeStrict(vr, &ts); err != nil {
+		return err
+	}
+	text, ok := s.texts[ts.TreeSize]
+	if !ok {
+		return fmt.Errorf("tree_size %d is not the size of a checkpoint in the bundle", ts.TreeSize)
+	}
+	roots, err := s.tsaRoots()
+	if err != nil {
+		return err
+	}
+	where := fmt.Sprintf("timestamps[%d]", i)
+	if roots == nil {
+		s.findings = append(s.findings, Finding{Code: CodeTimestampInvalid, EntryIndex: -1, Where: where,
+			Expected: "a TSA certificate", Actual: "",
+			Message: fmt.Sprintf("The time-stamp of checkpoint %d cannot be checked: no TSA certificate was given (acsverify --tsa-cert) or carried.", ts.TreeSize)})
+		return nil
+	}
+	// The text alone, closed as a note, is what CheckTimestamp reads.
+	when, err := CheckTimestamp(ts.Response, append(bytes.Clone(text), '\n'), roots)
+	if err != nil {
+		s.findings = append(s.findings, Finding{Code: CodeTimestampInvalid, EntryIndex: -1, Where: where,
+			Expected: fmt.Sprintf("a time-stamp of checkpoint %d by a trusted TSA", ts.TreeSize), Actual: "",
+			Message: fmt.Sprintf("The time-stamp of checkpoint %d does not verify: %v.", ts.TreeSize, err)})
+		return nil
+	}
+	s.stamped = append(s.stamped, StampedCheckpoint{TreeSize: ts.TreeSize, Time: when})
+	return nil
+}
+
+// finishTimestamps reports, when a time-stamp is required, a largest
+// checkpoint without a valid one. The largest is the one the anchors
+// lead to; its time covers every smaller tree the bundle proves it
+// extends.
+func (s *bundleState) finishTimestamps() {
+	if !s.trust.RequireTimestamp {
+		return
+	}
+	var largest uint64
+	for n := range s.bySize {
+		largest = max(largest, n)
+	}
+	if len(s.bySize) == 0 {
+		s.findings = append(s.findings, Finding{Code: CodeTimestampMissing, EntryIndex: -1, Where: "checkpoints",
+			Expected: "a time-stamped checkpoint", Message: "A time-stamp is required, and the bundle has no checkpoint to carry one."})
+		return
+	}
+	for _, st := range s.stamped {
+		if st.TreeSize == largest {
+			return
+		}
+	}
+	s.findings = append(s.findings, Finding{Code: CodeTimestampMissing, EntryIndex: -1, Where: fmt.Sprintf("checkpoints[%d]", s.bySize[largest]),
+		Expected: fmt.Sprintf("a valid time-stamp of checkpoint %d", largest),
+		Message:  fmt.Sprintf("A time-stamp is required, and checkpoint %d has no valid one.", largest)})
+}
+
 // finish adds what only the end of the bundle shows.
 func (s *bundleState) finish() {
 	s.finishInline()
 	s.findings = append(s.findings, s.finishSince()...)
+	s.finishTimestamps()
 	if s.heads != nil {
 		s.findings = append(s.findings, s.heads.Finish()...)
 	}
@@ -817,5 +928,18 @@ func (t *Trust) Merge(k *BundleKeys) error {
 	t.Checkpoint.LogKeys = append(t.Checkpoint.LogKeys, k.LogKeys...)
 	t.Checkpoint.Witnesses = append(t.Checkpoint.Witnesses, k.Witnesses...)
 	t.Checkpoint.WitnessQuorum = max(t.Checkpoint.WitnessQuorum, k.WitnessQuorum)
+	if len(k.TSACerts) > 0 {
+		pool, err := ParseTSACerts([]byte(strings.Join(k.TSACerts, "\n")))
+		if err != nil {
+			return fmt.Errorf("tsa_certs: %w", err)
+		}
+		if t.TSARoots == nil {
+			t.TSARoots = pool
+		} else {
+			for _, c := range k.TSACerts {
+				t.TSARoots.AppendCertsFromPEM([]byte(c))
+			}
+		}
+	}
 	return nil
 }

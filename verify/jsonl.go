@@ -61,6 +61,9 @@ type Report struct {
 	// the session must extend (VerifyBundleSince). Empty for a chain.
 	SessionID  string
 	Checkpoint *Checkpoint
+	// Timestamps are the bundle's checkpoints whose RFC 3161 time-stamp
+	// verified, with the time each vouches for.
+	Timestamps []StampedCheckpoint
 	// FindingsDropped and NoticesDropped count what VerifyBundleLimited
 	// did not keep beyond Limits.MaxFindings.
 	FindingsDropped, NoticesDropped int
@@ -78,11 +81,13 @@ type ReportJSON struct {
 	Head     string    `json:"head"`
 	Findings []Finding `json:"findings"`
 	Notices  []Finding `json:"notices,omitempty"`
+	// Timestamps: the checkpoints whose RFC 3161 time-stamp verified.
+	Timestamps []StampedCheckpoint `json:"timestamps,omitempty"`
 }
 
 // JSON converts r to its JSON shape.
 func (r *Report) JSON() ReportJSON {
-	out := ReportJSON{Verified: r.Verified(), Entries: r.Entries, Head: r.Head.String(), Findings: r.Findings, Notices: r.Notices}
+	out := ReportJSON{Verified: r.Verified(), Entries: r.Entries, Head: r.Head.String(), Findings: r.Findings, Notices: r.Notices, Timestamps: r.Timestamps}
 	if out.Findings == nil {
 		out.Findings = []Finding{}
 	}

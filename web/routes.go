@@ -32,6 +32,8 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/tile/*", Public: true},
 	{Method: "GET", Pattern: "/api/v1/proofs/inclusion", Public: true},
 	{Method: "GET", Pattern: "/api/v1/proofs/consistency", Public: true},
+	{Method: "GET", Pattern: "/api/v1/checkpoints/{size}", Public: true},
+	{Method: "GET", Pattern: "/api/v1/checkpoints/{size}/timestamp", Public: true},
 	{Method: "POST", Pattern: "/acs", Public: true, MaxBody: maxGuardianBody},
 	{Method: "POST", Pattern: "/acs/approvals", Public: true},
 	{Method: "GET", Pattern: "/metrics", Roles: []Role{RoleAdmin, RoleMetrics}},

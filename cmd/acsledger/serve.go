@@ -212,6 +212,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	})
+	if st := lf.stamper; st != nil {
+		log.Info("checkpoints are time-stamped", "tsa", lf.tsaURL)
+		g.Go(func() error {
+			st.Run(gctx)
+			return nil
+		})
+		st.Notify() // checkpoints signed before this start
+	}
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err

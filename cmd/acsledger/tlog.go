@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,6 +26,7 @@ import (
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tlog/witness"
+	"github.com/acsledger/acsledger/ledger/tsa"
 	"github.com/acsledger/acsledger/verify"
 	"github.com/acsledger/acsledger/web"
 )
@@ -40,6 +44,16 @@ type logFlags struct {
 	witnesses  []tlog.WitnessConfig
 	publishDir string
 	quorum     int
+	tsaURL     string
+	tsaCert    string
+	policyFile string
+	policy     *tlog.WitnessPolicy
+	// stamper, with --tsa, stamps every checkpoint the log signs; the
+	// log's OnCheckpoint wakes it.
+	stamper *tsa.Stamper
+	tsaPEM  []string       // --tsa-cert's certificates, carried in bundles
+	tsaPool *x509.CertPool // and trusted by the server's own checks
+	mlog    *tlog.Log      // the opened log, for the stamper's lag gauge
 }
 
 func (f *logFlags) register(fs *flag.FlagSet) {
@@ -55,6 +69,55 @@ func (f *logFlags) register(fs *flag.FlagSet) {
 	})
 	fs.IntVar(&f.quorum, "witness-quorum", 1, "cosignatures a checkpoint needs to verify, when --witness is given (k of n)")
 	fs.StringVar(&f.publishDir, "publish-dir", "", "write every checkpoint to this write-once directory (never overwriting a file)")
+	fs.StringVar(&f.policyFile, "witness-policy", "", "witness policy `FILE` (Sigsum policy format: log, witness NAME KEY URL, group, quorum): a checkpoint is published only once its cosignatures satisfy the quorum")
+	fs.StringVar(&f.tsaURL, "tsa", "", "RFC 3161 time-stamping authority `URL`: every signed checkpoint is stamped (a TSA that is down never stops the log)")
+	fs.StringVar(&f.tsaCert, "tsa-cert", "", "PEM `FILE` of the TSA's certificate or its CA: responses that do not chain to it are refused")
+}
+
+// newStamper returns the time-stamper of --tsa over st, or nil without it.
+func (f *logFlags) newStamper(st tlog.Storage, log *slog.Logger) (*tsa.Stamper, error) {
+	if f.tsaURL == "" {
+		if f.tsaCert != "" {
+			return nil, fmt.Errorf("%w: --tsa-cert needs --tsa", errUsage)
+		}
+		return nil, nil
+	}
+	u, err := neturl.Parse(f.tsaURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: --tsa %q is not an http(s) URL", errUsage, f.tsaURL)
+	}
+	if u.User != nil {
+		// The URL is logged; credentials do not belong in it.
+		return nil, fmt.Errorf("%w: --tsa must not carry user information", errUsage)
+	}
+	if st.Timestamps == nil {
+		return nil, errors.New("this store keeps no time-stamps")
+	}
+	var roots *x509.CertPool
+	if f.tsaCert != "" {
+		b, err := os.ReadFile(f.tsaCert)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't read --tsa-cert: %w", err)
+		}
+		if roots, err = verify.ParseTSACerts(b); err != nil {
+			return nil, fmt.Errorf("--tsa-cert %s: %w", f.tsaCert, err)
+		}
+		for rest := b; ; {
+			var blk *pem.Block
+			if blk, rest = pem.Decode(rest); blk == nil {
+				break
+			}
+			f.tsaPEM = append(f.tsaPEM, string(pem.EncodeToMemory(blk)))
+		}
+		f.tsaPool = roots
+	}
+	return tsa.NewStamper(st.Timestamps, tsa.NewClient(f.tsaURL, roots, nil), tsa.StamperConfig{Logger: log, Latest: func(ctx context.Context) (uint64, error) {
+		if f.mlog == nil {
+			return 0, errors.New("the log is not open yet")
+		}
+		cp, err := f.mlog.LatestCheckpoint(ctx)
+		return cp.Size, err
+	}}), nil
 }
 
 func defaultOrigin() string {
@@ -141,11 +204,27 @@ func (f *logFlags) openLog(ctx context.Context, store storeopen.Store, keysDir s
 	if err != nil {
 		return nil, err
 	}
-	cfg := tlog.Config{Origin: keyName(keys[0]), Keys: keys, Witnesses: f.witnesses, PublishDir: f.publishDir, Logger: log}
+	if f.stamper, err = f.newStamper(st, log); err != nil {
+		return nil, err
+	}
+	if f.policyFile != "" {
+		b, err := os.ReadFile(f.policyFile)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't read --witness-policy: %w", err)
+		}
+		if f.policy, err = tlog.ParseWitnessPolicy(b); err != nil {
+			return nil, fmt.Errorf("--witness-policy %s: %w", f.policyFile, err)
+		}
+	}
+	cfg := tlog.Config{Origin: keyName(keys[0]), Keys: keys, Witnesses: f.witnesses, WitnessPolicy: f.policy, PublishDir: f.publishDir, Logger: log}
+	if f.stamper != nil {
+		cfg.OnCheckpoint = func(tlog.Checkpoint) { f.stamper.Notify() }
+	}
 	l, err := tlog.New(ctx, st, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't open the Merkle log: %w", err)
 	}
+	f.mlog = l
 	return l, nil
 }
 
@@ -165,9 +244,17 @@ func (f *logFlags) evidenceOptions(store evidence.Store, l evidence.Log, keySet 
 	if len(opts.Witnesses) > 0 {
 		opts.WitnessQuorum = f.quorum
 	}
+	if f.policy != nil {
+		// A bundle carries k of n; the policy's groups are checked by the
+		// log before it publishes, the bundle by the fewest witnesses that
+		// can satisfy them.
+		opts.Witnesses = append(opts.Witnesses, f.policy.VerifierKeys()...)
+		opts.WitnessQuorum = f.policy.MinWitnesses()
+	}
+	opts.TSACerts = f.tsaPEM
 	trust := &verify.Trust{ResponseKeys: keySet, Checkpoint: verify.CheckpointPolicy{
 		LogKeys: l.VerifierKeys(), Witnesses: opts.Witnesses, WitnessQuorum: opts.WitnessQuorum,
-	}}
+	}, TSARoots: f.tsaPool}
 	ev := web.EvidenceOptions{Log: l, Bundle: opts, Trust: trust}
 	ev.Reverifier = evidence.NewReverifier(store, l, opts, trust, nil, log)
 	return ev

@@ -9,7 +9,7 @@
 //	acsverify entry-hash [--prev HEX] < entry.json
 //	acsverify request-hash < params.json
 //	acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
-//	acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] FILE
+//	acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] [--tsa-cert FILE] [--require-timestamp] FILE
 //	acsverify events --bundle BUNDLE [--bundle BUNDLE ...] [--json] [--trust KEYFILE ...] EVENTS
 //	acsverify receipt --log-key KEY [--trust KEYFILE ...] [--checkpoint NEWER (--consistency PROOF | --bundle B)] [--json] FILE.tlog-proof
 //
@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/sig"
@@ -43,7 +44,7 @@ const usage = `usage:
   acsverify entry-hash [--prev HEX] < entry.json
   acsverify request-hash < params.json
   acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
-  acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] FILE
+  acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] [--tsa-cert FILE] [--require-timestamp] FILE
   acsverify events --bundle BUNDLE [--bundle BUNDLE ...] [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] EVENTS
   acsverify receipt ` + receiptArgs + `
 
@@ -324,7 +325,9 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("bundle", "[--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] FILE", stderr)
+	fs := newFlags("bundle", "[--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] [--tsa-cert FILE] [--require-timestamp] FILE", stderr)
+	tsaCert := fs.String("tsa-cert", "", "PEM file of the RFC 3161 time-stamping authority's certificate or its CA: the checkpoints' time-stamps must chain to it (timestamp_invalid)")
+	requireTS := fs.Bool("require-timestamp", false, "fail with timestamp_missing unless the bundle's largest checkpoint has a valid RFC 3161 time-stamp")
 	asJSON := fs.Bool("json", false, "print a machine-readable JSON report")
 	since := fs.String("since", "", "an earlier bundle of the same session that FILE must extend: same entries as a prefix, and a log proven consistent with its checkpoint (findings truncated, rewritten, log_fork)")
 	var trustFiles, ikms multiFlag
@@ -336,6 +339,18 @@ func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	trust, err := readTrust(trustFiles)
 	if err == nil {
 		err = hmacKeys(trust.ResponseKeys, ikms)
+	}
+	if err == nil {
+		trust.RequireTimestamp = *requireTS
+	}
+	if err == nil && *tsaCert != "" {
+		var b []byte
+		if b, err = os.ReadFile(*tsaCert); err == nil {
+			trust.TSARoots, err = verify.ParseTSACerts(b)
+		}
+		if err != nil {
+			err = fmt.Errorf("--tsa-cert: %w", err)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "acsverify bundle: %v\n", err)
@@ -447,6 +462,9 @@ func printReport(cmd, name string, r *verify.Report, asJSON bool, stdout, stderr
 		}
 		for _, f := range r.Notices {
 			fmt.Fprintf(stdout, "%s: %s: notice: %s: %s\n", name, location(f), f.Code, f.Message)
+		}
+		for _, ts := range r.Timestamps {
+			fmt.Fprintf(stdout, "%s: checkpoint %d time-stamped at %s\n", name, ts.TreeSize, ts.Time.UTC().Format(time.RFC3339))
 		}
 		if r.Verified() {
 			fmt.Fprintf(stdout, "%s: verified: %d entries, head %s\n", name, r.Entries, r.Head)

@@ -43,6 +43,9 @@ type Log interface {
 	InclusionProof(ctx context.Context, index, size uint64) ([][]byte, error)
 	ConsistencyProof(ctx context.Context, oldSize, newSize uint64) ([][]byte, error)
 	VerifierKeys() []string
+	// Timestamp returns the RFC 3161 time-stamp response of the
+	// checkpoint of size; tlog.ErrNotFound if it has none.
+	Timestamp(ctx context.Context, size uint64) ([]byte, error)
 }
 
 var _ Log = (*tlog.Log)(nil)
@@ -87,6 +90,9 @@ type Options struct {
 	// backup), is ledger.ErrNotFound; without a log, ErrNoLog. Both come
 	// before anything is written.
 	SinceSize uint64
+	// TSACerts are the PEM certificates of the time-stamping authority
+	// (serve --tsa-cert) the bundle carries in keys.tsa_certs.
+	TSACerts []string
 }
 
 // ErrNoLog is Build's answer to Options.SinceSize without a Merkle log.
@@ -144,6 +150,7 @@ func Build(ctx context.Context, store Store, log Log, sessionID string, w io.Wri
 	var anchor *verify.Anchor
 	var checkpoints []string
 	var consistency []verify.ConsistencyProof
+	var timestamps []verify.Timestamp
 	var treeSize uint64
 	if log == nil && opts.SinceSize != 0 {
 		return sum, ErrNoLog
@@ -169,6 +176,9 @@ func Build(ctx context.Context, store Store, log Log, sessionID string, w io.Wri
 			checkpoints = []string{string(old), string(checkpoint)}
 			consistency = []verify.ConsistencyProof{{OldSize: opts.SinceSize, NewSize: treeSize, Proof: proof}}
 		}
+		if timestamps, err = checkpointTimestamps(ctx, log, checkpoints); err != nil {
+			return sum, err
+		}
 	}
 	// The length is read after the log: every leaf the anchor was chosen
 	// from names an entry committed before this read, so an honest chain
@@ -191,6 +201,10 @@ func Build(ctx context.Context, store Store, log Log, sessionID string, w io.Wri
 		// The checkpoint's size, also when none of the session's entries
 		// is in it yet (no anchor).
 		sum.TreeSize = treeSize
+	}
+	if timestamps != nil {
+		bw.WriteString(`,"timestamps":`)
+		writeJSON(bw, timestamps)
 	}
 	if consistency != nil {
 		bw.WriteString(`,"consistency_proofs":`)
@@ -280,7 +294,7 @@ func FullEntry(content []byte, entryHash acs.Hash, prev *acs.Hash) []byte {
 }
 
 func bundleKeys(log Log, opts Options) (*verify.BundleKeys, error) {
-	k := &verify.BundleKeys{Witnesses: opts.Witnesses, WitnessQuorum: opts.WitnessQuorum}
+	k := &verify.BundleKeys{Witnesses: opts.Witnesses, WitnessQuorum: opts.WitnessQuorum, TSACerts: opts.TSACerts}
 	for _, pk := range opts.ResponseKeys {
 		if pk.Algorithm() == sig.HMACSHA256 {
 			continue // secret: a bundle never carries it
@@ -299,6 +313,27 @@ func bundleKeys(log Log, opts Options) (*verify.BundleKeys, error) {
 		k.LogKeys = log.VerifierKeys()
 	}
 	return k, nil
+}
+
+// checkpointTimestamps returns the stored RFC 3161 time-stamps of the
+// checkpoints a bundle carries; a checkpoint not (yet) stamped has none.
+func checkpointTimestamps(ctx context.Context, log Log, checkpoints []string) ([]verify.Timestamp, error) {
+	var out []verify.Timestamp
+	for _, cp := range checkpoints {
+		size, err := checkpointSize([]byte(cp))
+		if err != nil {
+			return nil, err
+		}
+		resp, err := log.Timestamp(ctx, size)
+		if errors.Is(err, tlog.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("couldn't read the time-stamp of checkpoint %d: %w", size, err)
+		}
+		out = append(out, verify.Timestamp{TreeSize: size, Response: resp})
+	}
+	return out, nil
 }
 
 func policyRecords(ctx context.Context, store ledger.PolicyBundleReader, content bool) ([]verify.PolicyBundleRecord, error) {

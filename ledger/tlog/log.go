@@ -50,6 +50,13 @@ type Config struct {
 	BatchDelay time.Duration
 	// Witnesses are asked to cosign each new checkpoint (see witness.go).
 	Witnesses []WitnessConfig
+	// WitnessPolicy, if set, holds the log to its witnesses: a checkpoint
+	// is published (served at /checkpoint, used for proofs, receipts and
+	// bundles, written to PublishDir) only once its stored cosignatures
+	// satisfy the policy's quorum (publish.go). Its witnesses are asked
+	// beside Witnesses. Without it every signed checkpoint is published
+	// at once and witnessing is best effort.
+	WitnessPolicy *WitnessPolicy
 	// PublishDir, if set, receives every checkpoint as a write-once file.
 	PublishDir string
 	// Now is the clock for cosignature timestamps (default time.Now).
@@ -88,6 +95,10 @@ type Log struct {
 	lastMu     sync.Mutex // guards the last verified checkpoint
 	lastSigned []byte
 	lastCP     Checkpoint
+
+	policy *WitnessPolicy
+	pubMu  sync.Mutex // guards the published checkpoint (with a policy)
+	pub    published
 
 	mu         sync.Mutex // guards the integrator state below
 	rng        *compact.Range
@@ -155,7 +166,20 @@ func New(ctx context.Context, s Storage, cfg Config) (*Log, error) {
 		vs = append(vs, v)
 	}
 	l.verifiers = note.VerifierList(vs...)
-	for _, w := range cfg.Witnesses {
+	ws := cfg.Witnesses
+	if p := cfg.WitnessPolicy; p != nil {
+		if !p.NamesLog(l.vkeys) {
+			return nil, errors.New("tlog: the witness policy's log lines name none of this log's keys")
+		}
+		for _, w := range p.Witnesses {
+			if w.URL == "" {
+				return nil, fmt.Errorf("tlog: witness policy: witness %q has no URL, so the log cannot ask it to cosign", w.Name)
+			}
+			ws = append(ws, WitnessConfig{URL: w.URL, VerifierKey: w.VerifierKey})
+		}
+		l.policy = p
+	}
+	for _, w := range ws {
 		wc, err := newWitnessClient(w)
 		if err != nil {
 			return nil, err
@@ -168,6 +192,9 @@ func New(ctx context.Context, s Storage, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	if err := l.signIfBehind(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.loadPublished(ctx); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -460,6 +487,7 @@ func (l *Log) store(ctx context.Context, b *batch) error {
 	if err := l.s.Integrate(ctx, b.start, b.leaves, b.tiles); err != nil {
 		return fmt.Errorf("couldn't store leaves %d..%d: %w", b.start, b.start+uint64(len(b.leaves))-1, err)
 	}
+	integratedTreeSize.Record(ctx, int64(b.start)+int64(len(b.leaves)))
 	return nil
 }
 
@@ -673,10 +701,14 @@ func (l *Log) signLocked(ctx context.Context, size uint64, mem []byte) error {
 		return fmt.Errorf("couldn't store checkpoint %d: %w", size, err)
 	}
 	l.signedSize = size
-	if l.publish != "" {
+	if l.policy == nil && l.publish != "" {
 		if err := publishCheckpoint(l.publish, size, signed); err != nil {
 			l.log.Error("couldn't publish checkpoint", "size", size, "err", err)
 		}
+	}
+	recordSigned(ctx, size)
+	if l.policy == nil {
+		recordPublished(ctx, size)
 	}
 	if l.onCP != nil {
 		l.onCP(cp)
@@ -691,6 +723,9 @@ func (l *Log) signLocked(ctx context.Context, size uint64, mem []byte) error {
 // Checkpoint returns the latest signed checkpoint with the witness
 // cosignatures stored for it appended; ErrNotFound before the first.
 func (l *Log) Checkpoint(ctx context.Context) ([]byte, error) {
+	if l.policy != nil {
+		return l.publishedCheckpoint(ctx)
+	}
 	signed, err := l.s.LatestCheckpoint(ctx)
 	if err != nil {
 		return nil, err
@@ -716,11 +751,27 @@ func (l *Log) withCosignatures(ctx context.Context, signed []byte, size uint64) 
 	return out, nil
 }
 
-// LatestCheckpoint returns the parsed latest checkpoint; ErrNotFound before
-// the first.
+// LatestCheckpoint returns the parsed latest published checkpoint (with
+// a witness policy, the latest whose cosignatures satisfy it; otherwise
+// the latest signed); ErrNotFound before the first.
 func (l *Log) LatestCheckpoint(ctx context.Context) (Checkpoint, error) {
-	cp, _, err := l.latestSize(ctx)
+	cp, _, err := l.servedSize(ctx)
 	return cp, err
+}
+
+// servedSize is latestSize for what the log shows the world: with a
+// witness policy the published checkpoint, which may lag the signed one.
+func (l *Log) servedSize(ctx context.Context) (Checkpoint, []byte, error) {
+	if l.policy == nil {
+		return l.latestSize(ctx)
+	}
+	l.pubMu.Lock()
+	pub := l.pub
+	l.pubMu.Unlock()
+	if !pub.ok {
+		return Checkpoint{}, nil, fmt.Errorf("%w: no checkpoint has satisfied the witness policy yet", ErrNotFound)
+	}
+	return pub.cp, pub.signed, nil
 }
 
 // latestSize returns the latest checkpoint, ErrNotFound before the first.
@@ -739,7 +790,7 @@ func (l *Log) latestSize(ctx context.Context) (Checkpoint, []byte, error) {
 // [EntriesLevel], the entry bundle, as covered by the latest checkpoint.
 // Anything beyond that checkpoint is ErrNotFound.
 func (l *Log) Tile(ctx context.Context, level int, n uint64, width int) ([]byte, error) {
-	cp, _, err := l.latestSize(ctx)
+	cp, _, err := l.servedSize(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -767,7 +818,7 @@ func (l *Log) Tile(ctx context.Context, level int, n uint64, width int) ([]byte,
 // InclusionProof returns the RFC 6962 inclusion proof of leaf index in the
 // tree of size, which must not exceed the latest checkpoint.
 func (l *Log) InclusionProof(ctx context.Context, index, size uint64) ([][]byte, error) {
-	cp, _, err := l.latestSize(ctx)
+	cp, _, err := l.servedSize(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -781,7 +832,7 @@ func (l *Log) InclusionProof(ctx context.Context, index, size uint64) ([][]byte,
 // ConsistencyProof returns the RFC 6962 consistency proof between two tree
 // sizes, the larger not beyond the latest checkpoint.
 func (l *Log) ConsistencyProof(ctx context.Context, oldSize, newSize uint64) ([][]byte, error) {
-	cp, _, err := l.latestSize(ctx)
+	cp, _, err := l.servedSize(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -974,6 +1025,15 @@ func parseSessionLeaf(il IndexedLeaf, sessionID string) (LoggedLeaf, error) {
 // cosignatures stored for it appended; ErrNotFound if none was signed at
 // that size.
 func (l *Log) CheckpointAt(ctx context.Context, size uint64) ([]byte, error) {
+	if l.policy != nil {
+		cp, _, err := l.servedSize(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if size > cp.Size {
+			return nil, fmt.Errorf("%w: checkpoint %d is not published (the witness policy is satisfied up to %d)", ErrNotFound, size, cp.Size)
+		}
+	}
 	signed, err := l.s.Checkpoint(ctx, size)
 	if err != nil {
 		return nil, err

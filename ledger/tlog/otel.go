@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -16,6 +17,25 @@ import (
 const instrumentationName = "github.com/acsledger/acsledger/ledger/tlog"
 
 var tracer = otel.Tracer(instrumentationName)
+
+// Gauges of publication: the sizes of the latest signed and the latest
+// published checkpoint (equal without a witness policy), whose difference
+// is how far publication lags the log.
+var (
+	meter             = otel.Meter(instrumentationName)
+	signedTreeSize, _ = meter.Int64Gauge("acsledger.tlog.signed_tree_size",
+		metric.WithDescription("Tree size of the latest checkpoint the log signed."))
+	integratedTreeSize, _ = meter.Int64Gauge("acsledger.tlog.integrated_tree_size",
+		metric.WithDescription("Leaves the log has integrated (stored), signed or not."))
+	publishedTreeSize, _ = meter.Int64Gauge("acsledger.tlog.published_tree_size",
+		metric.WithDescription("Tree size of the latest published checkpoint: with a witness policy, the latest whose cosignatures satisfy it."))
+)
+
+// recordSigned and recordPublished set the publication gauges.
+func recordSigned(ctx context.Context, size uint64) { signedTreeSize.Record(ctx, int64(size)) }
+func recordPublished(ctx context.Context, size uint64) {
+	publishedTreeSize.Record(ctx, int64(size))
+}
 
 var (
 	attrLeaves   = attribute.Key("acsledger.tlog.leaves")

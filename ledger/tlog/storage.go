@@ -3,6 +3,7 @@ package tlog
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Sentinel errors returned by [Storage] implementations.
@@ -54,6 +55,46 @@ type FullTile struct {
 type Storage struct {
 	Writer
 	Reader
+	// Timestamps, when not nil, keeps the RFC 3161 time-stamps of the
+	// signed checkpoints (ledger/tsa); nil where a storage has none (the
+	// log's in-memory test storage).
+	Timestamps TimestampStorage
+	// Cosigned, when not nil, finds the checkpoints that have witness
+	// cosignatures; a log with a witness policy uses it at start to find
+	// the latest checkpoint its policy was satisfied for.
+	Cosigned CosignatureIndex
+}
+
+// CosignatureIndex lists the checkpoint sizes with stored cosignatures.
+type CosignatureIndex interface {
+	// CosignedSizes returns up to limit sizes below the given one that
+	// have at least one stored cosignature, largest first.
+	CosignedSizes(ctx context.Context, below uint64, limit int) ([]uint64, error)
+}
+
+// StoredCheckpoint is one signed checkpoint as stored: its tree size and
+// its note as the log signed it (no witness cosignatures).
+type StoredCheckpoint struct {
+	Size uint64
+	Note []byte
+}
+
+// TimestampStorage keeps the RFC 3161 time-stamp responses of signed
+// checkpoints, one per checkpoint size, written once (migration 0017).
+type TimestampStorage interface {
+	// AddTimestamp stores the time-stamp response for the checkpoint of
+	// size, received at. Storing one for a size that has one already is
+	// not an error and keeps the first.
+	AddTimestamp(ctx context.Context, size uint64, response []byte, at time.Time) error
+	// Timestamp returns the stored response for the checkpoint of size;
+	// ErrNotFound if it has none (yet).
+	Timestamp(ctx context.Context, size uint64) ([]byte, error)
+	// LastStamped returns the largest checkpoint size with a stored
+	// time-stamp; ErrNotFound if there is none.
+	LastStamped(ctx context.Context) (uint64, error)
+	// Unstamped returns up to limit checkpoints of size above after that
+	// have no time-stamp, smallest first.
+	Unstamped(ctx context.Context, after uint64, limit int) ([]StoredCheckpoint, error)
 }
 
 // Writer is every write of the log. Implementations must make Integrate

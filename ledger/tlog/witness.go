@@ -73,6 +73,7 @@ func (l *Log) Witness(ctx context.Context) {
 			l.log.Warn("witness did not cosign", "witness", w.url, "size", cp.Size, "err", err)
 		}
 	}
+	l.updatePublished(ctx)
 }
 
 // errWitnessConflict carries the size a witness says it last cosigned.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
+	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/verify"
 	"github.com/acsledger/acsledger/web/access"
 	"github.com/acsledger/acsledger/web/httpapi"
@@ -148,7 +149,27 @@ type statsJSON struct {
 	Checkpoint *treeSizeJSON `json:"checkpoint"`
 	// ReadReplica is the read replica's lag (null without one).
 	ReadReplica *ReplicaLag `json:"read_replica"`
-	Now         time.Time   `json:"now"`
+	// Publication is how far the published checkpoint lags the
+	// integrated tree (null without a log).
+	Publication *publicationJSON `json:"publication"`
+	Now         time.Time        `json:"now"`
+}
+
+// publicationJSON: with a witness policy (serve --witness-policy) the
+// published checkpoint may trail the signed one until enough witnesses
+// cosign it; LagLeaves is integrated - published.
+type publicationJSON struct {
+	Policy     bool   `json:"witness_policy"`
+	Published  uint64 `json:"published"`
+	Signed     uint64 `json:"signed"`
+	Integrated uint64 `json:"integrated"`
+	LagLeaves  uint64 `json:"lag_leaves"`
+}
+
+// publisher is the part of the log that reports publication
+// (tlog.Log.Publication).
+type publisher interface {
+	Publication(ctx context.Context) (tlog.Publication, error)
 }
 
 // ReplicaLag is how far the read replica that serves the compliance reads
@@ -213,6 +234,17 @@ func (a *Routes) stats(w http.ResponseWriter, r *http.Request) {
 	if a.src.ReplicaLag != nil {
 		lag := a.src.ReplicaLag()
 		out.ReadReplica = &lag
+	}
+	if p, ok := a.src.Log.(publisher); ok {
+		pub, err := p.Publication(r.Context())
+		if err != nil {
+			a.fail(w, r, fmt.Errorf("couldn't read the log's publication: %w", err))
+			return
+		}
+		out.Publication = &publicationJSON{Policy: pub.Policy, Published: pub.Published, Signed: pub.Signed, Integrated: pub.Integrated}
+		if pub.Integrated > pub.Published {
+			out.Publication.LagLeaves = pub.Integrated - pub.Published
+		}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }

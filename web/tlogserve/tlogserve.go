@@ -37,6 +37,8 @@ func Mount(r chi.Router, l *tlog.Log, logger *slog.Logger) {
 	r.Get("/api/v1/proofs/entry/{session_id}/{position}", h.entryProof)
 	r.Get("/api/v1/proofs/inclusion", h.inclusion)
 	r.Get("/api/v1/proofs/consistency", h.consistency)
+	r.Get("/api/v1/checkpoints/{size}", h.checkpointAt)
+	r.Get("/api/v1/checkpoints/{size}/timestamp", h.timestamp)
 }
 
 // Handler returns a handler serving only the log's routes.
@@ -83,6 +85,54 @@ func (h *handler) checkpoint(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Write(cp)
+}
+
+// pathSize reads the {size} path segment: a decimal tree size.
+func pathSize(r *http.Request) (uint64, error) {
+	s := chi.URLParam(r, "size")
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || (len(s) > 1 && s[0] == '0') {
+		return 0, fmt.Errorf("%w: size %q is not a decimal tree size", errBadRequest, s)
+	}
+	return v, nil
+}
+
+// checkpointAt serves the checkpoint signed at a size, with its stored
+// cosignatures: what a time-stamp of that size stamps.
+func (h *handler) checkpointAt(w http.ResponseWriter, r *http.Request) {
+	size, err := pathSize(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	cp, err := h.l.CheckpointAt(r.Context(), size)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	// Witnesses may still add cosignatures.
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(cp)
+}
+
+// timestamp serves the RFC 3161 TimeStampResp of the checkpoint signed at
+// a size (RFC 3161 §4: application/timestamp-reply), 404 while it has none.
+func (h *handler) timestamp(w http.ResponseWriter, r *http.Request) {
+	size, err := pathSize(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	resp, err := h.l.Timestamp(r.Context(), size)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/timestamp-reply")
+	// A stored time-stamp is written once and never changes.
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	w.Write(resp)
 }
 
 func (h *handler) tile(w http.ResponseWriter, r *http.Request) {

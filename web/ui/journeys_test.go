@@ -444,6 +444,11 @@ func TestJourneyDashboard(t *testing.T) {
 	if got := eval[string](t, b, `document.getElementById("tile-checkpoint").textContent`); !strings.Contains(got, "size ") || !strings.Contains(got, "ago") {
 		t.Errorf("checkpoint tile %q", got)
 	}
+	// No witness policy: what is signed is published, and the fixture's
+	// log is integrated, so publication does not lag.
+	if got := eval[string](t, b, `(document.getElementById("tile-publication") || {}).textContent || ""`); !strings.Contains(got, "Published checkpoint lag") || !strings.Contains(got, "up to date") || !strings.Contains(got, "published as signed") {
+		t.Errorf("publication tile %q", got)
+	}
 	// The ingest quarantine exists (migration 0007) and holds nothing.
 	if got := eval[string](t, b, `(document.getElementById("tile-quarantine") || {}).textContent || ""`); !strings.Contains(got, "Quarantined ingest records") || !strings.HasSuffix(got, "none") {
 		t.Errorf("quarantine tile %q, want none quarantined", got)

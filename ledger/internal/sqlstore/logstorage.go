@@ -25,7 +25,7 @@ var (
 // database.
 func (s *Store) LogStorage() tlog.Storage {
 	ls := &logStorage{s: s}
-	return tlog.Storage{Writer: ls, Reader: ls}
+	return tlog.Storage{Writer: ls, Reader: ls, Timestamps: ls, Cosigned: ls}
 }
 
 func (l *logStorage) Pending(ctx context.Context, after int64, limit int) ([]tlog.PendingEntry, error) {

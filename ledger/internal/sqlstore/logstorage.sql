@@ -30,3 +30,22 @@ SELECT size, note FROM tlog_checkpoints WHERE size > $1 ORDER BY size LIMIT 1;
 
 -- name: LogCosignatures
 SELECT line FROM tlog_cosignatures WHERE size = $1 ORDER BY created_at, line;
+
+-- name: LogAddTimestamp
+INSERT INTO tlog_timestamps (size, response, stamped_at) VALUES ($1, $2, $3) ON CONFLICT (size) DO NOTHING;
+
+-- name: LogTimestamp
+SELECT response FROM tlog_timestamps WHERE size = $1;
+
+-- name: LogLastStamped
+SELECT size FROM tlog_timestamps ORDER BY size DESC LIMIT 1;
+
+-- name: LogUnstamped
+-- The stamper keeps after at the last stamped size, so the range read is
+-- the gap, not the whole history.
+SELECT c.size, c.note FROM tlog_checkpoints c
+WHERE c.size > $1 AND NOT EXISTS (SELECT 1 FROM tlog_timestamps t WHERE t.size = c.size)
+ORDER BY c.size LIMIT $2;
+
+-- name: LogCosignedSizes
+SELECT DISTINCT size FROM tlog_cosignatures WHERE size < $1 ORDER BY size DESC LIMIT $2;

@@ -46,6 +46,7 @@ type Queries struct {
 	// logstorage.sql
 	LogSize, LogLeaves, LogFullTile, LogTileRoots, LogLeafIndexByPosition,
 	LogLeafIndexByEntryHash, LogCheckpoint, LogFirstCheckpointAfter, LogCosignatures string
+	LogAddTimestamp, LogTimestamp, LogLastStamped, LogUnstamped, LogCosignedSizes string
 
 	// The dialect's file.
 	DailyDecisions, DailySessions, HasQuarantine string

@@ -38,6 +38,17 @@ async function dashboardCharts() {
   } else {
     glance.append(tile("tile-checkpoint", "Latest checkpoint", "none", "nothing anchored yet", "warn"));
   }
+  // How far the published checkpoint trails the integrated tree: with a
+  // witness policy (serve --witness-policy) a checkpoint is published only
+  // once enough witnesses cosigned it.
+  const pub = st.publication;
+  if (pub) {
+    const held = pub.witness_policy ? "held by the witness policy" : "published as signed";
+    glance.append(tile("tile-publication", "Published checkpoint lag",
+      pub.lag_leaves === 0 ? "up to date" : `${pub.lag_leaves.toLocaleString("en")} leaves`,
+      `published ${pub.published.toLocaleString("en")}, signed ${pub.signed.toLocaleString("en")}, integrated ${pub.integrated.toLocaleString("en")}; ${held}`,
+      pub.witness_policy && pub.published < pub.signed ? "warn" : ""));
+  }
   const lr = st.last_reverify;
   if (lr && lr.finished) {
     const bad = lr.failed > 0 || lr.error;

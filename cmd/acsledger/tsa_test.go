@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acsledger/acsledger/internal/tsatest"
+	"github.com/acsledger/acsledger/verify"
+)
+
+// TestServeTimestamps runs serve --tsa against a real RFC 3161 authority
+// (openssl ts) that is down at first: the log keeps anchoring, its
+// checkpoints go out unstamped with the gap in /metrics, and once the
+// authority is back they are stamped, served, and carried in a bundle that
+// the acsverify binary checks with --tsa-cert --require-timestamp.
+func TestServeTimestamps(t *testing.T) { stores(t, testServeTimestamps) }
+
+func testServeTimestamps(t *testing.T, db string) {
+	a := tsatest.Start(t)
+	a.SetDown(true)
+	s := startServer(t, "--db", db, "--tsa", a.URL, "--tsa-cert", a.CACertFile)
+	defer s.stop(t, syscall.SIGTERM)
+	for i := range 3 {
+		if code, out := post(t, s.url+"/api/v1/sessions/stamped/entries", entryJSON(i)); code != 201 {
+			t.Fatalf("append: %d %v", code, out)
+		}
+	}
+	waitFor(t, s, "a checkpoint of 3 leaves", func() (string, bool) {
+		code, body := get(t, s.url+"/checkpoint")
+		head, err := verify.ParseCheckpointHead(body)
+		return fmt.Sprint(code, " ", err), code == 200 && err == nil && head.Size >= 3
+	})
+	_, body := get(t, s.url+"/checkpoint")
+	head, _ := verify.ParseCheckpointHead(body)
+	tsURL := fmt.Sprintf("%s/api/v1/checkpoints/%d/timestamp", s.url, head.Size)
+	if code, _ := get(t, tsURL); code != 404 {
+		t.Fatalf("time-stamp while the authority is down: %d, want 404", code)
+	}
+	waitFor(t, s, "the gap in /metrics", func() (string, bool) {
+		_, m := get(t, s.url+"/metrics")
+		return string(m), strings.Contains(string(m), "acsledger_tsa_unstamped_checkpoints") &&
+			strings.Contains(string(m), `acsledger_tsa_requests_total{acsledger_result="failed"`)
+	})
+	bundleFile := filepath.Join(t.TempDir(), "bundle.json")
+	saveBundle := func() {
+		code, b := get(t, s.url+"/api/v1/sessions/stamped/bundle")
+		if code != 200 {
+			t.Fatalf("bundle: %d %s", code, b)
+		}
+		os.WriteFile(bundleFile, b, 0o600)
+	}
+	saveBundle()
+	if out, code := runAcsverify(t, "bundle", "--tsa-cert", a.CACertFile, "--require-timestamp", bundleFile); code != 1 || !strings.Contains(out, "timestamp_missing") {
+		t.Fatalf("acsverify on the unstamped bundle: exit %d\n%s", code, out)
+	}
+
+	a.SetDown(false)
+	var resp []byte
+	waitFor(t, s, "the checkpoint stamped after the authority came back", func() (string, bool) {
+		code, b := get(t, tsURL)
+		resp = b
+		return fmt.Sprint(code), code == 200
+	})
+	_, cp := get(t, fmt.Sprintf("%s/api/v1/checkpoints/%d", s.url, head.Size))
+	roots, _ := verify.ParseTSACerts(a.CACert)
+	if _, err := verify.CheckTimestamp(resp, cp, roots); err != nil {
+		t.Fatalf("served time-stamp: %v", err)
+	}
+	saveBundle()
+	// Entries appended through the API have no signed responses, so the
+	// bundle's only findings are entry_without_response: none is about
+	// time, and the checkpoint's stamp is reported.
+	out, _ := runAcsverify(t, "bundle", "--json", "--tsa-cert", a.CACertFile, "--require-timestamp", bundleFile)
+	var rep verify.ReportJSON
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("acsverify --json: %v\n%s", err, out)
+	}
+	for _, f := range rep.Findings {
+		if f.Code != verify.CodeEntryWithoutResponse {
+			t.Errorf("acsverify on the stamped bundle: finding %s: %s", f.Code, f.Message)
+		}
+	}
+	if len(rep.Timestamps) != 1 || rep.Timestamps[0].TreeSize < head.Size {
+		t.Fatalf("acsverify reports time-stamps %+v, want the bundle checkpoint's (at least %d leaves)\n%s", rep.Timestamps, head.Size, out)
+	}
+	_, m := get(t, s.url+"/metrics")
+	if !strings.Contains(string(m), `acsledger_tsa_requests_total{acsledger_result="stamped"`) {
+		t.Errorf("/metrics counts no stamped request:\n%s", grepLines(string(m), "acsledger_tsa"))
+	}
+}
+
+// waitFor polls cond for up to 30 s, failing t with what it last saw.
+func waitFor(t *testing.T, s *server, what string, cond func() (string, bool)) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		last, ok := cond()
+		if ok {
+			return last
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in 30s; last: %.2000s\nserver log:\n%s", what, last, s.log())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// runAcsverify runs the acsverify binary (built once beside acsledger).
+func runAcsverify(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	bin := filepath.Join(filepath.Dir(binary), "acsverify")
+	if _, err := os.Stat(bin); err != nil {
+		if out, err := exec.Command("go", "build", "-o", bin, "../acsverify").CombinedOutput(); err != nil {
+			t.Fatalf("couldn't build acsverify: %v\n%s", err, out)
+		}
+	}
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
+}
