@@ -45,6 +45,10 @@ type Store interface {
 	ledger.PolicyBundleStore
 	ledger.TokenStore
 	ledger.IngestStore
+	ledger.RetentionAdmin
+	ledger.PayloadSweeper
+	// RetentionStatus feeds the dashboard's retention tile.
+	RetentionStatus(ctx context.Context) (ledger.RetentionStatus, error)
 	// LogStorage returns the storage of the Merkle log over the store's
 	// database, whose tables hold the leaves of the store's entries.
 	LogStorage() tlog.Storage
