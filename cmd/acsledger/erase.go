@@ -23,7 +23,9 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	position := fs.Int64("position", -1, "the step's position in its session, from 0 (required)")
 	reason := fs.String("reason", "", "why the params are erased, recorded with the erasure (required)")
 	by := fs.String("by", "", "who asked for the erasure, recorded with it (default: the OS user name)")
-	setUsage(fs, stderr, "usage: acsledger erase --db URL --session ID --position N --reason TEXT [--by NAME]")
+	agent := fs.String("agent", "", "erase by subject: every payload of agents whose id starts with this prefix (with --until; instead of --session and --position)")
+	until := fs.String("until", "", "with --agent: of entries recorded before this time (RFC 3339 or a date)")
+	setUsage(fs, stderr, "usage: acsledger erase --db URL --session ID --position N --reason TEXT [--by NAME]\n       acsledger erase --db URL --agent PREFIX --until TIME --reason TEXT [--by NAME]")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -32,6 +34,14 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// Never the default store: an erasure cannot be undone, so the
 		// store is named.
 		return fmt.Errorf("%w: --db is required", errUsage)
+	case *agent != "" && (*session != "" || *position >= 0):
+		return fmt.Errorf("%w: --agent erases by subject; give it without --session and --position", errUsage)
+	case *agent != "" && strings.TrimSpace(*reason) == "":
+		return fmt.Errorf("%w: --reason is required and must not be blank", errUsage)
+	case *agent != "":
+		return eraseSubject(ctx, db, *agent, *until, *reason, *by, stdout)
+	case *until != "":
+		return fmt.Errorf("%w: --until goes with --agent", errUsage)
 	case *session == "":
 		return fmt.Errorf("%w: --session is required", errUsage)
 	case *position < 0:
