@@ -18,6 +18,7 @@ import (
 	"github.com/acsledger/acsledger/web/api"
 	"github.com/acsledger/acsledger/web/httpapi"
 	"github.com/acsledger/acsledger/web/ingestapi"
+	"github.com/acsledger/acsledger/web/retentionapi"
 	"github.com/acsledger/acsledger/web/stats"
 )
 
@@ -59,7 +60,14 @@ type Options struct {
 	// a write reads it, so that a session the replica has not replayed
 	// yet is not taken for a new one. Nil: the store itself.
 	Writes access.SessionReader
+	// Retention configures the admin routes of retention rules, legal
+	// holds and erasure requests (web/retentionapi); without its Reader
+	// and Admin they answer 501.
+	Retention RetentionOptions
 }
+
+// RetentionOptions configure the retention routes (web/retentionapi).
+type RetentionOptions = retentionapi.Options
 
 // Server serves the HTTP API over one store.
 type Server struct {
@@ -96,6 +104,7 @@ func New(store Store, opts Options) *Server {
 		ev.Mount(r)
 		charts.Mount(r)
 		ingestapi.New(opts.Ingest, s.log).Mount(r)
+		retentionapi.New(opts.Retention, s.log).Mount(r)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("no such resource: %s %s", r.Method, r.URL.Path))

@@ -309,16 +309,10 @@ func (s *Service) Sweep(ctx context.Context) ([]Report, error) {
 // Erase carries out an erasure request by subject: every payload in its
 // scope, except those under a hold, with one record of the request.
 func (s *Service) Erase(ctx context.Context, q Request) (Report, error) {
-	switch {
-	case q.AgentPrefix == "":
-		return Report{}, &ledger.InvalidRetentionError{Field: "agent_prefix", Msg: "must not be empty (an erasure request names its subject)"}
-	case strings.TrimSpace(q.Reason) == "":
-		return Report{}, &ledger.InvalidRetentionError{Field: "reason", Msg: "must not be blank"}
+	if err := CheckRequest(q); err != nil {
+		return Report{}, err
 	}
-	until, err := time.Parse(time.RFC3339Nano, q.Until)
-	if err != nil {
-		return Report{}, &ledger.InvalidRetentionError{Field: "until", Msg: fmt.Sprintf("%q is not an RFC 3339 time", q.Until)}
-	}
+	until, _ := time.Parse(time.RFC3339Nano, q.Until)
 	q.Until = stamp(until)
 	by := q.By
 	if by == "" {
@@ -327,6 +321,21 @@ func (s *Service) Erase(ctx context.Context, q Request) (Report, error) {
 	return s.run(ctx, "request", runScope{Request: &q, Before: q.Until},
 		ledger.PayloadScope{AgentPrefix: q.AgentPrefix, Before: until}, "",
 		fmt.Sprintf("erasure request for agents %q until %s: %s", q.AgentPrefix, q.Until, q.Reason), by)
+}
+
+// CheckRequest refuses an erasure request Erase would refuse, naming the
+// field.
+func CheckRequest(q Request) error {
+	switch {
+	case q.AgentPrefix == "":
+		return &ledger.InvalidRetentionError{Field: "agent_prefix", Msg: "must not be empty (an erasure request names its subject)"}
+	case strings.TrimSpace(q.Reason) == "":
+		return &ledger.InvalidRetentionError{Field: "reason", Msg: "must not be blank"}
+	}
+	if _, err := time.Parse(time.RFC3339Nano, q.Until); err != nil {
+		return &ledger.InvalidRetentionError{Field: "until", Msg: fmt.Sprintf("%q is not an RFC 3339 time", q.Until)}
+	}
+	return nil
 }
 
 // run erases the payloads of every kind in scope, batch by batch, and
