@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os/user"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/retention"
+	"github.com/acsledger/acsledger/ledger/storeopen"
+	"github.com/acsledger/acsledger/web/retentionapi"
 )
 
 // runRetention is `acsledger retention set|list|delete|sweep`
@@ -365,4 +368,62 @@ func eraseSubject(ctx context.Context, db dbFlags, agent, until, reason, by stri
 	fmt.Fprintf(stdout, "erased %d payloads of %d sessions of agents %q recorded before %s (payloads under a legal hold are kept); request %s recorded in %s\n",
 		rep.Erased, len(rep.Sessions), agent, rep.Before, rep.RunID, retention.SessionID(time.Now()))
 	return nil
+}
+
+// retentionFlags are serve's retention flags (docs/retention.md, "Who may
+// erase").
+type retentionFlags struct {
+	every    time.Duration
+	eraserDB string
+	batch    int
+	pause    time.Duration
+}
+
+func (f *retentionFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&f.every, "retention-every", time.Hour, "sweep the retention rules this often (0: never in this process; run `acsledger retention sweep` from cron)")
+	fs.StringVar(&f.eraserDB, "eraser-db", "", "PostgreSQL URL of a role that is a member of acsledger_eraser and acsledger_writer, for the in-process sweeper and the erasure API (the service's own role cannot erase); the embedded store needs none")
+	fs.IntVar(&f.batch, "retention-batch", retention.DefaultBatch, "payloads read per erasing transaction of a sweep")
+	fs.DurationVar(&f.pause, "retention-pause", 0, "pause between two batches of a sweep, leaving the database to the Guardian")
+}
+
+// notifier is the Merkle log's wake-up after an append.
+type notifier interface{ Notify() }
+
+// open returns the retention routes' options and the sweeper to run every
+// f.every (nil when none runs in this process), and a function closing
+// the eraser's own store. On PostgreSQL the sweeper and the erasure API
+// act through --eraser-db, a second pool as a role that may erase; the
+// embedded store has no roles and sweeps through the service's store.
+func (f *retentionFlags) open(ctx context.Context, url string, store storeopen.Store, mlog notifier, log *slog.Logger) (retentionapi.Options, *retention.Service, func(), error) {
+	if f.batch <= 0 {
+		return retentionapi.Options{}, nil, nil, fmt.Errorf("%w: --retention-batch must be positive", errUsage)
+	}
+	opts := retention.Options{Batch: f.batch, Pause: f.pause, Log: log}
+	admin := retention.New(store, opts)
+	out := retentionapi.Options{Reader: store, Admin: admin}
+	closeEraser := func() {}
+	t, err := storeopen.Parse(url)
+	if err != nil {
+		return out, nil, nil, err
+	}
+	switch {
+	case t.Postgres == "" && f.eraserDB != "":
+		return out, nil, nil, fmt.Errorf("%w: --eraser-db is for PostgreSQL; the embedded store sweeps in-process", errUsage)
+	case t.Postgres == "":
+		out.Eraser = admin
+	case f.eraserDB != "":
+		es, err := storeopen.Open(ctx, f.eraserDB, ledger.Options{})
+		if err != nil {
+			return out, nil, nil, fmt.Errorf("couldn't open the eraser's store %s: %w", redact(f.eraserDB), err)
+		}
+		closeEraser = func() { es.Close() }
+		out.Eraser = retention.New(storeopen.NotifyOnAppend(es, mlog.Notify), opts)
+	default:
+		log.Info("retention sweeps do not run in this process: the service's role cannot erase; give --eraser-db or run `acsledger retention sweep` with an eraser role from cron")
+	}
+	if out.Eraser == nil || f.every <= 0 {
+		return out, nil, closeEraser, nil
+	}
+	out.NextSweep = out.Eraser.NextSweep
+	return out, out.Eraser, closeEraser, nil
 }

@@ -51,6 +51,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	af.register(fs)
 	var inf ingestServeFlags
 	inf.register(fs)
+	var rf retentionFlags
+	rf.register(fs)
 	reverifyEvery := fs.Duration("reverify-every", time.Hour, "re-verify the whole ledger this often (0: only on demand through the admin API, whose token is $ACSLEDGER_ADMIN_TOKEN)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -148,13 +150,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		reads, evLog, lagOf = routedStore{rr, primaryStore{store}}, readroute.CaughtUpLog(mlog, rr), func() web.ReplicaLag { return web.ReplicaLag(monitor.Lag()) }
 		log.Info("compliance reads go to the read replica", "db_read", redact(readURL), "max_lag", maxLag, "reads_from", monitor.Lag().ReadsFrom, "lag_bytes", monitor.Lag().Bytes, "problem", monitor.Lag().Problem)
 	}
+	retentionOpts, sweeper, closeEraser, err := rf.open(ctx, url, store, mlog, log)
+	if err != nil {
+		return err
+	}
+	defer closeEraser()
 	ev := lf.evidenceOptions(reads, evLog, keySet, log)
 	ingestOpts := inf.options()
 	ingestOpts.Store = reads
 	handler := web.New(reads, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Search: reads, Charts: reads, Auth: web.AuthOptions{
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
-	}, Ingest: ingestOpts, Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store})
+	}, Ingest: ingestOpts, Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store,
+		Retention: retentionOpts})
 	mountRoutes(handler.Router(), mlog, tel.Metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,
@@ -205,6 +213,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if monitor != nil {
 		g.Go(func() error {
 			monitor.Run(gctx, readroute.LagEvery)
+			return nil
+		})
+	}
+	if sweeper != nil {
+		g.Go(func() error {
+			sweeper.Every(gctx, rf.every)
 			return nil
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/acsledger/acsledger/acs"
@@ -72,6 +73,7 @@ const MaxSessionsPerEntry = 1000
 type Service struct {
 	store Store
 	opts  Options
+	next  atomic.Int64 // Every's next sweep, Unix nanoseconds; 0: none
 }
 
 // New returns a Service over store.
@@ -462,14 +464,24 @@ func nonNil(r []ledger.ErasedRange) []ledger.ErasedRange {
 func (s *Service) Every(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	defer s.next.Store(0)
 	for {
 		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 			s.opts.Log.Error("retention sweep failed", "err", err)
 		}
+		s.next.Store(time.Now().Add(interval).UnixNano())
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// NextSweep is when Every sweeps next; zero when it is not running.
+func (s *Service) NextSweep() time.Time {
+	if n := s.next.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
