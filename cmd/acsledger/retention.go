@@ -207,13 +207,17 @@ func retentionSweep(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs, db := adminFlagSet("retention sweep", stderr)
 	batch := fs.Int("batch", retention.DefaultBatch, "payloads read per erasing transaction")
 	pause := fs.Duration("pause", 0, "pause between two batches, leaving the database to the Guardian")
+	duty := fs.Float64("duty", 0, "the most share of the time the sweep spends erasing, in (0, 1); 0: no cap (docs/retention.md)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *batch <= 0 {
 		return fmt.Errorf("%w: --batch must be positive", errUsage)
 	}
-	svc, closeStore, err := openRetention(ctx, *db, retention.Options{Batch: *batch, Pause: *pause})
+	if *duty < 0 || *duty >= 1 {
+		return fmt.Errorf("%w: --duty must be in [0, 1)", errUsage)
+	}
+	svc, closeStore, err := openRetention(ctx, *db, retention.Options{Batch: *batch, Pause: *pause, Duty: *duty})
 	if err != nil {
 		return err
 	}
@@ -377,6 +381,7 @@ type retentionFlags struct {
 	eraserDB string
 	batch    int
 	pause    time.Duration
+	duty     float64
 }
 
 func (f *retentionFlags) register(fs *flag.FlagSet) {
@@ -384,6 +389,7 @@ func (f *retentionFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.eraserDB, "eraser-db", "", "PostgreSQL URL of a role that is a member of acsledger_eraser and acsledger_writer, for the in-process sweeper and the erasure API (the service's own role cannot erase); the embedded store needs none")
 	fs.IntVar(&f.batch, "retention-batch", retention.DefaultBatch, "payloads read per erasing transaction of a sweep")
 	fs.DurationVar(&f.pause, "retention-pause", 0, "pause between two batches of a sweep, leaving the database to the Guardian")
+	fs.Float64Var(&f.duty, "retention-duty", -1, fmt.Sprintf("the most share of the time a sweep spends erasing, in (0, 1); 0: no cap (default %g on the embedded store, whose one writer the sweep shares with the Guardian; no cap on PostgreSQL)", retention.EmbeddedDuty))
 }
 
 // notifier is the Merkle log's wake-up after an append.
@@ -398,14 +404,23 @@ func (f *retentionFlags) open(ctx context.Context, url string, store storeopen.S
 	if f.batch <= 0 {
 		return retentionapi.Options{}, nil, nil, fmt.Errorf("%w: --retention-batch must be positive", errUsage)
 	}
-	opts := retention.Options{Batch: f.batch, Pause: f.pause, Log: log}
+	if f.duty >= 1 {
+		return retentionapi.Options{}, nil, nil, fmt.Errorf("%w: --retention-duty must be below 1", errUsage)
+	}
+	t, err := storeopen.Parse(url)
+	if err != nil {
+		return retentionapi.Options{}, nil, nil, err
+	}
+	opts := retention.Options{Batch: f.batch, Pause: f.pause, Duty: f.duty, Log: log}
+	if f.duty < 0 {
+		opts.Duty = 0
+		if t.Postgres == "" {
+			opts.Duty = retention.EmbeddedDuty
+		}
+	}
 	admin := retention.New(store, opts)
 	out := retentionapi.Options{Reader: store, Admin: admin}
 	closeEraser := func() {}
-	t, err := storeopen.Parse(url)
-	if err != nil {
-		return out, nil, nil, err
-	}
 	switch {
 	case t.Postgres == "" && f.eraserDB != "":
 		return out, nil, nil, fmt.Errorf("%w: --eraser-db is for PostgreSQL; the embedded store sweeps in-process", errUsage)

@@ -57,6 +57,12 @@ type Options struct {
 	// Pause is slept between two batches of a run, leaving the database
 	// to the Guardian's appends.
 	Pause time.Duration
+	// Duty, in (0, 1), caps the share of the time a run spends in its
+	// erasing transactions: after a batch that took d it also sleeps
+	// d*(1-Duty)/Duty. 0 (or 1) means no cap. The embedded store has one
+	// writer, so a sweep there takes its turn with the Guardian's appends:
+	// a duty of 0.05 keeps them within 10% (docs/retention.md).
+	Duty float64
 	// Log receives one line per run; nil discards.
 	Log *slog.Logger
 }
@@ -64,6 +70,10 @@ type Options struct {
 // DefaultBatch keeps an erasing transaction well under a second on both
 // stores (docs/retention.md, "Bounded batches").
 const DefaultBatch = 500
+
+// EmbeddedDuty is the duty (Options.Duty) serve gives a sweep on the
+// embedded store, whose one writer the sweep shares with the Guardian.
+const EmbeddedDuty = 0.05
 
 // MaxSessionsPerEntry caps the sessions one record entry lists; a run
 // covering more is recorded in parts.
@@ -358,6 +368,7 @@ func (s *Service) run(ctx context.Context, kind string, scope runScope, ps ledge
 			continue
 		}
 		for from := ledger.Start; ; {
+			t := time.Now()
 			b, err := s.store.EraseBatch(ctx, k.Name, ps, from, s.opts.Batch, run.ID, reason, by)
 			if err != nil {
 				return Report{}, err
@@ -366,11 +377,11 @@ func (s *Service) run(ctx context.Context, kind string, scope runScope, ps ledge
 				break
 			}
 			from = b.Next
-			if s.opts.Pause > 0 {
+			if wait := s.wait(time.Since(t)); wait > 0 {
 				select {
 				case <-ctx.Done():
 					return Report{}, ctx.Err()
-				case <-time.After(s.opts.Pause):
+				case <-time.After(wait):
 				}
 			}
 		}
@@ -380,6 +391,15 @@ func (s *Service) run(ctx context.Context, kind string, scope runScope, ps ledge
 		s.opts.Log.Info("retention run", "run", run.ID, "kind", kind, "erased", rep.Erased, "sessions", len(rep.Sessions), "took", time.Since(start).Round(time.Millisecond))
 	}
 	return rep, err
+}
+
+// wait is how long to sleep after a batch that took took.
+func (s *Service) wait(took time.Duration) time.Duration {
+	w := s.opts.Pause
+	if d := s.opts.Duty; d > 0 && d < 1 {
+		w += time.Duration(float64(took) * (1 - d) / d)
+	}
+	return w
 }
 
 // Recover records every run a crash cut short, from the erasures it made

@@ -9,9 +9,9 @@ import (
 )
 
 // payloadKind is how the store erases one kind of payload in a batch
-// (ledger.PayloadKinds names them): the page of keys and the statement
-// that records the erasures of the page's rows in scope, then the delete
-// of each erased row. Adding a kind is one row here and one there.
+// (ledger.PayloadKinds names them): the page of keys, the statement that
+// records the erasures of the page's rows in scope, and the delete of the
+// rows the run recorded in the page. Adding a kind is one row here and one there.
 type payloadKind struct {
 	keys, erase, del func(q *Queries) string
 }
@@ -227,9 +227,13 @@ func (s *Store) EraseBatch(ctx context.Context, kind string, sc ledger.PayloadSc
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("couldn't record the erasures: %w", err)
 		}
-		for _, c := range keys {
-			if _, err := tx.Exec(ctx, k.del(s.q), c.SessionID, c.Position); err != nil {
-				return fmt.Errorf("couldn't delete the payload of session %q position %d: %w", c.SessionID, c.Position, err)
+		if len(keys) > 0 {
+			n, err := tx.Exec(ctx, k.del(s.q), from.SessionID, from.Position, b.Next.SessionID, b.Next.Position, runID)
+			if err != nil {
+				return fmt.Errorf("couldn't delete the erased payloads: %w", err)
+			}
+			if n != int64(len(keys)) {
+				return fmt.Errorf("deleted %d payloads, recorded %d erasures", n, len(keys))
 			}
 		}
 		b.Erased = summarise(keys)
