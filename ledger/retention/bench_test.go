@@ -57,7 +57,7 @@ func benchPayloads(b *testing.B) int {
 // guardianLoad appends Guardian steps (AppendRequest, params and a
 // response, the Guardian's store path) from writers sessions until stop
 // is closed, and returns how many it appended.
-func guardianLoad(b *testing.B, st storeopen.Store, tag string, writers int, stop <-chan struct{}) *atomic.Int64 {
+func guardianLoad(b testing.TB, st storeopen.Store, tag string, writers int, stop <-chan struct{}) *atomic.Int64 {
 	n := new(atomic.Int64)
 	var wg sync.WaitGroup
 	for w := range writers {

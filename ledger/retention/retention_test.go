@@ -15,6 +15,7 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/retention"
+	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -328,5 +329,47 @@ func TestParsePeriod(t *testing.T) {
 		if _, err := retention.ParsePeriod(in); err == nil {
 			t.Errorf("ParsePeriod(%q) accepted", in)
 		}
+	}
+}
+
+// TestSweepBesideAppends sweeps 2,000 expired payloads in small batches
+// while 16 writers append Guardian steps to sessions whose ids sort among
+// the swept ones: every expired payload is erased and none of the new.
+func TestSweepBesideAppends(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			db := "sqlite:" + t.TempDir()
+			if kind == "postgres" {
+				db = pgtest.NewDatabase(t)
+				if err := storeopen.Migrate(ctx, db); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const n = 2000
+			seedT(t, db, n)
+			st, err := storeopen.Open(ctx, db, ledger.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			svc := retention.New(st, retention.Options{Batch: 50})
+			if _, err := svc.SetRule(ctx, ledger.Rule{Name: "day", Period: 24 * time.Hour, Reason: "test"}); err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			appended := guardianLoad(t, st, "old-05x", 16, stop)
+			reps, err := svc.Sweep(ctx)
+			close(stop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reps) != 1 || reps[0].Erased != n {
+				t.Fatalf("the sweep erased %+v, want %d (with %d appended beside it)", reps, n, appended.Load())
+			}
+			if appended.Load() == 0 {
+				t.Fatal("nothing was appended during the sweep")
+			}
+		})
 	}
 }
