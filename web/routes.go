@@ -1,6 +1,9 @@
 package web
 
-import "github.com/acsledger/acsledger/web/api"
+import (
+	"github.com/acsledger/acsledger/web/api"
+	"github.com/acsledger/acsledger/web/retentionapi"
+)
 
 // The roles of the access table's rows.
 var (
@@ -68,6 +71,15 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/api/v1/admin/tokens", Roles: adminsOnly},
 	{Method: "POST", Pattern: "/api/v1/admin/tokens", Roles: adminsOnly},
 	{Method: "POST", Pattern: "/api/v1/admin/tokens/{name}/revoke", Roles: adminsOnly},
+	{Method: "GET", Pattern: "/api/v1/admin/retention", Roles: adminsOnly},
+	{Method: "GET", Pattern: "/api/v1/admin/retention/rules", Roles: adminsOnly},
+	{Method: "PUT", Pattern: "/api/v1/admin/retention/rules/{name}", Roles: adminsOnly, MaxBody: retentionapi.MaxBody},
+	{Method: "DELETE", Pattern: "/api/v1/admin/retention/rules/{name}", Roles: adminsOnly},
+	{Method: "POST", Pattern: "/api/v1/admin/retention/sweep", Roles: adminsOnly},
+	{Method: "GET", Pattern: "/api/v1/admin/holds", Roles: adminsOnly},
+	{Method: "POST", Pattern: "/api/v1/admin/holds", Roles: adminsOnly, MaxBody: retentionapi.MaxBody},
+	{Method: "POST", Pattern: "/api/v1/admin/holds/{case}/release", Roles: adminsOnly},
+	{Method: "POST", Pattern: "/api/v1/admin/erasures", Roles: adminsOnly},
 
 	{Method: "GET", Pattern: "/ui", Public: true},
 	{Method: "GET", Pattern: "/ui/login", Public: true},
@@ -80,4 +92,5 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/ui/dashboard", Roles: adminsOnly},
 	{Method: "GET", Pattern: "/ui/search", Roles: readers},
 	{Method: "GET", Pattern: "/ui/log", Roles: readers},
+	{Method: "GET", Pattern: "/ui/holds", Roles: adminsOnly},
 }

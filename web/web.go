@@ -19,6 +19,7 @@ import (
 	"github.com/acsledger/acsledger/web/export"
 	"github.com/acsledger/acsledger/web/httpapi"
 	"github.com/acsledger/acsledger/web/ingestapi"
+	"github.com/acsledger/acsledger/web/retentionapi"
 	"github.com/acsledger/acsledger/web/stats"
 )
 
@@ -63,10 +64,17 @@ type Options struct {
 	// Export configures the event export routes (web/export): the pull
 	// API and the push sinks' state; without its Store they answer 501.
 	Export ExportOptions
+	// Retention configures the admin routes of retention rules, legal
+	// holds and erasure requests (web/retentionapi); without its Reader
+	// and Admin they answer 501.
+	Retention RetentionOptions
 }
 
 // ExportOptions configure web/export.
 type ExportOptions = export.Options
+
+// RetentionOptions configure the retention routes (web/retentionapi).
+type RetentionOptions = retentionapi.Options
 
 // Server serves the HTTP API over one store.
 type Server struct {
@@ -104,6 +112,7 @@ func New(store Store, opts Options) *Server {
 		charts.Mount(r)
 		ingestapi.New(opts.Ingest, s.log).Mount(r)
 		export.New(opts.Export, s.log).Mount(r)
+		retentionapi.New(opts.Retention, s.log).Mount(r)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("no such resource: %s %s", r.Method, r.URL.Path))

@@ -26,7 +26,9 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reason := fs.String("reason", "", "why the payload is erased, recorded with the erasure (required)")
 	source := fs.Bool("source", false, "erase the source record of an ingested entry instead of a step's request params")
 	by := fs.String("by", "", "who asked for the erasure, recorded with it (default: the OS user name)")
-	setUsage(fs, stderr, "usage: acsledger erase --db URL --session ID --position N --reason TEXT [--by NAME] [--source]")
+	agent := fs.String("agent", "", "erase by subject: every payload of agents whose id starts with this prefix (with --until; instead of --session and --position)")
+	until := fs.String("until", "", "with --agent: of entries recorded before this time (RFC 3339 or a date)")
+	setUsage(fs, stderr, "usage: acsledger erase --db URL --session ID --position N --reason TEXT [--by NAME] [--source]\n       acsledger erase --db URL --agent PREFIX --until TIME --reason TEXT [--by NAME]")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -35,6 +37,14 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// Never the default store: an erasure cannot be undone, so the
 		// store is named.
 		return fmt.Errorf("%w: --db is required", errUsage)
+	case *agent != "" && (*session != "" || *position >= 0):
+		return fmt.Errorf("%w: --agent erases by subject; give it without --session and --position", errUsage)
+	case *agent != "" && strings.TrimSpace(*reason) == "":
+		return fmt.Errorf("%w: --reason is required and must not be blank", errUsage)
+	case *agent != "":
+		return eraseSubject(ctx, db, *agent, *until, *reason, *by, stdout)
+	case *until != "":
+		return fmt.Errorf("%w: --until goes with --agent", errUsage)
 	case *session == "":
 		return fmt.Errorf("%w: --session is required", errUsage)
 	case *position < 0:

@@ -19,6 +19,12 @@
 //	                                                        run a candidate policy over recorded decisions
 //	acsledger erase    --db URL --session ID --position N --reason TEXT [--by NAME]
 //	                                                        erase a step's request params
+//	acsledger erase    --db URL --agent PREFIX --until TIME --reason TEXT
+//	                                                        erase a subject's payloads (except under a hold)
+//	acsledger retention set --name N --period 180d --reason TEXT [--agent P] [--format F] [--step-type T]
+//	acsledger retention list | delete NAME | sweep [--batch N] [--pause D]
+//	acsledger hold     set --case C [--session ID]... [--agent P] [--from T] [--until T] --reason TEXT
+//	acsledger hold     list [--all] | release --reason TEXT CASE
 //	acsledger ingest   --format F [--db URL] [--json] FILE... take in other guards' records
 //	acsledger bench    guardian [--url URL] [--sessions N,...] [--peer opa-server]  measure the Guardian beside OPA's server and bare OPA
 //	acsledger bench    soak [--duration D] [--rate R] [--sessions N] [--out DIR]
@@ -63,7 +69,9 @@ func commands() []command {
 		{"replay", "re-evaluate a recorded decision (REQUEST_ID)", runReplay},
 		{"whatif", "run a candidate policy over recorded decisions (--policy DIR)", runWhatIf},
 		{"token", "manage API tokens: create --role ROLE, list, revoke NAME", runToken},
-		{"erase", "erase a step's stored request params (--session ID --position N --reason TEXT)", runErase},
+		{"erase", "erase a step's stored request params (--session ID --position N), or a subject's (--agent PREFIX --until TIME)", runErase},
+		{"retention", "retention rules: set, list, delete, sweep", runRetention},
+		{"hold", "legal holds: set, list, release CASE", runHold},
 		{"ingest", "take in OPA, bash-guard, A2H or ACS records (--format F FILE...)", runIngest},
 		{"bench", "measure the Guardian under load beside bare OPA (bench guardian)", runBench},
 		{"demo", "send a short agent workload to a running server and verify its evidence", runDemo},

@@ -54,6 +54,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	inf.register(fs)
 	var xf exportFlags
 	xf.register(fs)
+	var rf retentionFlags
+	rf.register(fs)
 	reverifyEvery := fs.Duration("reverify-every", time.Hour, "re-verify the whole ledger this often (0: only on demand through the admin API, whose token is $ACSLEDGER_ADMIN_TOKEN)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -157,6 +159,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		reads, evLog, lagOf = routedStore{rr, primaryStore{store}}, readroute.CaughtUpLog(mlog, rr), func() web.ReplicaLag { return web.ReplicaLag(monitor.Lag()) }
 		log.Info("compliance reads go to the read replica", "db_read", redact(readURL), "max_lag", maxLag, "reads_from", monitor.Lag().ReadsFrom, "lag_bytes", monitor.Lag().Bytes, "problem", monitor.Lag().Problem)
 	}
+	retentionOpts, sweeper, closeEraser, err := rf.open(ctx, url, store, mlog, log)
+	if err != nil {
+		return err
+	}
+	defer closeEraser()
 	ev := lf.evidenceOptions(reads, evLog, keySet, log)
 	ingestOpts := inf.options()
 	ingestOpts.Store = reads
@@ -171,7 +178,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
 	}, Ingest: ingestOpts, Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store,
-		Export: web.ExportOptions{Store: reads, Origin: mlog.Origin(), Sinks: statuses(sinks)}})
+		Export:    web.ExportOptions{Store: reads, Origin: mlog.Origin(), Sinks: statuses(sinks)},
+		Retention: retentionOpts})
 	mountRoutes(handler.Router(), mlog, tel.Metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,
@@ -229,6 +237,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if monitor != nil {
 		g.Go(func() error {
 			monitor.Run(gctx, readroute.LagEvery)
+			return nil
+		})
+	}
+	if sweeper != nil {
+		g.Go(func() error {
+			sweeper.Every(gctx, rf.every)
 			return nil
 		})
 	}

@@ -52,6 +52,10 @@ type Store interface {
 	// RecordedSteps streams recorded steps for a what-if run
 	// (ledger/steps.go).
 	ledger.RecordedStepReader
+	ledger.RetentionAdmin
+	ledger.PayloadSweeper
+	// RetentionStatus feeds the dashboard's retention tile.
+	RetentionStatus(ctx context.Context) (ledger.RetentionStatus, error)
 	// LogStorage returns the storage of the Merkle log over the store's
 	// database, whose tables hold the leaves of the store's entries.
 	LogStorage() tlog.Storage

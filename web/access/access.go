@@ -105,7 +105,7 @@ type Principal struct {
 // Sees reports whether p may see a session of agentID: within its scope,
 // and the access log only for unscoped admins and auditors.
 func (p *Principal) Sees(agentID string) bool {
-	if agentID == LogAgentID {
+	if Reserved(agentID) {
 		return (p.Role == RoleAdmin || p.Role == RoleAuditor) && p.Scope == ""
 	}
 	return strings.HasPrefix(agentID, p.Scope)
@@ -502,7 +502,7 @@ func CheckSession(ctx context.Context, read SessionReader, p *Principal, session
 	if err != nil {
 		return err
 	}
-	if !p.Sees(sess.AgentID) || (write && sess.AgentID == LogAgentID) {
+	if !p.Sees(sess.AgentID) || (write && Reserved(sess.AgentID)) {
 		return fmt.Errorf("session %q: %w", sessionID, ledger.ErrNotFound)
 	}
 	return nil
@@ -516,6 +516,7 @@ var (
 	// ErrAgentRequired refuses a scoped token's append that would create
 	// a session naming no agent, which no scope covers.
 	ErrAgentRequired = httpapi.NewError(http.StatusForbidden, "a token with a scope names the agent_id of a session it creates")
-	// ErrReserved refuses an append to the access log's sessions.
-	ErrReserved = httpapi.NewError(http.StatusForbidden, "session ids starting with "+LogAgentID+"- and the agent id "+LogAgentID+" are the access log's")
+	// ErrReserved refuses an append to the access log's sessions and to
+	// the admin sessions of retention (ledger/retention).
+	ErrReserved = httpapi.NewError(http.StatusForbidden, "session ids starting with "+LogAgentID+"- or "+adminAgentID+"- and the agent ids "+LogAgentID+" and "+adminAgentID+" are the server's own")
 )

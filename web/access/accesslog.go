@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/retention"
 )
 
 // The access log records every read of evidence made with a credential:
@@ -27,6 +29,19 @@ const LogAgentID = "acsledger-access"
 // LogStepType is the step_type of an access log entry. It answers no ACS
 // request, so no signed response publishes its head.
 const LogStepType = "acsledger/access"
+
+// Reserved reports the agent ids only the server writes: the access log's
+// and the admin sessions of retention, holds and erasure requests
+// (ledger/retention). Only unscoped admins and auditors see them.
+func Reserved(agentID string) bool { return agentID == LogAgentID || agentID == retention.AgentID }
+
+// ReservedSession reports a session id only the server may create.
+func ReservedSession(id string) bool {
+	return strings.HasPrefix(id, LogAgentID+"-") || strings.HasPrefix(id, retention.AgentID+"-")
+}
+
+// adminAgentID is the admin sessions' agent (ledger/retention).
+const adminAgentID = retention.AgentID
 
 // LogSessionID is the access log's session for the day of t (UTC).
 func LogSessionID(t time.Time) string {

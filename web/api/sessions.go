@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/acsledger/acsledger/acs"
@@ -85,7 +84,7 @@ func (a *API) appendEntry(w http.ResponseWriter, r *http.Request) {
 	}
 	agentID := r.URL.Query().Get("agent_id")
 	sessionID := httpapi.PathParam(r, "session_id")
-	if strings.HasPrefix(sessionID, access.LogAgentID+"-") || agentID == access.LogAgentID {
+	if access.ReservedSession(sessionID) || access.Reserved(agentID) {
 		// Only the server writes the access log, and no one may take the
 		// id of a day it has not reached yet.
 		a.fail(w, r, access.ErrReserved)

@@ -63,8 +63,10 @@ func StatusFor(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, replay.ErrParamsMismatch), errors.Is(err, replay.ErrNotPolicyDecision):
 		return http.StatusUnprocessableEntity
-	case errors.Is(err, ledger.ErrInvalidEntry), errors.Is(err, ledger.ErrInvalidSearch):
+	case errors.Is(err, ledger.ErrInvalidEntry), errors.Is(err, ledger.ErrInvalidSearch), errors.Is(err, ledger.ErrInvalidRetention):
 		return http.StatusBadRequest
+	case errors.Is(err, ledger.ErrHeld):
+		return http.StatusConflict
 	case errors.Is(err, ledger.ErrErased):
 		return http.StatusGone
 	case errors.Is(err, ledger.ErrNotFound):

@@ -45,6 +45,7 @@ var shells = []shell{
 	{"/ui/decisions/{request_id}", "decision.html", "Decision", "decision", []string{"search.js"}, true},
 	{"/ui/search", "search.html", "Search", "search", []string{"search.js"}, true},
 	{"/ui/log", "log.html", "Log", "log", []string{"search.js", "charts.js", "verify.js", "log.js"}, true},
+	{"/ui/holds", "holds.html", "Legal holds", "holds", []string{"search.js", "holds.js"}, true},
 	{"/ui/login", "login.html", "Log in", "login", nil, false},
 }
 

@@ -20,6 +20,8 @@ var (
 	logSQL string
 	//go:embed sources.sql
 	sourcesSQL string
+	//go:embed retention.sql
+	retentionSQL string
 )
 
 // Queries are the named queries of the store, one field each (sqlq.Load):
@@ -47,6 +49,11 @@ type Queries struct {
 	LogSize, LogLeaves, LogFullTile, LogTileRoots, LogLeafIndexByPosition,
 	LogLeafIndexByEntryHash, LogCheckpoint, LogFirstCheckpointAfter, LogCosignatures string
 	LogAddTimestamp, LogTimestamp, LogLastStamped, LogUnstamped, LogCosignedSizes string
+	// retention.sql
+	PutRule, DeleteRule, Rules, InsertHold, InsertHoldSession, ReleaseHold,
+	Holds, HoldByID, HoldSessions, HeldBy, ParamsKeys, EraseParamsBatch,
+	DeleteErasedParams, StartRun, FinishRun, UnfinishedRuns, RunErasures,
+	RetentionTotals, OldestPayload string
 
 	// The dialect's file.
 	DailyDecisions, DailySessions, HasQuarantine string
@@ -60,7 +67,7 @@ type Queries struct {
 // LoadQueries returns the store's queries for a driver: this package's
 // and dialectSQL's, each worded by dl.
 func LoadQueries(dl Dialect, dialectSQL string) *Queries {
-	q := sqlq.Load[Queries](queriesSQL + "\n" + sourcesSQL + "\n" + searchSQL + "\n" + statsSQL + "\n" + logSQL + "\n" + dialectSQL)
+	q := sqlq.Load[Queries](queriesSQL + "\n" + sourcesSQL + "\n" + searchSQL + "\n" + statsSQL + "\n" + logSQL + "\n" + retentionSQL + "\n" + dialectSQL)
 	v := reflect.ValueOf(&q).Elem()
 	for i := range v.NumField() {
 		v.Field(i).SetString(dl.Rewrite(v.Field(i).String()))

@@ -85,6 +85,7 @@ async function dashboardCharts() {
     }
     glance.append(tile("tile-replica", "Read replica lag", value, note, rr.reads_from !== "replica" || rr.stale_seconds > 10 ? "warn" : ""));
   }
+  await retentionTiles(glance, now);
   // Every day of the window gets a slot, so a quiet day shows as a gap.
   const byDay = new Map(st.days.map((d) => [d.day, d]));
   const last = new Date(st.now);
@@ -106,4 +107,31 @@ async function dashboardCharts() {
     return { day: d.day, values: v };
   });
   document.getElementById("decision-chart").append(barChart("Decisions per day", mix, DISPOSITIONS), legend(DISPOSITIONS));
+}
+
+// retentionTiles adds the retention figures (GET /api/v1/admin/retention):
+// when the next payload expires, what sweeps and erasure requests erased,
+// and the standing legal holds.
+async function retentionTiles(glance, now) {
+  let rt;
+  try {
+    rt = await getJSON(`${API}/admin/retention`);
+  } catch (e) {
+    glance.append(tile("tile-retention", "Retention", "unknown", e.message, "warn"));
+    return;
+  }
+  if (rt.rules.length === 0) {
+    glance.append(tile("tile-retention", "Next expiry", "no rule", "payloads are kept until erased by hand", ""));
+  } else if (rt.next_expiry) {
+    const t = new Date(rt.next_expiry).getTime();
+    glance.append(tile("tile-retention", "Next expiry", t <= now ? "due" : `in ${age(now, t)}`,
+      `${rt.rules.length} rule${rt.rules.length === 1 ? "" : "s"}; next sweep ${rt.next_sweep ? new Date(rt.next_sweep).toISOString() : "by cron (acsledger retention sweep)"}`, t <= now ? "warn" : ""));
+  } else {
+    glance.append(tile("tile-retention", "Next expiry", "nothing stored", `${rt.rules.length} rule${rt.rules.length === 1 ? "" : "s"}, no payload in scope`, ""));
+  }
+  glance.append(tile("tile-erased", "Payloads erased", (rt.erased_by_sweeps + rt.erased_by_requests).toLocaleString("en"),
+    `${rt.erased_by_sweeps.toLocaleString("en")} by sweeps, ${rt.erased_by_requests.toLocaleString("en")} by erasure requests${rt.last_sweep ? "; last sweep " + age(new Date(rt.last_sweep).getTime(), now) + " ago" : ""}`, ""));
+  const holds = tile("tile-holds", "Legal holds", rt.standing_holds === 0 ? "none" : rt.standing_holds.toLocaleString("en"), "", rt.standing_holds > 0 ? "warn" : "");
+  holds.append(el("a", { href: "/ui/holds" }, "list"));
+  glance.append(holds);
 }
