@@ -83,6 +83,7 @@ type eventsBundle struct {
 	leaves    map[int64]uint64           // position -> leaf index
 	seen      []bool
 	seenFind  []bool
+	differs   []bool // an event of the entry was an event_mismatch
 	wantFind  []bool
 }
 
@@ -175,6 +176,9 @@ func VerifyEvents(bundles [][]byte, events io.Reader, trust *Trust) (*EventsRepo
 			f := Finding{Code: CodeEventMissing, EntryIndex: i, EntryID: eb.ids[i].EntryID, StepID: eb.ids[i].StepID,
 				Expected: eb.hashes[i], Where: "session " + eb.session}
 			switch {
+			case !eb.seen[i] && eb.differs[i]:
+				f.Message = fmt.Sprintf("the copy has no event of entry %d of session %s that matches the ledger, only one that differs (event_mismatch)", i, eb.session)
+				rep.Findings = append(rep.Findings, f)
 			case !eb.seen[i]:
 				f.Message = fmt.Sprintf("the copy has no event of entry %d of session %s", i, eb.session)
 				rep.Findings = append(rep.Findings, f)
@@ -210,6 +214,8 @@ func (eb *eventsBundle) check(p *trace.Parsed, line int) (*Finding, string) {
 			Message: fmt.Sprintf("the ledger's session %s has %d entries, none at position %d", eb.session, len(eb.entries), pos)}, ""
 	}
 	i := int(pos)
+	differed := eb.differs[i]
+	eb.differs[i] = true // until the event is found to match
 	f := &Finding{Code: CodeEventMismatch, EntryIndex: i, EntryID: eb.ids[i].EntryID, StepID: eb.ids[i].StepID,
 		Where: where, Expected: eb.hashes[i], Actual: p.Handle.EntryHash}
 	if p.Handle.EntryHash != eb.hashes[i] {
@@ -251,6 +257,7 @@ func (eb *eventsBundle) check(p *trace.Parsed, line int) (*Finding, string) {
 		f.Expected, f.Actual = want, got
 		return f, member
 	}
+	eb.differs[i] = differed
 	if p.Finding {
 		eb.seenFind[i] = true
 	} else {
@@ -322,7 +329,7 @@ func readEventsBundle(b []byte) (*eventsBundle, error) {
 		eb.ids = append(eb.ids, acs.EntryHead{EntryID: e.EntryID, StepID: e.StepID, StepType: e.StepType})
 	}
 	n := len(eb.entries)
-	eb.seen, eb.seenFind, eb.wantFind = make([]bool, n), make([]bool, n), make([]bool, n)
+	eb.seen, eb.seenFind, eb.wantFind, eb.differs = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
 	return eb, nil
 }
 

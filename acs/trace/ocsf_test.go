@@ -241,3 +241,95 @@ func TestParams(t *testing.T) {
 		}
 	}
 }
+
+// TestBareDecision: an entry whose decision is the bare disposition string,
+// as other writers append it, is encoded with that disposition.
+func TestBareDecision(t *testing.T) {
+	entry := []byte(`{"entry_id":"e","step_id":"s","step_type":"steps/toolCallRequest","decision":"deny","agent_id":7}`)
+	evs, err := EncodeAll(OCSF, Evidence{SessionID: "s", EntryHash: testHash, Entry: entry}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || !strings.Contains(string(evs[0]), `"severity_id":4,`) || !strings.Contains(string(evs[1]), `"class_uid":2004,`) {
+		t.Fatalf("events %s", evs)
+	}
+	// A member of an unexpected type (agent_id a number) is not the agent.
+	if strings.Contains(string(evs[0]), `"user"`) {
+		t.Errorf("agent from a non-string agent_id: %s", evs[0])
+	}
+	for _, bad := range []string{``, `{`, `[]`, `{"step_id":"s"}`, `{"step_type":"x"} {}`} {
+		if _, err := Encode(OCSF, Evidence{SessionID: "s", Position: 3, Entry: []byte(bad)}, Options{}); err == nil || !strings.Contains(err.Error(), "entry s/3") {
+			t.Errorf("entry %q: error %v, want one naming entry s/3", bad, err)
+		}
+	}
+}
+
+// TestCloudEvent checks the CloudEvents 1.0 structured-mode event against
+// the spec's required context attributes and acsledger's choices: id the
+// entry hash, source the log origin, subject SESSION/POSITION, time the
+// entry's timestamp, data the entry as stored with its decision.
+func TestCloudEvent(t *testing.T) {
+	entry := guardianEntry("steps/toolCallRequest", "deny")
+	resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{"decision":"deny"}}`)
+	ev := Evidence{Origin: "ledger.example/acs", SessionID: "sess/1", Position: 12, EntryHash: testHash, Entry: entry, Response: resp}
+	b, err := Encode(CloudEvents, ev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce map[string]json.RawMessage
+	if err := json.Unmarshal(b, &ce); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"specversion": `"1.0"`, "id": `"` + testHash + `"`, "source": `"ledger.example/acs"`,
+		"type": `"` + CloudEventType + `"`, "subject": `"sess/1/12"`, "time": `"2026-11-30T05:12:44.318Z"`,
+		"datacontenttype": `"application/json"`,
+	}
+	for k, v := range want {
+		if string(ce[k]) != v {
+			t.Errorf("%s = %s, want %s", k, ce[k], v)
+		}
+	}
+	var data struct {
+		ACSLedger Handle          `json:"acsledger"`
+		Decision  string          `json:"decision"`
+		Entry     json.RawMessage `json:"entry"`
+		Response  json.RawMessage `json:"response"`
+	}
+	if err := json.Unmarshal(ce["data"], &data); err != nil {
+		t.Fatal(err)
+	}
+	if data.Decision != "deny" || string(data.Entry) != string(entry) || string(data.Response) != string(resp) || data.ACSLedger.Position != 12 {
+		t.Errorf("data %s", ce["data"])
+	}
+	for k := range ce {
+		// CloudEvents 1.0: attribute names are lowercase letters and digits.
+		for _, c := range k {
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+				t.Errorf("attribute name %q", k)
+			}
+		}
+	}
+
+	a, err := Encode(ACS, ev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantACS := `{"acsledger":{"session_id":"sess/1","position":12,"entry_hash":"` + testHash + `","origin":"ledger.example/acs"},"entry":` + string(entry) + `,"response":` + string(resp) + `}`
+	if string(a) != wantACS {
+		t.Errorf("acs event\n%s\nwant\n%s", a, wantACS)
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for in, want := range map[string]Format{"": OCSF, "ocsf": OCSF, "cloudevents": CloudEvents, "acs": ACS} {
+		if got, err := ParseFormat(in); err != nil || got != want {
+			t.Errorf("ParseFormat(%q) = %q, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"OCSF", "json", "cef"} {
+		if _, err := ParseFormat(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("ParseFormat(%q): %v", bad, err)
+		}
+	}
+}

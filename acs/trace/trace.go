@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/acsledger/acsledger/acs"
 )
 
 // Format names an encoding of exported events.
@@ -166,57 +168,101 @@ func (ev *Evidence) source() string {
 }
 
 // entryView is what the encodings read from an entry. Members the entry
-// lacks stay zero.
+// lacks stay zero; raw members are JSON values as the entry holds them.
 type entryView struct {
-	EntryID    string        `json:"entry_id"`
-	StepID     string        `json:"step_id"`
-	StepType   string        `json:"step_type"`
-	Timestamp  string        `json:"timestamp"`
-	AgentID    string        `json:"agent_id"`
-	TurnID     string        `json:"turn_id"`
-	Decision   entryDecision `json:"decision"`
+	EntryID, StepID, StepType, Timestamp string
+	AgentID, TurnID                      string
+	Decision                             struct {
+		Disposition, Reasoning, Path  string
+		ReasonCodes, PolicyReferences []byte
+		PolicyVersions, RuleIDs       []byte
+	}
 	Resolution struct {
-		Resolution string `json:"resolution"`
-		AgentID    string `json:"agent_id"`
-	} `json:"resolution"`
-	Capabilities      json.RawMessage `json:"capabilities"`
-	SourceFormat      string          `json:"source_format"`
-	ProvenanceSummary json.RawMessage `json:"provenance_summary"`
+		Resolution, AgentID string
+	}
+	Capabilities      []byte
+	SourceFormat      string
+	ProvenanceSummary []byte
 
 	entry json.RawMessage // compact
 	time  int64           // Unix ms
 	agent string
 }
 
-// entryDecision is an entry's decision: an object, or, in entries other
-// writers append, the bare disposition string ("decision": "allow").
-type entryDecision struct {
-	Disposition      string          `json:"disposition"`
-	Reasoning        string          `json:"reasoning"`
-	ReasonCodes      json.RawMessage `json:"reason_codes"`
-	PolicyReferences json.RawMessage `json:"policy_references"`
-	PolicyVersions   json.RawMessage `json:"policy_versions"`
-	RuleIDs          json.RawMessage `json:"rule_ids"`
-	DecisionID       string          `json:"decision_id"`
-	Path             string          `json:"path"`
-}
-
-func (d *entryDecision) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &d.Disposition)
-	}
-	type plain entryDecision
-	return json.Unmarshal(b, (*plain)(d))
-}
-
+// view reads ev's entry with the tree's one member scanner (acs), after
+// one validity pass: decoding into a struct would cost several times as
+// much, and an export runs once per entry.
 func view(ev *Evidence) (*entryView, error) {
 	if len(ev.Entry) == 0 {
 		return nil, fmt.Errorf("entry %s/%d: no entry", ev.SessionID, ev.Position)
 	}
+	if !json.Valid(ev.Entry) {
+		return nil, fmt.Errorf("entry %s/%d: not valid JSON", ev.SessionID, ev.Position)
+	}
 	v := new(entryView)
 	v.entry = compact(ev.Entry)
-	if err := json.Unmarshal(v.entry, v); err != nil {
-		return nil, fmt.Errorf("entry %s/%d: %w", ev.SessionID, ev.Position, err)
+	d := &v.Decision
+	ok := acs.JSONMembers(v.entry, func(name, val []byte) bool {
+		switch string(name) {
+		case "entry_id":
+			v.EntryID = str(val)
+		case "step_id":
+			v.StepID = str(val)
+		case "step_type":
+			v.StepType = str(val)
+		case "timestamp":
+			v.Timestamp = str(val)
+		case "agent_id":
+			v.AgentID = str(val)
+		case "turn_id":
+			v.TurnID = str(val)
+		case "source_format":
+			v.SourceFormat = str(val)
+		case "capabilities":
+			v.Capabilities = val
+		case "provenance_summary":
+			v.ProvenanceSummary = val
+		case "decision":
+			// An object, or, in entries other writers append, the bare
+			// disposition ("decision": "allow").
+			if len(val) > 0 && val[0] == '"' {
+				d.Disposition = str(val)
+				break
+			}
+			acs.JSONMembers(val, func(name, val []byte) bool {
+				switch string(name) {
+				case "disposition":
+					d.Disposition = str(val)
+				case "reasoning":
+					d.Reasoning = str(val)
+				case "path":
+					d.Path = str(val)
+				case "reason_codes":
+					d.ReasonCodes = val
+				case "policy_references":
+					d.PolicyReferences = val
+				case "policy_versions":
+					d.PolicyVersions = val
+				case "rule_ids":
+					d.RuleIDs = val
+				}
+				return true
+			})
+		case "resolution":
+			acs.JSONMembers(val, func(name, val []byte) bool {
+				switch string(name) {
+				case "resolution":
+					v.Resolution.Resolution = str(val)
+				case "agent_id":
+					v.Resolution.AgentID = str(val)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	if !ok {
+		return nil, fmt.Errorf("entry %s/%d: not a JSON object", ev.SessionID, ev.Position)
 	}
 	if v.StepType == "" {
 		return nil, fmt.Errorf("entry %s/%d: no step_type", ev.SessionID, ev.Position)
@@ -232,8 +278,8 @@ func view(ev *Evidence) (*entryView, error) {
 	} else if !ev.Committed.IsZero() {
 		v.time = ev.Committed.UnixMilli()
 	}
-	// The entry's own agent_id wins: it is what the chain commits to.
 	ev.entrySource = v.SourceFormat
+	// The entry's own agent_id wins: it is what the chain commits to.
 	v.agent = v.AgentID
 	if v.agent == "" {
 		v.agent = ev.AgentID
@@ -242,6 +288,21 @@ func view(ev *Evidence) (*entryView, error) {
 		v.agent = v.Resolution.AgentID
 	}
 	return v, nil
+}
+
+// str returns the string a JSON value holds, "" for any other value.
+func str(val []byte) string {
+	if len(val) < 2 || val[0] != '"' {
+		return ""
+	}
+	if bytes.IndexByte(val, '\\') < 0 {
+		return string(val[1 : len(val)-1])
+	}
+	var s string
+	if json.Unmarshal(val, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // disposition is the entry's ACS disposition, "" when it records none (an
