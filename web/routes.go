@@ -55,6 +55,8 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/api/v1/ingest/flagged", Roles: auditors, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/search", Roles: readers, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/search/export", Roles: auditors, Recorded: true},
+	{Method: "GET", Pattern: "/api/v1/events", Roles: auditors, Recorded: true},
+	{Method: "GET", Pattern: "/api/v1/exports", Roles: adminsOnly},
 	{Method: "GET", Pattern: "/api/v1/integrity", Roles: readers},
 	{Method: "GET", Pattern: "/api/v1/log", Roles: readers},
 	{Method: "GET", Pattern: "/api/v1/stats", Roles: adminsOnly},

@@ -16,6 +16,7 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/web/access"
 	"github.com/acsledger/acsledger/web/api"
+	"github.com/acsledger/acsledger/web/export"
 	"github.com/acsledger/acsledger/web/httpapi"
 	"github.com/acsledger/acsledger/web/ingestapi"
 	"github.com/acsledger/acsledger/web/stats"
@@ -59,7 +60,13 @@ type Options struct {
 	// a write reads it, so that a session the replica has not replayed
 	// yet is not taken for a new one. Nil: the store itself.
 	Writes access.SessionReader
+	// Export configures the event export routes (web/export): the pull
+	// API and the push sinks' state; without its Store they answer 501.
+	Export ExportOptions
 }
+
+// ExportOptions configure web/export.
+type ExportOptions = export.Options
 
 // Server serves the HTTP API over one store.
 type Server struct {
@@ -96,6 +103,7 @@ func New(store Store, opts Options) *Server {
 		ev.Mount(r)
 		charts.Mount(r)
 		ingestapi.New(opts.Ingest, s.log).Mount(r)
+		export.New(opts.Export, s.log).Mount(r)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("no such resource: %s %s", r.Method, r.URL.Path))

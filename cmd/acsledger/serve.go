@@ -51,11 +51,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	af.register(fs)
 	var inf ingestServeFlags
 	inf.register(fs)
+	var xf exportFlags
+	xf.register(fs)
 	reverifyEvery := fs.Duration("reverify-every", time.Hour, "re-verify the whole ledger this often (0: only on demand through the admin API, whose token is $ACSLEDGER_ADMIN_TOKEN)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	log := newLogger(stderr)
+	if err := xf.check(); err != nil {
+		return err
+	}
 	if (af.tlsCert == "") != (af.tlsKey == "") {
 		return fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
 	}
@@ -151,10 +156,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ev := lf.evidenceOptions(reads, evLog, keySet, log)
 	ingestOpts := inf.options()
 	ingestOpts.Store = reads
+	// Export reads the primary: its cursors are written there, and a
+	// leaf index means the same on every copy of the log.
+	g, gctx := errgroup.WithContext(ctx)
+	sinks, err := xf.start(gctx, g, store, mlog.Origin(), log)
+	if err != nil {
+		return err
+	}
 	handler := web.New(reads, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Search: reads, Charts: reads, Auth: web.AuthOptions{
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
-	}, Ingest: ingestOpts, Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store})
+	}, Ingest: ingestOpts, Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store,
+		Export: web.ExportOptions{Store: reads, Origin: mlog.Origin(), Sinks: statuses(sinks)}})
 	mountRoutes(handler.Router(), mlog, tel.Metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,
@@ -186,7 +199,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log.Info("acsledger serving", "url", scheme+"://"+ln.Addr().String(), "store", redact(url), "admin_token", adminHint)
 
-	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		// The log integrates appended entries and signs checkpoints until
 		// shutdown; entries appended but not yet integrated stay queued in

@@ -66,3 +66,22 @@ INSERT INTO tlog_head (size, note) VALUES ($1, $2) ON CONFLICT DO NOTHING;
 
 -- name: LogAddCosignature
 INSERT INTO tlog_cosignatures (size, line) VALUES ($1, $2) ON CONFLICT DO NOTHING;
+
+-- name: ExportEntries
+-- Export in the Merkle log's order (migration 0020, docs/export.md). The
+-- session is read from the leaf (migration 0008's function), so each
+-- entry lookup reads one partition of entries. $1, $2: the leaf range
+-- [from, to); $3: an agent-id prefix, '' for all; $4: the page size;
+-- $5: read the request params too.
+SELECT l.idx, e.session_id, e.position, e.entry_hash, s.agent_id,
+    coalesce(se.source, s.writer), e.recorded_at, e.content, r.response,
+    CASE WHEN $5::boolean THEN p.params END
+FROM tlog_leaves l
+JOIN entries e ON e.session_id = tlog_leaf_session(l.data) AND e.id = l.entry_id
+JOIN sessions s ON s.session_id = e.session_id
+LEFT JOIN search_entries se ON se.session_id = e.session_id AND se.position = e.position
+LEFT JOIN responses r ON r.session_id = e.session_id AND r.position = e.position
+LEFT JOIN request_params p ON $5::boolean AND p.session_id = e.session_id AND p.position = e.position
+WHERE l.idx >= $1 AND l.idx < $2 AND ($3::text = '' OR starts_with(s.agent_id, $3))
+ORDER BY l.idx
+LIMIT $4;

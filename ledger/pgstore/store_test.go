@@ -118,3 +118,21 @@ func TestLogWriterPrivileges(t *testing.T) {
 		}
 	}
 }
+
+// TestExport runs the export suite; the cursor that must not move back is
+// moved by the owner, so the trigger is what stops it.
+func TestExport(t *testing.T) {
+	ctx := context.Background()
+	url, s := newStore(t)
+	owner, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	storetest.RunExport(t, s, func(t *testing.T) {
+		tlogtest.IntegrateAll(t, tlogstoretest.NewLog(t, s.LogStorage(), tlog.Config{}))
+	}, func(stmt string) error {
+		_, err := owner.Exec(ctx, stmt)
+		return err
+	})
+}

@@ -69,3 +69,20 @@ INSERT INTO tlog_head (singleton, size, note) VALUES (1, ?1, ?2) ON CONFLICT DO 
 
 -- name: LogAddCosignature
 INSERT INTO tlog_cosignatures (size, line, created_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING;
+
+-- name: ExportEntries
+-- Export in the Merkle log's order (migration 0020, docs/export.md).
+-- ?1, ?2: the leaf range [from, to); ?3: an agent-id prefix, '' for all;
+-- ?4: the page size; ?5: read the request params too.
+SELECT l.idx, e.session_id, e.position, e.entry_hash, s.agent_id,
+    coalesce(se.source, s.writer), e.recorded_at, e.content, r.response,
+    CASE WHEN ?5 THEN p.params END
+FROM tlog_leaves l
+JOIN entries e ON e.id = l.entry_id
+JOIN sessions s ON s.session_id = e.session_id
+LEFT JOIN search_entries se ON se.session_id = e.session_id AND se.position = e.position
+LEFT JOIN responses r ON r.session_id = e.session_id AND r.position = e.position
+LEFT JOIN request_params p ON ?5 AND p.session_id = e.session_id AND p.position = e.position
+WHERE l.idx >= ?1 AND l.idx < ?2 AND (?3 = '' OR substr(s.agent_id, 1, length(?3)) = ?3)
+ORDER BY l.idx
+LIMIT ?4;

@@ -10,7 +10,9 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/sqlitestore"
 	"github.com/acsledger/acsledger/ledger/storetest"
+	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tlog/tlogstoretest"
+	"github.com/acsledger/acsledger/ledger/tlog/tlogtest"
 )
 
 func open(t *testing.T, opts ledger.Options) storetest.Roles {
@@ -69,6 +71,17 @@ func TestTokens(t *testing.T) {
 	path, s := openFile(t, ledger.Options{})
 	db := bypass(t, path, "")
 	storetest.RunTokens(t, s, func(stmt string) error {
+		_, err := db.Exec(stmt)
+		return err
+	})
+}
+
+func TestExport(t *testing.T) {
+	path, s := openFile(t, ledger.Options{})
+	db := bypass(t, path, "")
+	storetest.RunExport(t, s, func(t *testing.T) {
+		tlogtest.IntegrateAll(t, tlogstoretest.NewLog(t, s.LogStorage(), tlog.Config{}))
+	}, func(stmt string) error {
 		_, err := db.Exec(stmt)
 		return err
 	})

@@ -45,6 +45,7 @@ type Store interface {
 	ledger.PolicyBundleStore
 	ledger.TokenStore
 	ledger.IngestStore
+	ledger.ExportStore
 	// LogStorage returns the storage of the Merkle log over the store's
 	// database, whose tables hold the leaves of the store's entries.
 	LogStorage() tlog.Storage

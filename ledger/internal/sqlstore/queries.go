@@ -32,7 +32,8 @@ type Queries struct {
 	InsertBundle, BundleDigest, PolicyBundle, PolicyBundles,
 	InsertErasure, DeleteRequestParams, Erasure,
 	InsertToken, TokenByHash, Tokens, RevokeToken, TokenExists,
-	Quarantined string
+	Quarantined,
+	ExportCursor, ExportCursors, PutExportCursor string
 	// search.sql
 	SearchEntries, SearchSessions string
 	// stats.sql
@@ -47,6 +48,7 @@ type Queries struct {
 	LogPending, LogSessionLeaves, LogLastSessionLeaf,
 	LogLatestCheckpoint, LogInsertCheckpoint, LogMoveHead, LogInsertHead,
 	LogAddCosignature string
+	ExportEntries string
 }
 
 // LoadQueries returns the store's queries for a driver: this package's

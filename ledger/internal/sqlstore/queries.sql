@@ -117,3 +117,20 @@ FROM ingest_quarantine
 WHERE seq > $1 AND ($2::text = '' OR source = $2)
 ORDER BY seq
 LIMIT $3;
+
+-- name: ExportCursor
+SELECT name, next_leaf, sending_to, delivered, redelivered, updated_at
+FROM export_cursors WHERE name = $1;
+
+-- name: ExportCursors
+SELECT name, next_leaf, sending_to, delivered, redelivered, updated_at
+FROM export_cursors ORDER BY name;
+
+-- name: PutExportCursor
+-- Compare-and-swap on next_leaf ($7, the cursor the caller read); a row
+-- that is not there yet is created whatever $7 says.
+INSERT INTO export_cursors (name, next_leaf, sending_to, delivered, redelivered, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (name) DO UPDATE SET next_leaf = excluded.next_leaf, sending_to = excluded.sending_to,
+    delivered = excluded.delivered, redelivered = excluded.redelivered, updated_at = excluded.updated_at
+WHERE export_cursors.next_leaf = $7;

@@ -1,0 +1,169 @@
+package exportsink
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/acsledger/acsledger/ledger/export"
+)
+
+// syslogPEN is the enterprise number of the structured-data element the
+// messages carry (acsledger@32473). 32473 is the number RFC 5612 reserves
+// for documentation and examples; the element is for reading, no one
+// registers it.
+const syslogPEN = "32473"
+
+// syslogPRI is facility 13 (log audit, RFC 5424 §6.2.1) at severity 6
+// (informational): 13*8 + 6.
+const syslogPRI = "<110>"
+
+// syslogSink writes each event as one RFC 5424 message over TCP or TLS,
+// framed by octet counting (RFC 6587 §3.4.1): "LEN SP MSG", no trailer,
+// so an event may hold any byte. Plain syslog has no application
+// acknowledgement: a batch counts as delivered once written to the
+// connection, and before each batch the sink checks that the receiver has
+// not closed it, so a receiver that went away is noticed before a batch
+// is handed to a dead socket.
+type syslogSink struct {
+	c      Config
+	conn   net.Conn
+	host   string
+	procID string
+	buf    []byte
+}
+
+func newSyslog(c Config) *syslogSink {
+	host, err := os.Hostname()
+	if err != nil || host == "" || len(host) > 255 {
+		host = "-"
+	}
+	for i := range len(host) {
+		if host[i] < 33 || host[i] > 126 { // RFC 5424 §6: PRINTUSASCII
+			host = "-"
+			break
+		}
+	}
+	return &syslogSink{c: c, host: host, procID: strconv.Itoa(os.Getpid())}
+}
+
+func (s *syslogSink) dial(ctx context.Context) error {
+	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	var conn net.Conn
+	var err error
+	if s.c.Kind == "syslog+tls" {
+		td := tls.Dialer{NetDialer: &d, Config: s.c.tls}
+		conn, err = td.DialContext(ctx, "tcp", s.c.url.Host)
+	} else {
+		conn, err = d.DialContext(ctx, "tcp", s.c.url.Host)
+	}
+	if err != nil {
+		return fmt.Errorf("export sink %s: couldn't connect to %s: %w", s.c.Name, s.c.Redacted, err)
+	}
+	s.conn = conn
+	return nil
+}
+
+// alive reports whether the receiver still holds the connection open: a
+// syslog receiver never writes, so a read that does not time out at once
+// means it closed (EOF) or reset it.
+func (s *syslogSink) alive() bool {
+	if err := s.conn.SetReadDeadline(time.Now().Add(time.Millisecond)); err != nil {
+		return false
+	}
+	var b [1]byte
+	_, err := s.conn.Read(b[:])
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func (s *syslogSink) Send(ctx context.Context, batch []export.Event) error {
+	if s.conn != nil && !s.alive() {
+		s.conn.Close()
+		s.conn = nil
+	}
+	if s.conn == nil {
+		if err := s.dial(ctx); err != nil {
+			return err
+		}
+	}
+	s.buf = s.buf[:0]
+	for _, e := range batch {
+		s.buf = s.frame(s.buf, e)
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(30 * time.Second)
+	}
+	s.conn.SetWriteDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { s.conn.SetWriteDeadline(time.Unix(1, 0)) })
+	_, err := s.conn.Write(s.buf)
+	stop()
+	if err != nil {
+		s.conn.Close()
+		s.conn = nil
+		return fmt.Errorf("export sink %s: couldn't write to %s: %w", s.c.Name, s.c.Redacted, err)
+	}
+	return nil
+}
+
+// frame appends e as one octet-counted RFC 5424 message:
+// LEN SP <PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID [SD] MSG.
+func (s *syslogSink) frame(dst []byte, e export.Event) []byte {
+	var m [512]byte
+	msg := m[:0]
+	msg = append(msg, syslogPRI+"1 "...)
+	msg = e.RecordedAt.UTC().AppendFormat(msg, "2006-01-02T15:04:05.000000Z07:00")
+	msg = append(msg, ' ')
+	msg = append(msg, s.host...)
+	msg = append(msg, " acsledger "...)
+	msg = append(msg, s.procID...)
+	msg = append(msg, ' ')
+	msg = append(msg, s.c.Format...)
+	msg = append(msg, " [acsledger@"+syslogPEN+" session_id=\""...)
+	msg = appendSDValue(msg, e.SessionID)
+	msg = append(msg, "\" position=\""...)
+	msg = strconv.AppendInt(msg, e.Position, 10)
+	msg = append(msg, "\" entry_hash=\""...)
+	msg = append(msg, e.EntryHash...)
+	msg = append(msg, "\" cursor=\""...)
+	msg = append(msg, e.Cursor...)
+	msg = append(msg, "\"] "...)
+	dst = strconv.AppendInt(dst, int64(len(msg)+len(e.JSON)), 10)
+	dst = append(dst, ' ')
+	dst = append(dst, msg...)
+	return append(dst, e.JSON...)
+}
+
+// appendSDValue escapes a PARAM-VALUE (RFC 5424 §6.3.3): '"', '\' and ']'
+// take a backslash.
+func appendSDValue(dst []byte, v string) []byte {
+	for i := range len(v) {
+		switch v[i] {
+		case '"', '\\', ']':
+			dst = append(dst, '\\')
+		}
+		dst = append(dst, v[i])
+	}
+	return dst
+}
+
+func (s *syslogSink) Close() error {
+	if s.conn == nil {
+		return nil
+	}
+	err := s.conn.Close()
+	s.conn = nil
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+var _ io.Closer = (*syslogSink)(nil)
