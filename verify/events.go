@@ -98,7 +98,8 @@ type eventsBundle struct {
 // VerifyBundle does, then each event's evidence handle must name the
 // ledger's entry hash at its session and position, and the event must be
 // what the entry encodes to (trace.Parsed.Compare); then every entry of
-// each bundle must have its event. Blank lines are skipped. An event line
+// each bundle must have its event. Blank lines and the pull API's
+// heartbeat lines are skipped. An event line
 // that cannot be parsed is an *InputError naming the line.
 func VerifyEvents(bundles [][]byte, events io.Reader, trust *Trust) (*EventsReport, error) {
 	return VerifyEventsFunc(bundles, events, trust, nil)
@@ -162,6 +163,14 @@ func VerifyEventsFunc(bundles [][]byte, events io.Reader, trust *Trust, each fun
 		p, perr := trace.Parse(raw)
 		if perr != nil {
 			return nil, &InputError{Line: line, Err: perr}
+		}
+		if p.Progress {
+			// A heartbeat of the pull API's follow stream, saved with
+			// the events.
+			if err == io.EOF {
+				break
+			}
+			continue
 		}
 		res := EventResult{Line: line, Format: string(p.Format), SessionID: p.Handle.SessionID, Position: p.Handle.Position,
 			EntryHash: p.Handle.EntryHash, Finding: p.Finding}

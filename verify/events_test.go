@@ -94,13 +94,14 @@ func TestEventsBadInput(t *testing.T) {
 	bundle := readTestFile(t, "testdata", "bundles", "valid.json")
 	good := strings.SplitN(string(readTestFile(t, "testdata", "events", "valid.ocsf.ndjson")), "\n", 2)[0]
 	for name, in := range map[string]string{
-		"not JSON":      good + "\n{oops\n",
-		"no handle":     good + "\n" + `{"class_uid":1007}` + "\n",
-		"not an event":  good + "\n" + `{"hello":"world"}` + "\n",
-		"bad cursor":    good + "\n" + `{"cursor":3,"event":` + good + "}\n",
-		"trailing data": good + "\n" + good + " {}\n",
-		"wrong version": good + "\n" + `{"specversion":"0.3","id":"x"}` + "\n",
-		"bad position":  good + "\n" + strings.Replace(good, `"position":0`, `"position":-1`, 1) + "\n",
+		"not JSON":                good + "\n{oops\n",
+		"no handle":               good + "\n" + `{"class_uid":1007}` + "\n",
+		"not an event":            good + "\n" + `{"hello":"world"}` + "\n",
+		"bad cursor":              good + "\n" + `{"cursor":3,"event":` + good + "}\n",
+		"trailing data":           good + "\n" + good + " {}\n",
+		"wrong version":           good + "\n" + `{"specversion":"0.3","id":"x"}` + "\n",
+		"bad position":            good + "\n" + strings.Replace(good, `"position":0`, `"position":-1`, 1) + "\n",
+		"heartbeat with an event": good + "\n" + `{"heartbeat":"t","event":{}}` + "\n",
 	} {
 		_, err := VerifyEvents([][]byte{bundle}, strings.NewReader(in), nil)
 		var ie *InputError
