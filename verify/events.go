@@ -51,7 +51,9 @@ type EventsReport struct {
 	// Bundles are the reports of the bundles themselves: the copy is only
 	// as good as the evidence it is checked against.
 	Bundles []*Report
-	Events  []EventResult
+	// Events holds each event's result, in the order of the copy, unless
+	// VerifyEventsFunc was given a function to hand them to instead.
+	Events []EventResult
 	// Findings are the events' findings (event_mismatch, event_missing);
 	// EntryIndex is the entry's position in its session's chain.
 	Findings []Finding
@@ -83,7 +85,11 @@ type eventsBundle struct {
 	leaves    map[int64]uint64           // position -> leaf index
 	seen      []bool
 	seenFind  []bool
-	wantFind  []bool
+	differs   []bool // an event of the entry was an event_mismatch
+	// delivered and deliveredFind count the copy's events per position,
+	// for duplicates.
+	delivered, deliveredFind []bool
+	wantFind                 []bool
 }
 
 // VerifyEvents checks a copy of exported events (one JSON event per line,
@@ -92,10 +98,33 @@ type eventsBundle struct {
 // VerifyBundle does, then each event's evidence handle must name the
 // ledger's entry hash at its session and position, and the event must be
 // what the entry encodes to (trace.Parsed.Compare); then every entry of
-// each bundle must have its event. Blank lines are skipped. An event line
+// each bundle must have its event. Blank lines and the pull API's
+// heartbeat lines are skipped. An event line
 // that cannot be parsed is an *InputError naming the line.
 func VerifyEvents(bundles [][]byte, events io.Reader, trust *Trust) (*EventsReport, error) {
+	return VerifyEventsFunc(bundles, events, trust, nil)
+}
+
+// VerifyEventsFunc is VerifyEvents handing each event's result to each as
+// it is found rather than keeping it in the report, so that a copy of any
+// length is checked in memory bounded by the bundles. Events of sessions no
+// bundle covers give one notice per session.
+func VerifyEventsFunc(bundles [][]byte, events io.Reader, trust *Trust, each func(EventResult)) (*EventsReport, error) {
 	rep := &EventsReport{}
+	emit := func(r EventResult) {
+		if each != nil {
+			each(r)
+		} else {
+			rep.Events = append(rep.Events, r)
+		}
+	}
+	type outsider struct {
+		session   string
+		line, n   int
+		entryHash string
+	}
+	var outside []*outsider
+	outsideByID := map[string]*outsider{}
 	byID := map[string]*eventsBundle{}
 	for i, b := range bundles {
 		br, err := VerifyBundle(bytes.NewReader(b), trust)
@@ -116,12 +145,6 @@ func VerifyEvents(bundles [][]byte, events io.Reader, trust *Trust) (*EventsRepo
 		byID[eb.session] = eb
 	}
 
-	type key struct {
-		session string
-		pos     int64
-		finding bool
-	}
-	delivered := map[key]bool{}
 	rd := bufio.NewReaderSize(events, 64<<10)
 	for line := 1; ; line++ {
 		raw, err := readLine(rd)
@@ -141,21 +164,38 @@ func VerifyEvents(bundles [][]byte, events io.Reader, trust *Trust) (*EventsRepo
 		if perr != nil {
 			return nil, &InputError{Line: line, Err: perr}
 		}
+		if p.Progress {
+			// A heartbeat of the pull API's follow stream, saved with
+			// the events.
+			if err == io.EOF {
+				break
+			}
+			continue
+		}
 		res := EventResult{Line: line, Format: string(p.Format), SessionID: p.Handle.SessionID, Position: p.Handle.Position,
 			EntryHash: p.Handle.EntryHash, Finding: p.Finding}
-		k := key{p.Handle.SessionID, p.Handle.Position, p.Finding}
-		if delivered[k] {
-			rep.Duplicates++
-		}
-		delivered[k] = true
 		eb := byID[p.Handle.SessionID]
 		if eb == nil {
 			res.Status = "outside_bundle"
-			rep.Notices = append(rep.Notices, Finding{Code: CodeEventOutsideBundle, EntryIndex: -1,
-				Where: fmt.Sprintf("event line %d", line), Actual: p.Handle.EntryHash,
-				Message: fmt.Sprintf("the event names session %s, which no bundle given covers; it was not checked", p.Handle.SessionID)})
-			rep.Events = append(rep.Events, res)
+			o := outsideByID[p.Handle.SessionID]
+			if o == nil {
+				o = &outsider{session: p.Handle.SessionID, line: line, entryHash: p.Handle.EntryHash}
+				outsideByID[o.session] = o
+				outside = append(outside, o)
+			}
+			o.n++
+			emit(res)
 			continue
+		}
+		if pos := p.Handle.Position; pos < int64(len(eb.entries)) {
+			d := eb.delivered
+			if p.Finding {
+				d = eb.deliveredFind
+			}
+			if d[pos] {
+				rep.Duplicates++
+			}
+			d[pos] = true
 		}
 		res.Status = "mismatch"
 		if f, member := eb.check(p, line); f != nil {
@@ -164,10 +204,15 @@ func VerifyEvents(bundles [][]byte, events io.Reader, trust *Trust) (*EventsRepo
 		} else {
 			res.Status = "verified"
 		}
-		rep.Events = append(rep.Events, res)
+		emit(res)
 		if err == io.EOF {
 			break
 		}
+	}
+	for _, o := range outside {
+		rep.Notices = append(rep.Notices, Finding{Code: CodeEventOutsideBundle, EntryIndex: -1,
+			Where: fmt.Sprintf("event line %d", o.line), Actual: o.entryHash,
+			Message: fmt.Sprintf("%d event(s) name session %s, which no bundle given covers (the first at line %d); they were not checked", o.n, o.session, o.line)})
 	}
 
 	for _, eb := range sortedBundles(byID) {
@@ -175,6 +220,9 @@ func VerifyEvents(bundles [][]byte, events io.Reader, trust *Trust) (*EventsRepo
 			f := Finding{Code: CodeEventMissing, EntryIndex: i, EntryID: eb.ids[i].EntryID, StepID: eb.ids[i].StepID,
 				Expected: eb.hashes[i], Where: "session " + eb.session}
 			switch {
+			case !eb.seen[i] && eb.differs[i]:
+				f.Message = fmt.Sprintf("the copy has no event of entry %d of session %s that matches the ledger, only one that differs (event_mismatch)", i, eb.session)
+				rep.Findings = append(rep.Findings, f)
 			case !eb.seen[i]:
 				f.Message = fmt.Sprintf("the copy has no event of entry %d of session %s", i, eb.session)
 				rep.Findings = append(rep.Findings, f)
@@ -210,6 +258,8 @@ func (eb *eventsBundle) check(p *trace.Parsed, line int) (*Finding, string) {
 			Message: fmt.Sprintf("the ledger's session %s has %d entries, none at position %d", eb.session, len(eb.entries), pos)}, ""
 	}
 	i := int(pos)
+	differed := eb.differs[i]
+	eb.differs[i] = true // until the event is found to match
 	f := &Finding{Code: CodeEventMismatch, EntryIndex: i, EntryID: eb.ids[i].EntryID, StepID: eb.ids[i].StepID,
 		Where: where, Expected: eb.hashes[i], Actual: p.Handle.EntryHash}
 	if p.Handle.EntryHash != eb.hashes[i] {
@@ -251,6 +301,7 @@ func (eb *eventsBundle) check(p *trace.Parsed, line int) (*Finding, string) {
 		f.Expected, f.Actual = want, got
 		return f, member
 	}
+	eb.differs[i] = differed
 	if p.Finding {
 		eb.seenFind[i] = true
 	} else {
@@ -322,7 +373,8 @@ func readEventsBundle(b []byte) (*eventsBundle, error) {
 		eb.ids = append(eb.ids, acs.EntryHead{EntryID: e.EntryID, StepID: e.StepID, StepType: e.StepType})
 	}
 	n := len(eb.entries)
-	eb.seen, eb.seenFind, eb.wantFind = make([]bool, n), make([]bool, n), make([]bool, n)
+	eb.seen, eb.seenFind, eb.wantFind, eb.differs = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
+	eb.delivered, eb.deliveredFind = make([]bool, n), make([]bool, n)
 	return eb, nil
 }
 

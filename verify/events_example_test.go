@@ -33,6 +33,6 @@ func ExampleVerifyEvents() {
 	// verified: false
 	// event_mismatch at entry 2: the event's entry hash is not the ledger's at session sess-2b8e41d0-93c7-4f1a-b5e2-7d6c0a9f3e18 position 2
 	// event_mismatch at entry 5: the ocsf event differs from the ledger's entry at severity
-	// event_missing at entry 2: the copy has no event of entry 2 of session sess-2b8e41d0-93c7-4f1a-b5e2-7d6c0a9f3e18
-	// event_missing at entry 5: the copy has no event of entry 5 of session sess-2b8e41d0-93c7-4f1a-b5e2-7d6c0a9f3e18
+	// event_missing at entry 2: the copy has no event of entry 2 of session sess-2b8e41d0-93c7-4f1a-b5e2-7d6c0a9f3e18 that matches the ledger, only one that differs
+	// event_missing at entry 5: the copy has no event of entry 5 of session sess-2b8e41d0-93c7-4f1a-b5e2-7d6c0a9f3e18 that matches the ledger, only one that differs
 }
