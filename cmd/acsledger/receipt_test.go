@@ -32,12 +32,8 @@ var (
 func acsverifyBinary(t *testing.T) string {
 	t.Helper()
 	acsverifyOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "acsverify-bin-")
-		if err != nil {
-			acsverifyErr = err
-			return
-		}
-		acsverifyBin = filepath.Join(dir, "acsverify")
+		// Beside the acsledger binary, whose directory TestMain removes.
+		acsverifyBin = filepath.Join(filepath.Dir(binary), "acsverify")
 		if out, err := exec.Command("go", "build", "-o", acsverifyBin, "../acsverify").CombinedOutput(); err != nil {
 			acsverifyErr = errors.New(string(out))
 		}
