@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/internal/acsagent"
 	"github.com/acsledger/acsledger/internal/bench"
+	"github.com/acsledger/acsledger/verify"
 )
 
 var (
@@ -30,12 +32,8 @@ var (
 func acsverifyBinary(t *testing.T) string {
 	t.Helper()
 	acsverifyOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "acsverify-bin-")
-		if err != nil {
-			acsverifyErr = err
-			return
-		}
-		acsverifyBin = filepath.Join(dir, "acsverify")
+		// Beside the acsledger binary, whose directory TestMain removes.
+		acsverifyBin = filepath.Join(filepath.Dir(binary), "acsverify")
 		if out, err := exec.Command("go", "build", "-o", acsverifyBin, "../acsverify").CombinedOutput(); err != nil {
 			acsverifyErr = errors.New(string(out))
 		}
@@ -131,6 +129,42 @@ func testReceiptEndToEnd(t *testing.T, db string) {
 	if !bytes.Contains(raw, []byte(`"reason":"no_such_step"`)) || bytes.Contains(raw, []byte("tlog-proof")) {
 		t.Fatalf("another session asked for this session's step: %s", raw)
 	}
+
+	// The log grows past the receipt's checkpoint: the auditor keeps the
+	// newer checkpoint with the consistency proof from the public
+	// endpoint, or a bundle exported since the receipt's tree size.
+	rr, err := verify.ParseReceipt(fromAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := verify.ParseCheckpointHead(rr.Checkpoint[:bytes.Index(rr.Checkpoint, []byte("\n\n"))+1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Send(t.Context(), "steps/toolCallRequest", acsagent.ToolCall(bench.Calls[1].Tool, bench.Calls[1].Args)); err != nil {
+		t.Fatal(err)
+	}
+	var newer []byte
+	var newSize uint64
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, cp := get(t, s.url+"/checkpoint")
+		if c, err := verify.ParseCheckpointHead(cp[:bytes.Index(cp, []byte("\n\n"))+1]); err == nil && c.Size > old.Size {
+			newer, newSize = cp, c.Size
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log did not grow past %d", old.Size)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, proof := get(t, fmt.Sprintf("%s/api/v1/proofs/consistency?old=%d&new=%d", s.url, old.Size, newSize))
+	_, since := get(t, fmt.Sprintf("%s/api/v1/sessions/%s/bundle?since_size=%d", s.url, a.ID, old.Size))
+	files := map[string][]byte{"newer.checkpoint": newer, "proof.json": proof, "since.json": since, "step.tlog-proof": fromAPI}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	s.stop(t, syscall.SIGTERM)
 
 	// The operator's CLI writes the same receipt.
@@ -161,6 +195,21 @@ func testReceiptEndToEnd(t *testing.T, db string) {
 	}
 	if err != nil || json.Unmarshal(o, &rep) != nil || !rep.Verified || rep.SessionID != a.ID || rep.StepID != r.RequestID || !strings.EqualFold(rep.Decision, "deny") {
 		t.Fatalf("acsverify receipt: %v\n%s", err, o)
+	}
+	// Old receipts stay useful as the log grows. (The bundle, exported
+	// after the checkpoint was read, may carry a still newer one.)
+	for _, args := range [][]string{
+		{"--checkpoint", filepath.Join(dir, "newer.checkpoint"), "--consistency", filepath.Join(dir, "proof.json")},
+		{"--bundle", filepath.Join(dir, "since.json")},
+	} {
+		o, err := exec.Command(v, append(append([]string{"receipt", "--log-key", keyFile, "--json"}, args...), filepath.Join(dir, "step.tlog-proof"))...).Output()
+		var later struct {
+			Verified      bool   `json:"verified"`
+			NewerTreeSize uint64 `json:"newer_tree_size"`
+		}
+		if err != nil || json.Unmarshal(o, &later) != nil || !later.Verified || later.NewerTreeSize < newSize {
+			t.Fatalf("acsverify receipt %v: %v\n%s", args, err, o)
+		}
 	}
 	// One changed byte: findings, exit 1. Not a receipt: exit 2.
 	mangled := bytes.Replace(fromAPI, []byte("index "), []byte("index 1"), 1)

@@ -107,4 +107,3 @@ func mustEntryHash(b *testing.B, f *evidencetest.Fixture, pos int64) [32]byte {
 	}
 	return es[0].EntryHash
 }
-

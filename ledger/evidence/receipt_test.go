@@ -15,6 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/acsledger/acsledger/acs/sig"
+	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
@@ -372,5 +373,73 @@ func TestReceiptFirstCheckpointAndLater(t *testing.T) {
 				t.Fatalf("with a wrong consistency proof: %v %+v", err, rep)
 			}
 		})
+	}
+}
+
+// TestAgentReceipt asks the Guardian for receipts with the ACS method
+// system/acsledger/receipt, signed by the session's own key: by step_id
+// and by position the same receipt as the auditor's, signed by the
+// session's response key; nothing of another session; not_anchored with
+// when to retry before the log integrates; malformed payloads refused.
+func TestAgentReceipt(t *testing.T) {
+	f := evidencetest.New(t, "sqlite")
+	step := f.Step(t, "steps/toolCallRequest", "deny")
+	want := receipt(t, f, step.SessionID, 1)
+	ask := func(session string, payload any) (result map[string]any, errData map[string]any, raw []byte) {
+		t.Helper()
+		_, raw = f.CallRaw(t, session, guardian.MethodReceipt, payload)
+		var r struct {
+			Result map[string]any `json:"result"`
+			Error  *struct {
+				Code int            `json:"code"`
+				Data map[string]any `json:"data"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatalf("%s", raw)
+		}
+		if r.Error != nil {
+			return nil, r.Error.Data, raw
+		}
+		return r.Result, nil, raw
+	}
+	for _, p := range []map[string]any{{"step_id": step.RequestID}, {"position": 1}} {
+		res, _, raw := ask(step.SessionID, p)
+		pl, _ := res["payload"].(map[string]any)
+		if pl == nil || pl["receipt"] != string(want) || res["signature"] == nil {
+			t.Fatalf("%v: %s", p, raw)
+		}
+	}
+	// The answer is signed like every response of the session.
+	_, raw := f.CallRaw(t, step.SessionID, guardian.MethodReceipt, map[string]any{"position": 1})
+	ks, _ := sig.NewKeySet(f.HMAC.Public(), f.ECDSA.Public())
+	if _, err := sig.VerifyEnvelope(raw, ks, step.SessionID); err != nil {
+		t.Fatalf("the answer's signature: %v", err)
+	}
+	other := f.HMACSession
+	if other == step.SessionID {
+		other = f.ECDSASession
+	}
+	for _, c := range []struct {
+		session string
+		payload any
+		reason  string
+	}{
+		{other, map[string]any{"step_id": step.RequestID}, "no_such_step"},
+		{step.SessionID, map[string]any{"position": 99}, "no_such_step"},
+		{step.SessionID, map[string]any{"position": 1, "step_id": step.RequestID}, "invalid_params"},
+		{step.SessionID, map[string]any{}, "invalid_params"},
+		{step.SessionID, map[string]any{"position": -1}, "invalid_params"},
+		{step.SessionID, map[string]any{"session_id": other, "position": 0}, "invalid_params"},
+	} {
+		if _, data, raw := ask(c.session, c.payload); data == nil || data["reason"] != c.reason || strings.Contains(string(raw), "tlog-proof") {
+			t.Errorf("%v: %s, want reason %s", c.payload, raw, c.reason)
+		}
+	}
+	f.Call(t, step.SessionID, "steps/toolCallRequest", map[string]any{"tool": map[string]any{"name": "list_dir"}, "arguments": map[string]any{}})
+	sess, _ := f.Store.Session(context.Background(), step.SessionID)
+	_, data, raw := ask(step.SessionID, map[string]any{"position": sess.Length - 1})
+	if data == nil || data["reason"] != "not_anchored" || data["retry_after_ms"] != float64(1000) {
+		t.Fatalf("unanchored: %s", raw)
 	}
 }

@@ -3,7 +3,6 @@ package tlog
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"iter"
@@ -929,17 +928,12 @@ func (l *Log) LeafIndexByEntryHash(ctx context.Context, h [HashSize]byte) (uint6
 	return l.s.LeafIndexByEntryHash(ctx, h)
 }
 
-// FormatProof writes a c2sp.org/tlog-proof@v1 document: header, "index N",
-// the inclusion proof hashes in base64 one per line, an empty line, then the
-// checkpoint verbatim.
+// FormatProof writes a c2sp.org/tlog-proof@v1 document without extra
+// data: header, "index N", the inclusion proof hashes in base64 one per
+// line, an empty line, then the checkpoint verbatim. A receipt is the same
+// document with the entry as extra data (verify.FormatReceipt).
 func FormatProof(index uint64, inclusion [][]byte, checkpoint []byte) []byte {
-	b := fmt.Appendf(nil, "c2sp.org/tlog-proof@v1\nindex %d\n", index)
-	for _, h := range inclusion {
-		b = base64.StdEncoding.AppendEncode(b, h)
-		b = append(b, '\n')
-	}
-	b = append(b, '\n')
-	return append(b, checkpoint...)
+	return verify.FormatReceipt(nil, index, inclusion, checkpoint)
 }
 
 // VerifierKeysFor returns the origin and the verifier keys (one per line of
