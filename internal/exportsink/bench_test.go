@@ -77,8 +77,8 @@ func BenchmarkFileDelivery(b *testing.B) {
 			b.Fatal(err)
 		}
 		var buf []byte
-		for from := uint64(0); from < uint64(n); from += 500 {
-			es, err := l.ExportEntries(ctx, ledger.ExportFilter{From: from, To: min(uint64(n), from+500), Limit: 500})
+		for from := uint64(0); from < uint64(n); from += 1000 {
+			es, err := l.ExportEntries(ctx, ledger.ExportFilter{From: from, To: min(uint64(n), from+1000), Limit: 1000})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -28,7 +28,7 @@ type Deliverer struct {
 	Store   Store
 	Encoder Encoder
 	Sink    Sink
-	// Batch is the most entries handed to the sink at once (default 500).
+	// Batch is the most entries handed to the sink at once (default 1000).
 	Batch int
 	// Poll is how often the loop looks for new leaves when caught up
 	// (default 500ms); Wake, when not nil, wakes it sooner.
@@ -85,7 +85,7 @@ func (d *Deliverer) Status() Status {
 
 func (d *Deliverer) defaults() {
 	if d.Batch <= 0 {
-		d.Batch = 500
+		d.Batch = 1000
 	}
 	if d.Poll <= 0 {
 		d.Poll = 500 * time.Millisecond
