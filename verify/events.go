@@ -51,7 +51,9 @@ type EventsReport struct {
 	// Bundles are the reports of the bundles themselves: the copy is only
 	// as good as the evidence it is checked against.
 	Bundles []*Report
-	Events  []EventResult
+	// Events holds each event's result, in the order of the copy, unless
+	// VerifyEventsFunc was given a function to hand them to instead.
+	Events []EventResult
 	// Findings are the events' findings (event_mismatch, event_missing);
 	// EntryIndex is the entry's position in its session's chain.
 	Findings []Finding
@@ -84,7 +86,10 @@ type eventsBundle struct {
 	seen      []bool
 	seenFind  []bool
 	differs   []bool // an event of the entry was an event_mismatch
-	wantFind  []bool
+	// delivered and deliveredFind count the copy's events per position,
+	// for duplicates.
+	delivered, deliveredFind []bool
+	wantFind                 []bool
 }
 
 // VerifyEvents checks a copy of exported events (one JSON event per line,
@@ -93,10 +98,33 @@ type eventsBundle struct {
 // VerifyBundle does, then each event's evidence handle must name the
 // ledger's entry hash at its session and position, and the event must be
 // what the entry encodes to (trace.Parsed.Compare); then every entry of
-// each bundle must have its event. Blank lines are skipped. An event line
+// each bundle must have its event. Blank lines and the pull API's
+// heartbeat lines are skipped. An event line
 // that cannot be parsed is an *InputError naming the line.
 func VerifyEvents(bundles [][]byte, events io.Reader, trust *Trust) (*EventsReport, error) {
+	return VerifyEventsFunc(bundles, events, trust, nil)
+}
+
+// VerifyEventsFunc is VerifyEvents handing each event's result to each as
+// it is found rather than keeping it in the report, so that a copy of any
+// length is checked in memory bounded by the bundles. Events of sessions no
+// bundle covers give one notice per session.
+func VerifyEventsFunc(bundles [][]byte, events io.Reader, trust *Trust, each func(EventResult)) (*EventsReport, error) {
 	rep := &EventsReport{}
+	emit := func(r EventResult) {
+		if each != nil {
+			each(r)
+		} else {
+			rep.Events = append(rep.Events, r)
+		}
+	}
+	type outsider struct {
+		session   string
+		line, n   int
+		entryHash string
+	}
+	var outside []*outsider
+	outsideByID := map[string]*outsider{}
 	byID := map[string]*eventsBundle{}
 	for i, b := range bundles {
 		br, err := VerifyBundle(bytes.NewReader(b), trust)
@@ -117,12 +145,6 @@ func VerifyEvents(bundles [][]byte, events io.Reader, trust *Trust) (*EventsRepo
 		byID[eb.session] = eb
 	}
 
-	type key struct {
-		session string
-		pos     int64
-		finding bool
-	}
-	delivered := map[key]bool{}
 	rd := bufio.NewReaderSize(events, 64<<10)
 	for line := 1; ; line++ {
 		raw, err := readLine(rd)
@@ -142,21 +164,38 @@ func VerifyEvents(bundles [][]byte, events io.Reader, trust *Trust) (*EventsRepo
 		if perr != nil {
 			return nil, &InputError{Line: line, Err: perr}
 		}
+		if p.Progress {
+			// A heartbeat of the pull API's follow stream, saved with
+			// the events.
+			if err == io.EOF {
+				break
+			}
+			continue
+		}
 		res := EventResult{Line: line, Format: string(p.Format), SessionID: p.Handle.SessionID, Position: p.Handle.Position,
 			EntryHash: p.Handle.EntryHash, Finding: p.Finding}
-		k := key{p.Handle.SessionID, p.Handle.Position, p.Finding}
-		if delivered[k] {
-			rep.Duplicates++
-		}
-		delivered[k] = true
 		eb := byID[p.Handle.SessionID]
 		if eb == nil {
 			res.Status = "outside_bundle"
-			rep.Notices = append(rep.Notices, Finding{Code: CodeEventOutsideBundle, EntryIndex: -1,
-				Where: fmt.Sprintf("event line %d", line), Actual: p.Handle.EntryHash,
-				Message: fmt.Sprintf("the event names session %s, which no bundle given covers; it was not checked", p.Handle.SessionID)})
-			rep.Events = append(rep.Events, res)
+			o := outsideByID[p.Handle.SessionID]
+			if o == nil {
+				o = &outsider{session: p.Handle.SessionID, line: line, entryHash: p.Handle.EntryHash}
+				outsideByID[o.session] = o
+				outside = append(outside, o)
+			}
+			o.n++
+			emit(res)
 			continue
+		}
+		if pos := p.Handle.Position; pos < int64(len(eb.entries)) {
+			d := eb.delivered
+			if p.Finding {
+				d = eb.deliveredFind
+			}
+			if d[pos] {
+				rep.Duplicates++
+			}
+			d[pos] = true
 		}
 		res.Status = "mismatch"
 		if f, member := eb.check(p, line); f != nil {
@@ -165,10 +204,15 @@ func VerifyEvents(bundles [][]byte, events io.Reader, trust *Trust) (*EventsRepo
 		} else {
 			res.Status = "verified"
 		}
-		rep.Events = append(rep.Events, res)
+		emit(res)
 		if err == io.EOF {
 			break
 		}
+	}
+	for _, o := range outside {
+		rep.Notices = append(rep.Notices, Finding{Code: CodeEventOutsideBundle, EntryIndex: -1,
+			Where: fmt.Sprintf("event line %d", o.line), Actual: o.entryHash,
+			Message: fmt.Sprintf("%d event(s) name session %s, which no bundle given covers (the first at line %d); they were not checked", o.n, o.session, o.line)})
 	}
 
 	for _, eb := range sortedBundles(byID) {
@@ -330,6 +374,7 @@ func readEventsBundle(b []byte) (*eventsBundle, error) {
 	}
 	n := len(eb.entries)
 	eb.seen, eb.seenFind, eb.wantFind, eb.differs = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
+	eb.delivered, eb.deliveredFind = make([]bool, n), make([]bool, n)
 	return eb, nil
 }
 

@@ -94,13 +94,14 @@ func TestEventsBadInput(t *testing.T) {
 	bundle := readTestFile(t, "testdata", "bundles", "valid.json")
 	good := strings.SplitN(string(readTestFile(t, "testdata", "events", "valid.ocsf.ndjson")), "\n", 2)[0]
 	for name, in := range map[string]string{
-		"not JSON":      good + "\n{oops\n",
-		"no handle":     good + "\n" + `{"class_uid":1007}` + "\n",
-		"not an event":  good + "\n" + `{"hello":"world"}` + "\n",
-		"bad cursor":    good + "\n" + `{"cursor":3,"event":` + good + "}\n",
-		"trailing data": good + "\n" + good + " {}\n",
-		"wrong version": good + "\n" + `{"specversion":"0.3","id":"x"}` + "\n",
-		"bad position":  good + "\n" + strings.Replace(good, `"position":0`, `"position":-1`, 1) + "\n",
+		"not JSON":                good + "\n{oops\n",
+		"no handle":               good + "\n" + `{"class_uid":1007}` + "\n",
+		"not an event":            good + "\n" + `{"hello":"world"}` + "\n",
+		"bad cursor":              good + "\n" + `{"cursor":3,"event":` + good + "}\n",
+		"trailing data":           good + "\n" + good + " {}\n",
+		"wrong version":           good + "\n" + `{"specversion":"0.3","id":"x"}` + "\n",
+		"bad position":            good + "\n" + strings.Replace(good, `"position":0`, `"position":-1`, 1) + "\n",
+		"heartbeat with an event": good + "\n" + `{"heartbeat":"t","event":{}}` + "\n",
 	} {
 		_, err := VerifyEvents([][]byte{bundle}, strings.NewReader(in), nil)
 		var ie *InputError
@@ -183,4 +184,51 @@ func mangles(doc any) [][]byte {
 	}
 	walk(doc, func(any) {})
 	return out
+}
+
+// TestEventsWithoutLinks: the export gives an entry's content, without its
+// entry_hash and previous_hash members (the store keeps them apart); such
+// a copy matches, and a link it does carry must be the ledger's.
+func TestEventsWithoutLinks(t *testing.T) {
+	bundle := readTestFile(t, "testdata", "bundles", "valid.json")
+	for _, f := range trace.Formats {
+		lines := strings.Split(strings.TrimSpace(string(readTestFile(t, "testdata", "events", "valid."+string(f)+".ndjson"))), "\n")
+		var bare, wrong []string
+		for i, l := range lines {
+			var doc map[string]any
+			if err := json.Unmarshal([]byte(l), &doc); err != nil {
+				t.Fatal(err)
+			}
+			var entry map[string]any
+			switch f {
+			case trace.OCSF:
+				entry, _ = doc["unmapped"].(map[string]any)["acs"].(map[string]any)["entry"].(map[string]any)
+			case trace.CloudEvents:
+				entry = doc["data"].(map[string]any)["entry"].(map[string]any)
+			case trace.ACS:
+				entry = doc["entry"].(map[string]any)
+			}
+			if entry == nil {
+				bare, wrong = append(bare, l), append(wrong, l) // a Detection Finding holds no entry
+				continue
+			}
+			delete(entry, "entry_hash")
+			delete(entry, "previous_hash")
+			b, _ := json.Marshal(doc)
+			bare = append(bare, string(b))
+			if i == 3 {
+				entry["previous_hash"] = strings.Repeat("1", 64)
+				b, _ = json.Marshal(doc)
+			}
+			wrong = append(wrong, string(b))
+		}
+		r, err := VerifyEvents([][]byte{bundle}, strings.NewReader(strings.Join(bare, "\n")), nil)
+		if err != nil || !r.Verified() {
+			t.Errorf("%s without links: %v %v", f, err, findingCodes(r.Findings))
+		}
+		r, err = VerifyEvents([][]byte{bundle}, strings.NewReader(strings.Join(wrong, "\n")), nil)
+		if err != nil || r.Verified() || len(r.Findings) == 0 || r.Findings[0].Code != CodeEventMismatch || !strings.Contains(r.Findings[0].Message, "previous_hash") {
+			t.Errorf("%s with a wrong previous_hash: %v %+v", f, err, r.Findings)
+		}
+	}
 }

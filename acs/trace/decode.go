@@ -26,12 +26,16 @@ type Parsed struct {
 	Finding bool
 	// Event is the event object itself.
 	Event json.RawMessage
+	// Progress is true for a pull API line that holds no event (a
+	// heartbeat): only Cursor is set.
+	Progress bool
 
 	doc map[string]any
 }
 
 // Parse reads one event: a bare OCSF, CloudEvents or acs event, or a pull
-// API line {"cursor": ..., "event": {...}}. Its error says what is wrong
+// API line {"cursor": ..., "event": {...}}, or the pull API's progress
+// line {"cursor": ..., "heartbeat": ...} (Progress). Its error says what is wrong
 // with the line; the caller adds where the line is.
 func Parse(line []byte) (*Parsed, error) {
 	var top map[string]json.RawMessage
@@ -39,6 +43,17 @@ func Parse(line []byte) (*Parsed, error) {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
 	p := &Parsed{Event: line}
+	if _, ok := top["heartbeat"]; ok {
+		// The pull API's progress line, {"cursor", "heartbeat"}: no event.
+		for k := range top {
+			if k != "cursor" && k != "heartbeat" {
+				return nil, fmt.Errorf("a heartbeat line with member %q", k)
+			}
+		}
+		_ = json.Unmarshal(top["cursor"], &p.Cursor)
+		p.Progress, p.Event = true, nil
+		return p, nil
+	}
 	if ev, ok := top["event"]; ok && len(top) == 2 {
 		if err := json.Unmarshal(top["cursor"], &p.Cursor); err != nil || p.Cursor == "" {
 			return nil, errors.New(`a {cursor, event} line needs a non-empty string "cursor"`)
@@ -177,9 +192,33 @@ func (p *Parsed) CompareValues(ev Evidence) (member, want, got string, err error
 	if err != nil {
 		return "", "", "", err
 	}
+	g := cloneWithout(p.doc, p.Format)
+	// The entry's chain links are optional in an event: the ledger stores
+	// an entry's content apart from its entry_hash (which the handle
+	// carries) and previous_hash (the previous position's entry_hash), and
+	// the export gives the content. A link the event does carry must be
+	// the ledger's.
+	if ep := entryPaths[p.Format]; ep != nil {
+		we, _ := path(w, ep...).(map[string]any)
+		ge, _ := path(g, ep...).(map[string]any)
+		if we != nil && ge != nil {
+			for _, link := range []string{"entry_hash", "previous_hash"} {
+				if _, ok := ge[link]; !ok {
+					delete(we, link)
+				}
+			}
+		}
+	}
 	var d differ
-	member = d.diff("", w, cloneWithout(p.doc, p.Format))
+	member = d.diff("", w, g)
 	return member, jsonOf(d.want), jsonOf(d.got), nil
+}
+
+// entryPaths is where each format holds the entry.
+var entryPaths = map[Format][]string{
+	OCSF:        {"unmapped", "acs", "entry"},
+	CloudEvents: {"data", "entry"},
+	ACS:         {"entry"},
 }
 
 func jsonOf(v any) string {

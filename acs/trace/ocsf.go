@@ -1,6 +1,11 @@
 package trace
 
-import "strings"
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/acsledger/acsledger/acs"
+)
 
 // OCSFVersion is the OCSF schema version the events follow.
 const OCSFVersion = "1.5.0"
@@ -156,6 +161,36 @@ func header(b *buf, c class, v *entryView, ev *Evidence, uidSuffix string) {
 	}
 	b.obj("session").key("uid").str(ev.SessionID).close()
 	b.close()
+	provenanceEnrichment(b, v)
+}
+
+// provenanceEnrichment writes enrichments when the entry summarises the
+// provenance its step carried: ocsf-mapping.json provenance_metadata
+// requires the enrichment acs_provenance_origin. The entry holds the
+// summary (ACS §8.3), not each provenance record, which is in the params:
+// the value is the origins seen, comma-separated, and data the summary.
+func provenanceEnrichment(b *buf, v *entryView) {
+	var origins []string
+	if len(v.ProvenanceSummary) > 0 {
+		acs.JSONMembers(v.ProvenanceSummary, func(name, val []byte) bool {
+			if string(name) == "origins_seen" {
+				_ = json.Unmarshal(val, &origins)
+				return false
+			}
+			return true
+		})
+	}
+	if len(origins) == 0 {
+		return
+	}
+	b.key("enrichments").raw([]byte{'['})
+	b.open()
+	b.key("name").str("acs_provenance_origin")
+	b.key("value").str(strings.Join(origins, ","))
+	b.key("data").raw(v.ProvenanceSummary)
+	b.key("type").str("ACS provenance summary")
+	b.close()
+	b.raw([]byte{']'})
 }
 
 func agentUser(b *buf, v *entryView) {

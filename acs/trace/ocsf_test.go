@@ -17,6 +17,7 @@ func guardianEntry(stepType, disposition string) []byte {
 		`"request_hash":"9f2c1a7be3d04c5f8a6e2b1d7c3f9e0a4b5c6d7e8f90123456789abcdef01234","agent_id":"agent-7","turn_id":"t-1",`+
 		`"decision":{"disposition":%q,"reasoning":"outside the intent","reason_codes":["ibac_capability_mismatch"],`+
 		`"policy_references":[{"policy_id":"p","policy_version":"v1","rule_id":"r"}]},"metadata":{"approver_capable":false,"deferrals":0},`+
+		`"provenance_summary":{"origins_seen":["user_input","tool_output"],"entry_count":3,"max_lineage_depth":2},`+
 		`"entry_hash":%q,"previous_hash":null}`, stepType, disposition, testHash)
 }
 
@@ -143,6 +144,9 @@ func TestOCSFWalk(t *testing.T) {
 					if agent != "" && (got.Actor.User == nil || got.Actor.User.UID != agent) {
 						t.Errorf("%s event %d: actor.user %+v, want uid %s", name, i, got.Actor.User, agent)
 					}
+					if _, ingested := ingestEntries[step]; !ingested && !strings.Contains(string(e), `"enrichments":[{"name":"acs_provenance_origin","value":"user_input,tool_output","data":{"origins_seen"`) {
+						t.Errorf("%s event %d: no acs_provenance_origin enrichment", name, i)
+					}
 					if i == 1 {
 						if got.ClassUID != 2004 {
 							t.Errorf("%s: second event class %d, want Detection Finding 2004", name, got.ClassUID)
@@ -209,8 +213,8 @@ func TestOCSFSchemaCatches(t *testing.T) {
 // and the allowed argument values do, in every format.
 func TestParams(t *testing.T) {
 	params := []byte(`{"session_id":"s","payload":{"tool":{"name":"send_email"},"arguments":{` +
-		`"to":{"value":"bob@example.com","provenance":{"origin":"user_input"}},` +
-		`"body":{"value":"SECRET-BODY","provenance":{"origin":"user_input"}}}}}`)
+		`"to":{"value":"bob@example.com","provenance":{"origin":"param_origin_x"}},` +
+		`"body":{"value":"SECRET-BODY","provenance":{"origin":"param_origin_x"}}}}}`)
 	ev := Evidence{SessionID: "s", Position: 1, EntryHash: testHash, Entry: guardianEntry("steps/toolCallRequest", "deny"), Params: params}
 	for _, f := range Formats {
 		for _, tc := range []struct {
@@ -220,7 +224,7 @@ func TestParams(t *testing.T) {
 		}{
 			{Options{}, nil, []string{"send_email", "bob@example.com", "SECRET-BODY", `"params"`}},
 			{Options{AllowTools: true}, []string{`"tool":"send_email"`}, []string{"bob@example.com", "SECRET-BODY", `"to"`}},
-			{Options{AllowArgKeys: []string{"to", "cc"}}, []string{`"arguments":{"to":"bob@example.com"}`}, []string{"send_email", "SECRET-BODY", "user_input"}},
+			{Options{AllowArgKeys: []string{"to", "cc"}}, []string{`"arguments":{"to":"bob@example.com"}`}, []string{"send_email", "SECRET-BODY", "param_origin_x"}},
 		} {
 			evs, err := EncodeAll(f, ev, tc.opt)
 			if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,7 +48,25 @@ func events(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		bundles = append(bundles, b)
 	}
 	return withArg("events", fs.Arg(0), stdin, stderr, func(in io.Reader, name string) int {
-		r, err := verify.VerifyEvents(bundles, in, trust)
+		// In text form each event's line is printed as it is checked, so a
+		// copy of any length needs no memory for its results.
+		var each func(verify.EventResult)
+		var n eventCounts
+		if !*asJSON {
+			out := bufio.NewWriter(stdout)
+			defer out.Flush()
+			stdout = out
+			each = func(e verify.EventResult) {
+				switch e.Status {
+				case "verified":
+					n.verified++
+				case "outside_bundle":
+					n.outside++
+				}
+				printEvent(stdout, name, e)
+			}
+		}
+		r, err := verify.VerifyEventsFunc(bundles, in, trust, each)
 		if err != nil {
 			var ie *verify.InputError
 			if errors.As(err, &ie) {
@@ -56,7 +75,7 @@ func events(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "acsverify events: %s: %v\n", name, err)
 			return exitInput
 		}
-		return printEvents(name, bundleFiles, r, *asJSON, stdout, stderr)
+		return printEvents(name, bundleFiles, r, n, *asJSON, stdout, stderr)
 	})
 }
 
@@ -88,7 +107,25 @@ type bundleJSON struct {
 	verify.ReportJSON
 }
 
-func printEvents(name string, bundleFiles []string, r *verify.EventsReport, asJSON bool, stdout, stderr io.Writer) int {
+func printEvent(w io.Writer, name string, e verify.EventResult) {
+	what := "event"
+	if e.Finding {
+		what = "detection finding"
+	}
+	line := fmt.Sprintf("%s: line %d: %s %s of %s/%d, entry hash %s: %s", name, e.Line, e.Format, what, e.SessionID, e.Position, e.EntryHash, e.Status)
+	if e.Member != "" {
+		line += " at " + e.Member
+	}
+	fmt.Fprintln(w, line)
+}
+
+// printEvents prints the report after the events (which text form printed
+// as they were checked, counting them in n) and returns the exit
+// status.
+// eventCounts counts the events text form printed, by status.
+type eventCounts struct{ verified, outside int }
+
+func printEvents(name string, bundleFiles []string, r *verify.EventsReport, n eventCounts, asJSON bool, stdout, stderr io.Writer) int {
 	status := exitVerified
 	if !r.Verified() {
 		status = exitFindings
@@ -118,37 +155,20 @@ func printEvents(name string, bundleFiles []string, r *verify.EventsReport, asJS
 			fmt.Fprintf(stdout, "%s: %s: %s: %s\n", bundleFiles[i], location(f), f.Code, f.Message)
 		}
 	}
-	for _, e := range r.Events {
-		what := "event"
-		if e.Finding {
-			what = "detection finding"
-		}
-		line := fmt.Sprintf("%s: line %d: %s %s of %s/%d, entry hash %s: %s", name, e.Line, e.Format, what, e.SessionID, e.Position, e.EntryHash, e.Status)
-		if e.Member != "" {
-			line += " at " + e.Member
-		}
-		fmt.Fprintln(stdout, line)
-	}
 	for _, f := range r.Findings {
 		fmt.Fprintf(stdout, "%s: %s: %s: %s\n\texpected: %s\n\tactual:   %s\n", name, location(f), f.Code, f.Message, orNull(f.Expected), orNull(f.Actual))
 	}
 	for _, f := range r.Notices {
 		fmt.Fprintf(stdout, "%s: %s: notice: %s: %s\n", name, location(f), f.Code, f.Message)
 	}
-	verified := 0
-	for _, e := range r.Events {
-		if e.Status == "verified" {
-			verified++
-		}
-	}
 	if status == exitVerified {
-		fmt.Fprintf(stdout, "%s: verified: %d events match the ledger, %d duplicates, %d outside the bundles\n", name, verified, r.Duplicates, len(r.Notices))
+		fmt.Fprintf(stdout, "%s: verified: %d events match the ledger, %d duplicates, %d outside the bundles\n", name, n.verified, r.Duplicates, n.outside)
 	} else {
 		nb := 0
 		for _, b := range r.Bundles {
 			nb += len(b.Findings)
 		}
-		fmt.Fprintf(stdout, "%s: NOT verified: %d of %d events match the ledger, %d event findings, %d bundle findings\n", name, verified, len(r.Events), len(r.Findings), nb)
+		fmt.Fprintf(stdout, "%s: NOT verified: %d events match the ledger, %d event findings, %d bundle findings\n", name, n.verified, len(r.Findings), nb)
 	}
 	return status
 }

@@ -108,13 +108,17 @@ func main() {
 	}
 
 	// pull.ndjson: the pull API's {cursor, event} lines, with one line
-	// delivered twice (at least once allows it).
+	// delivered twice (at least once allows it) and a heartbeat line.
 	var pull [][]byte
 	for i, e := range all(trace.OCSF, nil) {
 		line := fmt.Appendf(nil, `{"cursor":"c%d","event":%s}`, i+1, e)
 		pull = append(pull, line)
 		if i == 2 {
 			pull = append(pull, line)
+		}
+		if i == 4 {
+			// A heartbeat of the follow stream, saved with the events.
+			pull = append(pull, fmt.Appendf(nil, `{"cursor":"c%d","heartbeat":"2026-12-02T04:00:00Z"}`, i+1))
 		}
 	}
 	write("pull.ndjson", pull)
