@@ -100,6 +100,7 @@ type rsyslog struct {
 	port int
 	out  string
 	conf string
+	bin  string
 	cmd  *exec.Cmd
 }
 
@@ -112,7 +113,7 @@ func startRsyslog(t *testing.T, tf *tlsFiles) *rsyslog {
 			t.Fatal("rsyslogd not installed (Debian: apt-get install rsyslog rsyslog-gnutls; .ci/run does)")
 		}
 	}
-	r := &rsyslog{t: t, dir: t.TempDir(), port: freePort(t)}
+	r := &rsyslog{t: t, dir: t.TempDir(), port: freePort(t), bin: bin}
 	r.out = filepath.Join(r.dir, "received.log")
 	global := fmt.Sprintf(`workDirectory=%q maxMessageSize="1m"`, r.dir)
 	mod := `module(load="imtcp")`
@@ -182,14 +183,7 @@ func (r *rsyslog) stop() {
 
 func (r *rsyslog) restart() {
 	r.t.Helper()
-	r.start(r.cmd0())
-}
-
-func (r *rsyslog) cmd0() string {
-	if p, err := exec.LookPath("rsyslogd"); err == nil {
-		return p
-	}
-	return "/usr/sbin/rsyslogd"
+	r.start(r.bin)
 }
 
 var sdHash = regexp.MustCompile(`entry_hash="([0-9a-f]{64})"`)
@@ -242,9 +236,7 @@ func newHTTPReceiver(t *testing.T, user, pw string) *httpReceiver {
 			http.Error(w, "maintenance", http.StatusServiceUnavailable)
 			return
 		}
-		for _, l := range strings.Split(strings.TrimSuffix(string(body), "\n"), "\n") {
-			h.lines = append(h.lines, l)
-		}
+		h.lines = append(h.lines, strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")...)
 		h.keys = append(h.keys, r.Header.Get("Idempotency-Key"))
 		w.WriteHeader(http.StatusNoContent)
 	}))

@@ -28,10 +28,12 @@ type Deliverer struct {
 	Store   Store
 	Encoder Encoder
 	Sink    Sink
-	// Batch is the most entries handed to the sink at once (default 500).
+	// Batch is the most entries handed to the sink at once (default 1000).
 	Batch int
 	// Poll is how often the loop looks for new leaves when caught up
-	// (default 500ms); Wake, when not nil, wakes it sooner.
+	// (default 1s: about the Merkle log's own period, so a trickle of
+	// entries costs at most one batch, two cursor commits, a second);
+	// Wake, when not nil, wakes it sooner.
 	Poll time.Duration
 	Wake <-chan struct{}
 	// Timeout bounds one Send (default 30s): a receiver that accepts the
@@ -85,10 +87,10 @@ func (d *Deliverer) Status() Status {
 
 func (d *Deliverer) defaults() {
 	if d.Batch <= 0 {
-		d.Batch = 500
+		d.Batch = 1000
 	}
 	if d.Poll <= 0 {
-		d.Poll = 500 * time.Millisecond
+		d.Poll = time.Second
 	}
 	if d.Timeout <= 0 {
 		d.Timeout = 30 * time.Second

@@ -137,7 +137,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	s := &stream{w: w, rc: http.NewResponseController(w), bw: bufio.NewWriterSize(w, 64<<10), scope: req.scope}
+	s := &stream{w: w, rc: http.NewResponseController(w), bw: bufio.NewWriterSize(w, 64<<10), scope: req.scope, flushed: time.Now()}
 	if err := h.serve(ctx, s, req, first); err != nil && ctx.Err() == nil {
 		h.log.Warn("export: event stream ended early", "err", err)
 		s.write(line{Heartbeat: time.Now().UTC().Format(time.RFC3339Nano), Cursor: s.last})
@@ -157,13 +157,14 @@ func (h *Handler) pageSize(req request, sent int) int {
 // stream writes lines and keeps the server's write deadline ahead of a
 // long follow stream.
 type stream struct {
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	bw    *bufio.Writer
-	scope string
-	last  string // the last cursor written
-	sent  int
-	buf   []byte
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	bw      *bufio.Writer
+	scope   string
+	last    string // the last cursor written
+	sent    int
+	buf     []byte
+	flushed time.Time
 }
 
 func (s *stream) write(l line) error {
@@ -183,7 +184,8 @@ func (s *stream) write(l line) error {
 
 func (s *stream) flush() error {
 	// Each flush earns the stream another minute to send its next line.
-	s.rc.SetWriteDeadline(time.Now().Add(time.Minute))
+	s.flushed = time.Now()
+	s.rc.SetWriteDeadline(s.flushed.Add(time.Minute))
 	if err := s.bw.Flush(); err != nil {
 		return err
 	}
@@ -226,6 +228,16 @@ func (h *Handler) serve(ctx context.Context, s *stream, req request, p export.Pa
 			}
 		} else if err := h.waitFor(ctx, s, p); err != nil {
 			return err
+		}
+		// A scoped follower scanning a long stretch of other agents'
+		// leaves still hears from the server within the heartbeat.
+		if req.follow && time.Since(s.flushed) >= h.o.Heartbeat {
+			if err := s.write(line{Heartbeat: time.Now().UTC().Format(time.RFC3339Nano), Cursor: p.Next.String()}); err != nil {
+				return err
+			}
+			if err := s.flush(); err != nil {
+				return err
+			}
 		}
 		from := p.Next
 		var err error

@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/acsledger/acsledger/internal/evidencetest"
+	"github.com/acsledger/acsledger/ledger/export"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/web"
 	"github.com/acsledger/acsledger/web/internal/webtest"
@@ -57,6 +58,12 @@ func journeyServerWith(t *testing.T, f *evidencetest.Fixture, lag func() web.Rep
 		Charts:     f.Store,
 		Auth:       web.AuthOptions{Tokens: ts, NoAccessLog: true},
 		ReplicaLag: lag,
+		// One push sink, failing, as serve --export reports it.
+		Export: web.ExportOptions{Store: f.Store, Sinks: func() []export.Status {
+			at := time.Now().Add(-time.Minute)
+			return []export.Status{{Name: "siem", NextLeaf: 3, LogSize: 6, EntriesBehind: 3, SecondsBehind: 61, Delivered: 3,
+				LastError: "export sink siem: couldn't connect to syslog+tcp://siem.example:514", LastErrorAt: &at}}
+		}},
 	})
 	tlogserve.Mount(h.Router(), f.Log, nil)
 	ui.Mount(h.Router())
@@ -452,6 +459,12 @@ func TestJourneyDashboard(t *testing.T) {
 	// The ingest quarantine exists (migration 0007) and holds nothing.
 	if got := eval[string](t, b, `(document.getElementById("tile-quarantine") || {}).textContent || ""`); !strings.Contains(got, "Quarantined ingest records") || !strings.HasSuffix(got, "none") {
 		t.Errorf("quarantine tile %q, want none quarantined", got)
+	}
+	// The push sink's tile: how far behind, and why.
+	wait(t, b, "the export tile", `document.getElementById("tile-export-siem") !== null`)
+	if got := eval[string](t, b, `(document.getElementById("tile-export-siem") || {}).textContent || ""`); !strings.Contains(got, "Export siem3 behind") ||
+		!strings.Contains(got, "61.0 s behind; 3 delivered") || !strings.Contains(got, "Failing: export sink siem: couldn't connect") {
+		t.Errorf("export tile %q", got)
 	}
 	// Today's bars: 6 entries, 2 denied.
 	titles := eval[[]string](t, b, `[...document.querySelectorAll("#decision-chart rect title, #volume-chart rect title")].map(t => t.textContent)`)

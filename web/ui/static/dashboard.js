@@ -86,6 +86,28 @@ async function dashboardCharts() {
     glance.append(tile("tile-replica", "Read replica lag", value, note, rr.reads_from !== "replica" || rr.stale_seconds > 10 ? "warn" : ""));
   }
   await retentionTiles(glance, now);
+  // One tile per push sink (serve --export, GET /api/v1/exports): how far
+  // it trails the ledger and whether its last attempt failed.
+  try {
+    const ex = await getJSON(`${API}/exports`);
+    for (const sk of ex.sinks.filter((x) => x.configured)) {
+      const value = sk.entries_behind === 0 ? "caught up" : `${sk.entries_behind.toLocaleString("en")} behind`;
+      let note = `${sk.delivered.toLocaleString("en")} delivered`;
+      if (sk.seconds_behind > 0) {
+        note = `${sk.seconds_behind.toFixed(1)} s behind; ${note}`;
+      }
+      if (sk.redelivered > 0) {
+        note += `, ${sk.redelivered.toLocaleString("en")} sent again`;
+      }
+      const failing = sk.last_error && (!sk.last_sent_at || new Date(sk.last_error_at) > new Date(sk.last_sent_at));
+      if (failing) {
+        note += `. Failing: ${sk.last_error}`;
+      }
+      glance.append(tile(`tile-export-${sk.name}`, `Export ${sk.name}`, value, note, failing ? "bad" : sk.seconds_behind > 60 ? "warn" : "ok"));
+    }
+  } catch (e) {
+    // A server without export answers 501: no tile.
+  }
   // Every day of the window gets a slot, so a quiet day shows as a gap.
   const byDay = new Map(st.days.map((d) => [d.day, d]));
   const last = new Date(st.now);
