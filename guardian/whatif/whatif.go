@@ -227,16 +227,22 @@ func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func
 			NotReplayableSteps: []Skip{}, Rules: []RuleDelta{}, ChangedByDay: []DayCount{},
 		},
 	}
+	// The next page is read while this one is evaluated: the ledger's
+	// reads and the policy's evaluation overlap, two pages in memory at
+	// most.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := make(chan stepPage, 1)
+	go readPages(ctx, store, f, limit, pages)
 	var at time.Time
-	for {
-		page, err := store.RecordedSteps(ctx, f)
-		if err != nil {
-			if errors.Is(err, ledger.ErrInvalidSearch) {
-				return nil, fmt.Errorf("%w: %w", ErrBadRun, err)
+	for p := range pages {
+		if p.err != nil {
+			if errors.Is(p.err, ledger.ErrInvalidSearch) {
+				return nil, fmt.Errorf("%w: %w", ErrBadRun, p.err)
 			}
-			return nil, err
+			return nil, p.err
 		}
-		for i := range page {
+		for i := range p.steps {
 			if r.sum.Read >= limit {
 				r.sum.Truncated = true
 				break
@@ -244,7 +250,7 @@ func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			st := &page[i]
+			st := &p.steps[i]
 			r.sum.Read++
 			if err := r.step(ctx, st); err != nil {
 				return nil, err
@@ -257,10 +263,12 @@ func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func
 		if opts.Progress != nil {
 			opts.Progress(Progress{Read: r.sum.Read, Evaluated: r.sum.Evaluated, Changed: r.sum.Changed, NotReplayable: r.sum.NotReplayable, At: at})
 		}
-		if r.sum.Truncated || len(page) < f.Limit {
+		if r.sum.Truncated {
 			break
 		}
-		f.After = page[len(page)-1].Seq
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	r.finish()
 	r.sum.Elapsed = time.Since(start)
@@ -287,6 +295,33 @@ func checkFilter(f ledger.StepFilter) error {
 		return fmt.Errorf("%w: --until %s does not come after --since %s", ErrBadRun, f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// stepPage is one page of recorded steps, or the error reading it.
+type stepPage struct {
+	steps []ledger.RecordedStep
+	err   error
+}
+
+// readPages sends the pages of steps f selects to pages, one more than
+// limit steps at most (so the run can tell it stopped with steps left),
+// and closes it after the last page, an error, or when ctx ends.
+func readPages(ctx context.Context, store Store, f ledger.StepFilter, limit int64, pages chan<- stepPage) {
+	defer close(pages)
+	var read int64
+	for read <= limit {
+		page, err := store.RecordedSteps(ctx, f)
+		select {
+		case pages <- stepPage{page, err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil || len(page) < f.Limit {
+			return
+		}
+		read += int64(len(page))
+		f.After = page[len(page)-1].Seq
+	}
 }
 
 type runner struct {
