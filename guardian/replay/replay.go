@@ -393,7 +393,7 @@ func guardianInput(ctx context.Context, store Store, e ledger.Entry, rec *record
 type History struct {
 	sessionID string
 	// Next is the position of the next entry Add expects.
-	Next               int64
+	Next   int64
 	intent *guardian.Intent
 	// log holds the provenance objects of the earlier steps' payloads,
 	// as the Guardian's own log holds them.

@@ -81,6 +81,14 @@ type Options struct {
 	// Progress, when set, is called after every page with the counts so
 	// far.
 	Progress func(Progress)
+	// Share, between 0 and 1, is the part of the wall time the run may
+	// work: after each page it rests in proportion (0.25 works one
+	// second in four), so that a server's live decisions keep the CPU.
+	// 0 means no rest.
+	Share float64
+	// Focus names one step (incident mode): the summary's Focus holds
+	// its comparison whether or not its decision changed.
+	Focus *ledger.StepRef
 }
 
 // Progress is how far a run is.
@@ -180,6 +188,10 @@ type Summary struct {
 	ApproximateByKind map[string]int64 `json:"approximate_by_reason"`
 	// ChangedByDay is the changes per UTC day of their recording.
 	ChangedByDay []DayCount `json:"changed_by_day"`
+	// Focus is the comparison of Options.Focus's step (Kind
+	// "unchanged" when the decision is the same); nil when the run did
+	// not meet it or could not evaluate it.
+	Focus *Change `json:"focus,omitempty"`
 	// Truncated is true when the run stopped at its limit with steps
 	// left.
 	Truncated bool          `json:"truncated"`
@@ -235,6 +247,8 @@ func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func
 	pages := make(chan stepPage, 1)
 	go readPages(ctx, store, f, limit, pages)
 	var at time.Time
+	r.focus = opts.Focus
+	worked := time.Now()
 	for p := range pages {
 		if p.err != nil {
 			if errors.Is(p.err, ledger.ErrInvalidSearch) {
@@ -265,6 +279,14 @@ func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func
 		}
 		if r.sum.Truncated {
 			break
+		}
+		if opts.Share > 0 && opts.Share < 1 {
+			rest := time.Duration(float64(time.Since(worked)) * (1 - opts.Share) / opts.Share)
+			select {
+			case <-time.After(rest):
+			case <-ctx.Done():
+			}
+			worked = time.Now()
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -334,6 +356,7 @@ type runner struct {
 	sum      Summary
 	// emitErr is the first error emit returned; it stops the run.
 	emitErr error
+	focus   *ledger.StepRef
 }
 
 // step evaluates one recorded step.
@@ -605,6 +628,18 @@ func (r *runner) compare(st *ledger.RecordedStep, method string, rec, cand Side,
 			}
 		}
 	}
+	ch := Change{
+		Type: "change", Seq: st.Seq, SessionID: st.Entry.SessionID, Position: st.Entry.Position, StepID: st.Entry.StepID,
+		AgentID: st.AgentID, Method: method, Tool: st.ToolName, Source: st.Source, RecordedAt: st.Entry.RecordedAt,
+		Kind: rec.Decision + "->" + cand.Decision, Recorded: rec, Candidate: cand, Approximate: approx,
+	}
+	if f := r.focus; f != nil && f.SessionID == st.Entry.SessionID && f.Position == st.Entry.Position {
+		focus := ch
+		if rec.Decision == cand.Decision {
+			focus.Kind = "unchanged"
+		}
+		r.sum.Focus = &focus
+	}
 	if rec.Decision == cand.Decision {
 		r.sum.Unchanged++
 		if rulesDiffer {
@@ -613,16 +648,10 @@ func (r *runner) compare(st *ledger.RecordedStep, method string, rec, cand Side,
 		return
 	}
 	r.sum.Changed++
-	kind := rec.Decision + "->" + cand.Decision
-	r.sum.ByKind[kind]++
+	r.sum.ByKind[ch.Kind]++
 	r.byDay[st.Entry.RecordedAt.UTC().Format(time.DateOnly)]++
 	if r.emit == nil {
 		return
-	}
-	ch := Change{
-		Type: "change", Seq: st.Seq, SessionID: st.Entry.SessionID, Position: st.Entry.Position, StepID: st.Entry.StepID,
-		AgentID: st.AgentID, Method: method, Tool: st.ToolName, Source: st.Source, RecordedAt: st.Entry.RecordedAt,
-		Kind: kind, Recorded: rec, Candidate: cand, Approximate: approx,
 	}
 	if err := r.emit(ch); err != nil {
 		r.emitErr = err
