@@ -1,6 +1,9 @@
 package web
 
-import "github.com/acsledger/acsledger/web/api"
+import (
+	"github.com/acsledger/acsledger/guardian/whatif"
+	"github.com/acsledger/acsledger/web/api"
+)
 
 // The roles of the access table's rows.
 var (
@@ -49,6 +52,9 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/api/v1/policies", Roles: readers},
 	{Method: "GET", Pattern: "/api/v1/decisions/{request_id}", Roles: readers, Recorded: true},
 	{Method: "POST", Pattern: "/api/v1/decisions/{request_id}/replay", Roles: auditors, Recorded: true},
+	{Method: "POST", Pattern: "/api/v1/whatif", Roles: auditors, Recorded: true, MaxBody: whatif.DefaultMaxBundleBytes},
+	{Method: "GET", Pattern: "/api/v1/whatif/{run_id}", Roles: auditors, Recorded: true},
+	{Method: "POST", Pattern: "/api/v1/whatif/{run_id}/cancel", Roles: auditors},
 	{Method: "POST", Pattern: "/api/v1/ingest/opa/logs", Roles: writers, MaxBody: maxIngestBody},
 	{Method: "POST", Pattern: "/api/v1/ingest/a2h", Roles: writers},
 	{Method: "GET", Pattern: "/api/v1/ingest/quarantine", Roles: auditors, Recorded: true},

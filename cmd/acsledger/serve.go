@@ -28,6 +28,7 @@ import (
 	"github.com/acsledger/acsledger/web"
 	"github.com/acsledger/acsledger/web/tlogserve"
 	"github.com/acsledger/acsledger/web/ui"
+	"github.com/acsledger/acsledger/web/whatifapi"
 )
 
 // shutdownGrace bounds how long serve waits for in-flight requests after a
@@ -154,7 +155,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	handler := web.New(reads, web.Options{Logger: log, MaxEntryBytes: int64(*maxEntry), Evidence: ev, Search: reads, Charts: reads, Auth: web.AuthOptions{
 		Tokens: tokens, Bootstrap: bootstrap, SessionTTL: af.sessionTTL,
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
-	}, Ingest: ingestOpts, Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store})
+	}, Ingest: ingestOpts, Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store,
+		WhatIf: whatifapi.Options{Store: store}})
 	mountRoutes(handler.Router(), mlog, tel.Metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,

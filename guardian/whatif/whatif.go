@@ -93,9 +93,12 @@ type Options struct {
 
 // Progress is how far a run is.
 type Progress struct {
-	Read, Evaluated, Changed, NotReplayable int64
+	Read          int64 `json:"read"`
+	Evaluated     int64 `json:"evaluated"`
+	Changed       int64 `json:"changed"`
+	NotReplayable int64 `json:"not_replayable"`
 	// At is the recorded time of the last step read.
-	At time.Time
+	At time.Time `json:"at"`
 }
 
 // Side is one side of a comparison: the recorded decision or the
@@ -204,30 +207,18 @@ type Summary struct {
 // first, and an ErrBadRun for a refused filter or limit.
 func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func(Change) error) (*Summary, error) {
 	start := time.Now()
-	maxSteps := opts.MaxSteps
-	if maxSteps <= 0 {
-		maxSteps = DefaultMaxSteps
+	if err := Validate(c, opts); err != nil {
+		return nil, err
 	}
 	limit := opts.Limit
-	switch {
-	case limit < 0:
-		return nil, fmt.Errorf("%w: --limit %d is negative", ErrBadRun, limit)
-	case limit > maxSteps:
-		return nil, fmt.Errorf("%w: --limit %d is over the cap of %d steps per run", ErrBadRun, limit, maxSteps)
-	case limit == 0:
-		limit = maxSteps
+	if limit == 0 {
+		limit = opts.MaxSteps
+		if limit <= 0 {
+			limit = DefaultMaxSteps
+		}
 	}
 	f := opts.Filter
 	f.After, f.Limit = 0, pageSize
-	if err := checkFilter(f); err != nil {
-		return nil, err
-	}
-	if err := f.Check(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadRun, err)
-	}
-	if !c.Guardian && f.Source != "opa" {
-		return nil, fmt.Errorf("%w: the candidate has no %s rule, so it can only be run with --source opa", ErrBadRun, policy.DecisionRule)
-	}
 	r := &runner{
 		store: store, c: c, emit: emit,
 		sessions: map[string]*replay.History{},
@@ -295,6 +286,34 @@ func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func
 	r.finish()
 	r.sum.Elapsed = time.Since(start)
 	return &r.sum, nil
+}
+
+// Validate refuses a run before any step is evaluated: a limit that is
+// negative or over the cap, an unknown filter value, an inverted time
+// range, or a candidate without the Guardian's decision rule over more
+// than ingested OPA decisions. The message names the flag.
+func Validate(c *Candidate, opts Options) error {
+	maxSteps := opts.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	switch {
+	case opts.Limit < 0:
+		return fmt.Errorf("%w: --limit %d is negative", ErrBadRun, opts.Limit)
+	case opts.Limit > maxSteps:
+		return fmt.Errorf("%w: --limit %d is over the cap of %d steps per run", ErrBadRun, opts.Limit, maxSteps)
+	}
+	f := opts.Filter
+	if err := checkFilter(f); err != nil {
+		return err
+	}
+	if err := f.Check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadRun, err)
+	}
+	if !c.Guardian && f.Source != "opa" {
+		return fmt.Errorf("%w: the candidate has no %s rule, so it can only be run with --source opa", ErrBadRun, policy.DecisionRule)
+	}
+	return nil
 }
 
 // Decisions and Sources are the values the --decision and --source
