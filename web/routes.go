@@ -80,5 +80,6 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/ui/decisions/{request_id}", Roles: readers},
 	{Method: "GET", Pattern: "/ui/dashboard", Roles: adminsOnly},
 	{Method: "GET", Pattern: "/ui/search", Roles: readers},
+	{Method: "GET", Pattern: "/ui/whatif", Roles: auditors},
 	{Method: "GET", Pattern: "/ui/log", Roles: readers},
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/acsledger/acsledger/web/internal/webtest"
 	"github.com/acsledger/acsledger/web/tlogserve"
 	"github.com/acsledger/acsledger/web/ui"
+	"github.com/acsledger/acsledger/web/whatifapi"
 )
 
 // The journeys of issue 14, walked in Chromium over a ledger a real
@@ -57,6 +58,7 @@ func journeyServerWith(t *testing.T, f *evidencetest.Fixture, lag func() web.Rep
 		Charts:     f.Store,
 		Auth:       web.AuthOptions{Tokens: ts, NoAccessLog: true},
 		ReplicaLag: lag,
+		WhatIf:     whatifapi.Options{Store: f.Store, Share: 1},
 	})
 	tlogserve.Mount(h.Router(), f.Log, nil)
 	ui.Mount(h.Router())
