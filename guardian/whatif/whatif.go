@@ -63,6 +63,8 @@ const (
 	// one (all are counted).
 	maxListed = 100
 	pageSize  = ledger.MaxPageSize
+	// paceSlice is how long a run with a Share works between rests.
+	paceSlice = 5 * time.Millisecond
 )
 
 // ErrBadRun is wrapped by a refused run: a bad filter, or a limit over
@@ -82,9 +84,9 @@ type Options struct {
 	// far.
 	Progress func(Progress)
 	// Share, between 0 and 1, is the part of the wall time the run may
-	// work: after each page it rests in proportion (0.25 works one
-	// second in four), so that a server's live decisions keep the CPU.
-	// 0 means no rest.
+	// work: after every few milliseconds of work it rests in proportion
+	// (0.25 works one millisecond in four), so that a server's live
+	// decisions keep the CPU. 0 means no rest.
 	Share float64
 	// Focus names one step (incident mode): the summary's Focus holds
 	// its comparison whether or not its decision changed.
@@ -264,20 +266,24 @@ func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func
 				return nil, r.emitErr
 			}
 			at = st.Entry.RecordedAt
+			if opts.Share > 0 && opts.Share < 1 {
+				// Rest in slices of a few milliseconds, so that live work
+				// never waits long behind the run.
+				if w := time.Since(worked); w >= paceSlice {
+					rest := time.Duration(float64(w) * (1 - opts.Share) / opts.Share)
+					select {
+					case <-time.After(rest):
+					case <-ctx.Done():
+					}
+					worked = time.Now()
+				}
+			}
 		}
 		if opts.Progress != nil {
 			opts.Progress(Progress{Read: r.sum.Read, Evaluated: r.sum.Evaluated, Changed: r.sum.Changed, NotReplayable: r.sum.NotReplayable, At: at})
 		}
 		if r.sum.Truncated {
 			break
-		}
-		if opts.Share > 0 && opts.Share < 1 {
-			rest := time.Duration(float64(time.Since(worked)) * (1 - opts.Share) / opts.Share)
-			select {
-			case <-time.After(rest):
-			case <-ctx.Done():
-			}
-			worked = time.Now()
 		}
 	}
 	if err := ctx.Err(); err != nil {

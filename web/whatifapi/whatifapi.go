@@ -50,7 +50,7 @@ type Store interface {
 const (
 	DefaultMaxRuns     = 1
 	DefaultMaxSteps    = 1_000_000
-	DefaultShare       = 0.5
+	DefaultShare       = 0.1
 	DefaultWindow      = time.Hour
 	maxKeptRuns        = 16
 	maxChangesReported = 1000
