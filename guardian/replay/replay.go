@@ -454,6 +454,7 @@ func (h *History) Add(e ledger.Entry, params []byte) error {
 	}
 	if !(len(checked) > 0 && len(checked) == len(params) && &checked[0] == &params[0]) {
 		if err := checkHash(params, p.RequestHash); err != nil {
+			h.provenanceComplete = false
 			return fmt.Errorf("%w: session %s position %d: %v", ErrStoredParamsMismatch, e.SessionID, e.Position, err)
 		}
 	}

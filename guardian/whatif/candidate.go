@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"strings"
@@ -169,8 +170,19 @@ func LoadBundle(pathname, id, version string) (*policy.Bundle, error) {
 	return ReadArchive(f, id, version)
 }
 
+// walkSizes adds up the sizes of the files under dir.
 func walkSizes(dir string, total *int64) error {
-	return fsWalk(os.DirFS(dir), total)
+	return fs.WalkDir(os.DirFS(dir), ".", func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		*total += fi.Size()
+		return nil
+	})
 }
 
 // ReadArchive reads an OPA bundle archive (gzip-compressed tar): its

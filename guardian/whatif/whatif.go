@@ -423,11 +423,10 @@ func (r *runner) guardianStep(ctx context.Context, st *ledger.RecordedStep) erro
 	}
 	// Whatever happens to this step, the session's later steps see it.
 	defer func() {
-		if err := h.Add(e, st.Params); err != nil && h.Next == e.Position {
-			// Params that do not match their entry: later steps have
-			// incomplete provenance.
-			_ = h.Add(e, nil)
-		}
+		// Params that do not match their entry leave the later steps'
+		// provenance incomplete (Add notes it); this step is already
+		// counted not replayable.
+		_ = h.Add(e, st.Params)
 	}()
 	if !r.c.Guardian {
 		r.sum.NotPolicy++
