@@ -16,6 +16,7 @@ import (
 // StepFilter selects recorded steps. Zero fields do not filter.
 type StepFilter struct {
 	SessionID string
+	AgentID   string
 	// AgentPrefix keeps agents whose id starts with it.
 	AgentPrefix string
 	// Since and Until keep steps recorded in [Since, Until).
@@ -38,7 +39,7 @@ type StepFilter struct {
 // both).
 func (f StepFilter) Search() SearchFilter {
 	return SearchFilter{
-		AgentPrefix: f.AgentPrefix, Since: f.Since, Until: f.Until,
+		AgentID: f.AgentID, AgentPrefix: f.AgentPrefix, Since: f.Since, Until: f.Until,
 		ToolName: f.ToolName, Disposition: f.Disposition, Source: f.Source,
 	}
 }
@@ -79,4 +80,10 @@ type RecordedStepReader interface {
 	// order, after f.After. A short page is the last. An invalid filter is
 	// an error matching ErrInvalidSearch.
 	RecordedSteps(ctx context.Context, f StepFilter) ([]RecordedStep, error)
+}
+
+// StepRef names one step by its place in its session's chain.
+type StepRef struct {
+	SessionID string `json:"session_id"`
+	Position  int64  `json:"position"`
 }

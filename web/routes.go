@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/acsledger/acsledger/guardian/whatif"
 	"github.com/acsledger/acsledger/web/api"
 	"github.com/acsledger/acsledger/web/retentionapi"
 )
@@ -55,6 +56,9 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/api/v1/policies", Roles: readers},
 	{Method: "GET", Pattern: "/api/v1/decisions/{request_id}", Roles: readers, Recorded: true},
 	{Method: "POST", Pattern: "/api/v1/decisions/{request_id}/replay", Roles: auditors, Recorded: true},
+	{Method: "POST", Pattern: "/api/v1/whatif", Roles: auditors, Recorded: true, MaxBody: whatif.DefaultMaxBundleBytes},
+	{Method: "GET", Pattern: "/api/v1/whatif/{run_id}", Roles: auditors, Recorded: true},
+	{Method: "POST", Pattern: "/api/v1/whatif/{run_id}/cancel", Roles: auditors},
 	{Method: "POST", Pattern: "/api/v1/ingest/opa/logs", Roles: writers, MaxBody: maxIngestBody},
 	{Method: "POST", Pattern: "/api/v1/ingest/a2h", Roles: writers},
 	{Method: "GET", Pattern: "/api/v1/ingest/quarantine", Roles: auditors, Recorded: true},
@@ -91,6 +95,7 @@ var AccessTable = []Route{
 	{Method: "GET", Pattern: "/ui/decisions/{request_id}", Roles: readers},
 	{Method: "GET", Pattern: "/ui/dashboard", Roles: adminsOnly},
 	{Method: "GET", Pattern: "/ui/search", Roles: readers},
+	{Method: "GET", Pattern: "/ui/whatif", Roles: auditors},
 	{Method: "GET", Pattern: "/ui/log", Roles: readers},
 	{Method: "GET", Pattern: "/ui/holds", Roles: adminsOnly},
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/acsledger/acsledger/web/ingestapi"
 	"github.com/acsledger/acsledger/web/retentionapi"
 	"github.com/acsledger/acsledger/web/stats"
+	"github.com/acsledger/acsledger/web/whatifapi"
 )
 
 // Store is what the server reads and writes of the ledger: the evidence
@@ -56,6 +57,9 @@ type Options struct {
 	// ReplicaLag reports the read replica's latest measured lag for
 	// /stats and the dashboard; nil when reads go to the primary.
 	ReplicaLag func() ReplicaLag
+	// WhatIf configures the what-if runs (web/whatifapi); without its
+	// Store they answer 501.
+	WhatIf whatifapi.Options
 	// Writes is where the store's writes go, when its reads may lag them
 	// (serve --db-read reads from a replica): the scope check in front of
 	// a write reads it, so that a session the replica has not replayed
@@ -113,6 +117,7 @@ func New(store Store, opts Options) *Server {
 		ingestapi.New(opts.Ingest, s.log).Mount(r)
 		export.New(opts.Export, s.log).Mount(r)
 		retentionapi.New(opts.Retention, s.log).Mount(r)
+		whatifapi.New(opts.WhatIf, s.log).Mount(r)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("no such resource: %s %s", r.Method, r.URL.Path))

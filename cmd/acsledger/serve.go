@@ -29,6 +29,7 @@ import (
 	"github.com/acsledger/acsledger/web"
 	"github.com/acsledger/acsledger/web/tlogserve"
 	"github.com/acsledger/acsledger/web/ui"
+	"github.com/acsledger/acsledger/web/whatifapi"
 )
 
 // shutdownGrace bounds how long serve waits for in-flight requests after a
@@ -179,7 +180,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		RateLimits: af.rateLimits(), ACSRequireToken: af.acsToken,
 	}, Ingest: ingestOpts, Ready: readiness(store, mlog), ReplicaLag: lagOf, Writes: store,
 		Export:    web.ExportOptions{Store: reads, Origin: mlog.Origin(), Sinks: statuses(sinks)},
-		Retention: retentionOpts})
+		Retention: retentionOpts,
+		WhatIf:    whatifapi.Options{Store: store}})
 	mountRoutes(handler.Router(), mlog, tel.Metrics, gd, gd.ApprovalHandler(), log)
 	srv := &http.Server{
 		Handler:           handler,

@@ -393,7 +393,7 @@ func guardianInput(ctx context.Context, store Store, e ledger.Entry, rec *record
 type History struct {
 	sessionID string
 	// Next is the position of the next entry Add expects.
-	Next               int64
+	Next   int64
 	intent *guardian.Intent
 	// log holds the provenance objects of the earlier steps' payloads,
 	// as the Guardian's own log holds them.
@@ -454,6 +454,7 @@ func (h *History) Add(e ledger.Entry, params []byte) error {
 	}
 	if !(len(checked) > 0 && len(checked) == len(params) && &checked[0] == &params[0]) {
 		if err := checkHash(params, p.RequestHash); err != nil {
+			h.provenanceComplete = false
 			return fmt.Errorf("%w: session %s position %d: %v", ErrStoredParamsMismatch, e.SessionID, e.Position, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,23 +151,31 @@ func BenchmarkWhatIf(b *testing.B) {
 			var steps int64
 			var whole, quarter heapSampler
 			b.ResetTimer()
-			for b.Loop() {
+			// Each iteration runs what-if over the whole history, then
+			// bare OPA on as many steps: both figures come from the same
+			// stretch of a shared machine. (Bare OPA inside the run's
+			// progress callback would flatter what-if: the run reads its
+			// next page while the callback runs.)
+			bare := func(n int64) time.Duration {
 				t0 := time.Now()
-				sum, err := whatif.Run(ctx, f.Store, c, whatif.Options{Progress: func(whatif.Progress) {}}, nil)
-				whatIfTime += time.Since(t0)
-				if err != nil || sum.Changed != 0 || sum.NotReplayable != 0 || sum.Evaluated < int64(n) {
-					b.Fatalf("%+v, %v", sum, err)
-				}
-				steps += sum.Evaluated
-				t0 = time.Now()
-				for i := range sum.Evaluated {
+				for i := range n {
 					k := i % int64(len(docs))
 					rs, err := pq.Eval(ctx, rego.EvalInput(docs[k]), rego.EvalNDBuiltinCache(ndcs[k]))
 					if err != nil || len(rs) != 1 {
 						b.Fatal(rs, err)
 					}
 				}
-				bareTime += time.Since(t0)
+				return time.Since(t0)
+			}
+			for b.Loop() {
+				t0 := time.Now()
+				sum, err := whatif.Run(ctx, f.Store, c, whatif.Options{}, nil)
+				whatIfTime += time.Since(t0)
+				if err != nil || sum.Changed != 0 || sum.NotReplayable != 0 || sum.Evaluated < int64(n) {
+					b.Fatalf("%+v, %v", sum, err)
+				}
+				bareTime += bare(sum.Evaluated)
+				steps += sum.Evaluated
 			}
 			b.StopTimer()
 			// Memory: the live heap at every page, over a quarter of the
@@ -186,4 +195,72 @@ func BenchmarkWhatIf(b *testing.B) {
 			b.ReportMetric(float64(quarter.max)/(1<<20), "heap-MiB-quarter")
 		})
 	}
+}
+
+// BenchmarkLiveImpact measures what a what-if run costs the live
+// decisions of the same process: in-process policy decisions
+// (policy.Engine.Decide under the baseline, on the recorded inputs, from
+// two goroutines: the box has two cores) for a fixed time alone, then
+// while a run goes with the server's default share
+// (whatifapi.DefaultShare), alternately, several rounds. CPU-bound
+// decisions are the worst case: a live Guardian also waits on its
+// database, which leaves the CPU to the run. The first second of each run
+// (reading its first two pages, unpaced) is not measured.
+// ACSLEDGER_BENCH_WHATIF_SHARE sets another share.
+func BenchmarkLiveImpact(b *testing.B) {
+	ctx := context.Background()
+	f := evidencetest.New(b, "sqlite")
+	ins, _ := history(b, f, 4000)
+	engine, err := policy.New(ctx, policy.Baseline(), f.Store, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := candidate(b, "same-again", nil)
+	decide := func(d time.Duration) float64 {
+		var n atomic.Int64
+		var wg sync.WaitGroup
+		stop := time.Now().Add(d)
+		for w := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; time.Now().Before(stop); i++ {
+					if _, err := engine.Decide(ctx, ins[i%len(ins)]); err != nil {
+						b.Error(err)
+						return
+					}
+					n.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(n.Load()) / d.Seconds()
+	}
+	const round = 2 * time.Second
+	// The server's default share (web/whatifapi.DefaultShare).
+	share := 0.1
+	if v := os.Getenv("ACSLEDGER_BENCH_WHATIF_SHARE"); v != "" {
+		share, _ = strconv.ParseFloat(v, 64)
+	}
+	var alone, during float64
+	for b.Loop() {
+		alone += decide(round)
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for runCtx.Err() == nil {
+				whatif.Run(runCtx, f.Store, c, whatif.Options{Share: share}, nil)
+			}
+		}()
+		// The run's start (its first two pages read at once) is left
+		// out: a run lasts minutes, the rounds seconds.
+		time.Sleep(time.Second)
+		during += decide(round)
+		cancel()
+		<-done
+	}
+	b.ReportMetric(alone/float64(b.N), "live-alone/s")
+	b.ReportMetric(during/float64(b.N), "live-during-run/s")
+	b.ReportMetric(during/alone, "ratio")
 }

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing/fstest"
@@ -51,6 +53,18 @@ type Candidate struct {
 	queries map[string]*rego.PreparedEvalQuery // by OPA decision path
 }
 
+// offline are this OPA's capabilities less the built-ins that reach
+// outside the bundle (as guardian/policy refuses them, ACS §12.1): a
+// what-if run must not call out, and a decision that read external data
+// could not be replayed from the ledger anyway.
+var offline = func() *ast.Capabilities {
+	c := ast.CapabilitiesForThisVersion()
+	c.Builtins = slices.DeleteFunc(c.Builtins, func(b *ast.Builtin) bool {
+		return b.Name == "http.send" || b.Name == "net.lookup_ip_addr" || b.Name == "opa.runtime"
+	})
+	return c
+}()
+
 // maxQueries bounds the prepared queries a candidate keeps, one per
 // distinct OPA decision path seen.
 const maxQueries = 256
@@ -77,7 +91,7 @@ func NewCandidate(ctx context.Context, b *policy.Bundle, needGuardian bool) (*Ca
 		}
 		modules[p] = m
 	}
-	c.compiler = ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	c.compiler = ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1).WithCapabilities(offline)
 	if c.compiler.Compile(modules); c.compiler.Failed() {
 		return nil, fmt.Errorf("%w: %w", ErrBadCandidate, c.compiler.Errors)
 	}
@@ -169,8 +183,19 @@ func LoadBundle(pathname, id, version string) (*policy.Bundle, error) {
 	return ReadArchive(f, id, version)
 }
 
+// walkSizes adds up the sizes of the files under dir.
 func walkSizes(dir string, total *int64) error {
-	return fsWalk(os.DirFS(dir), total)
+	return fs.WalkDir(os.DirFS(dir), ".", func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		*total += fi.Size()
+		return nil
+	})
 }
 
 // ReadArchive reads an OPA bundle archive (gzip-compressed tar): its

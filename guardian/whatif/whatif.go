@@ -63,6 +63,8 @@ const (
 	// one (all are counted).
 	maxListed = 100
 	pageSize  = ledger.MaxPageSize
+	// paceSlice is how long a run with a Share works between rests.
+	paceSlice = 5 * time.Millisecond
 )
 
 // ErrBadRun is wrapped by a refused run: a bad filter, or a limit over
@@ -81,13 +83,24 @@ type Options struct {
 	// Progress, when set, is called after every page with the counts so
 	// far.
 	Progress func(Progress)
+	// Share, between 0 and 1, is the part of the wall time the run may
+	// work: after every few milliseconds of work it rests in proportion
+	// (0.25 works one millisecond in four), so that a server's live
+	// decisions keep the CPU. 0 means no rest.
+	Share float64
+	// Focus names one step (incident mode): the summary's Focus holds
+	// its comparison whether or not its decision changed.
+	Focus *ledger.StepRef
 }
 
 // Progress is how far a run is.
 type Progress struct {
-	Read, Evaluated, Changed, NotReplayable int64
+	Read          int64 `json:"read"`
+	Evaluated     int64 `json:"evaluated"`
+	Changed       int64 `json:"changed"`
+	NotReplayable int64 `json:"not_replayable"`
 	// At is the recorded time of the last step read.
-	At time.Time
+	At time.Time `json:"at"`
 }
 
 // Side is one side of a comparison: the recorded decision or the
@@ -180,6 +193,10 @@ type Summary struct {
 	ApproximateByKind map[string]int64 `json:"approximate_by_reason"`
 	// ChangedByDay is the changes per UTC day of their recording.
 	ChangedByDay []DayCount `json:"changed_by_day"`
+	// Focus is the comparison of Options.Focus's step (Kind
+	// "unchanged" when the decision is the same); nil when the run did
+	// not meet it or could not evaluate it.
+	Focus *Change `json:"focus,omitempty"`
 	// Truncated is true when the run stopped at its limit with steps
 	// left.
 	Truncated bool          `json:"truncated"`
@@ -192,30 +209,18 @@ type Summary struct {
 // first, and an ErrBadRun for a refused filter or limit.
 func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func(Change) error) (*Summary, error) {
 	start := time.Now()
-	maxSteps := opts.MaxSteps
-	if maxSteps <= 0 {
-		maxSteps = DefaultMaxSteps
+	if err := Validate(c, opts); err != nil {
+		return nil, err
 	}
 	limit := opts.Limit
-	switch {
-	case limit < 0:
-		return nil, fmt.Errorf("%w: --limit %d is negative", ErrBadRun, limit)
-	case limit > maxSteps:
-		return nil, fmt.Errorf("%w: --limit %d is over the cap of %d steps per run", ErrBadRun, limit, maxSteps)
-	case limit == 0:
-		limit = maxSteps
+	if limit == 0 {
+		limit = opts.MaxSteps
+		if limit <= 0 {
+			limit = DefaultMaxSteps
+		}
 	}
 	f := opts.Filter
 	f.After, f.Limit = 0, pageSize
-	if err := checkFilter(f); err != nil {
-		return nil, err
-	}
-	if err := f.Check(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadRun, err)
-	}
-	if !c.Guardian && f.Source != "opa" {
-		return nil, fmt.Errorf("%w: the candidate has no %s rule, so it can only be run with --source opa", ErrBadRun, policy.DecisionRule)
-	}
 	r := &runner{
 		store: store, c: c, emit: emit,
 		sessions: map[string]*replay.History{},
@@ -227,16 +232,24 @@ func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func
 			NotReplayableSteps: []Skip{}, Rules: []RuleDelta{}, ChangedByDay: []DayCount{},
 		},
 	}
+	// The next page is read while this one is evaluated: the ledger's
+	// reads and the policy's evaluation overlap, two pages in memory at
+	// most.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := make(chan stepPage, 1)
+	go readPages(ctx, store, f, limit, pages)
 	var at time.Time
-	for {
-		page, err := store.RecordedSteps(ctx, f)
-		if err != nil {
-			if errors.Is(err, ledger.ErrInvalidSearch) {
-				return nil, fmt.Errorf("%w: %w", ErrBadRun, err)
+	r.focus = opts.Focus
+	worked := time.Now()
+	for p := range pages {
+		if p.err != nil {
+			if errors.Is(p.err, ledger.ErrInvalidSearch) {
+				return nil, fmt.Errorf("%w: %w", ErrBadRun, p.err)
 			}
-			return nil, err
+			return nil, p.err
 		}
-		for i := range page {
+		for i := range p.steps {
 			if r.sum.Read >= limit {
 				r.sum.Truncated = true
 				break
@@ -244,7 +257,7 @@ func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			st := &page[i]
+			st := &p.steps[i]
 			r.sum.Read++
 			if err := r.step(ctx, st); err != nil {
 				return nil, err
@@ -253,18 +266,60 @@ func Run(ctx context.Context, store Store, c *Candidate, opts Options, emit func
 				return nil, r.emitErr
 			}
 			at = st.Entry.RecordedAt
+			if opts.Share > 0 && opts.Share < 1 {
+				// Rest in slices of a few milliseconds, so that live work
+				// never waits long behind the run.
+				if w := time.Since(worked); w >= paceSlice {
+					rest := time.Duration(float64(w) * (1 - opts.Share) / opts.Share)
+					select {
+					case <-time.After(rest):
+					case <-ctx.Done():
+					}
+					worked = time.Now()
+				}
+			}
 		}
 		if opts.Progress != nil {
 			opts.Progress(Progress{Read: r.sum.Read, Evaluated: r.sum.Evaluated, Changed: r.sum.Changed, NotReplayable: r.sum.NotReplayable, At: at})
 		}
-		if r.sum.Truncated || len(page) < f.Limit {
+		if r.sum.Truncated {
 			break
 		}
-		f.After = page[len(page)-1].Seq
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	r.finish()
 	r.sum.Elapsed = time.Since(start)
 	return &r.sum, nil
+}
+
+// Validate refuses a run before any step is evaluated: a limit that is
+// negative or over the cap, an unknown filter value, an inverted time
+// range, or a candidate without the Guardian's decision rule over more
+// than ingested OPA decisions. The message names the flag.
+func Validate(c *Candidate, opts Options) error {
+	maxSteps := opts.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	switch {
+	case opts.Limit < 0:
+		return fmt.Errorf("%w: --limit %d is negative", ErrBadRun, opts.Limit)
+	case opts.Limit > maxSteps:
+		return fmt.Errorf("%w: --limit %d is over the cap of %d steps per run", ErrBadRun, opts.Limit, maxSteps)
+	}
+	f := opts.Filter
+	if err := checkFilter(f); err != nil {
+		return err
+	}
+	if err := f.Check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadRun, err)
+	}
+	if !c.Guardian && f.Source != "opa" {
+		return fmt.Errorf("%w: the candidate has no %s rule, so it can only be run with --source opa", ErrBadRun, policy.DecisionRule)
+	}
+	return nil
 }
 
 // Decisions and Sources are the values the --decision and --source
@@ -289,6 +344,33 @@ func checkFilter(f ledger.StepFilter) error {
 	return nil
 }
 
+// stepPage is one page of recorded steps, or the error reading it.
+type stepPage struct {
+	steps []ledger.RecordedStep
+	err   error
+}
+
+// readPages sends the pages of steps f selects to pages, one more than
+// limit steps at most (so the run can tell it stopped with steps left),
+// and closes it after the last page, an error, or when ctx ends.
+func readPages(ctx context.Context, store Store, f ledger.StepFilter, limit int64, pages chan<- stepPage) {
+	defer close(pages)
+	var read int64
+	for read <= limit {
+		page, err := store.RecordedSteps(ctx, f)
+		select {
+		case pages <- stepPage{page, err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil || len(page) < f.Limit {
+			return
+		}
+		read += int64(len(page))
+		f.After = page[len(page)-1].Seq
+	}
+}
+
 type runner struct {
 	store    Store
 	c        *Candidate
@@ -299,6 +381,7 @@ type runner struct {
 	sum      Summary
 	// emitErr is the first error emit returned; it stops the run.
 	emitErr error
+	focus   *ledger.StepRef
 }
 
 // step evaluates one recorded step.
@@ -340,11 +423,10 @@ func (r *runner) guardianStep(ctx context.Context, st *ledger.RecordedStep) erro
 	}
 	// Whatever happens to this step, the session's later steps see it.
 	defer func() {
-		if err := h.Add(e, st.Params); err != nil && h.Next == e.Position {
-			// Params that do not match their entry: later steps have
-			// incomplete provenance.
-			_ = h.Add(e, nil)
-		}
+		// Params that do not match their entry leave the later steps'
+		// provenance incomplete (Add notes it); this step is already
+		// counted not replayable.
+		_ = h.Add(e, st.Params)
 	}()
 	if !r.c.Guardian {
 		r.sum.NotPolicy++
@@ -570,6 +652,18 @@ func (r *runner) compare(st *ledger.RecordedStep, method string, rec, cand Side,
 			}
 		}
 	}
+	ch := Change{
+		Type: "change", Seq: st.Seq, SessionID: st.Entry.SessionID, Position: st.Entry.Position, StepID: st.Entry.StepID,
+		AgentID: st.AgentID, Method: method, Tool: st.ToolName, Source: st.Source, RecordedAt: st.Entry.RecordedAt,
+		Kind: rec.Decision + "->" + cand.Decision, Recorded: rec, Candidate: cand, Approximate: approx,
+	}
+	if f := r.focus; f != nil && f.SessionID == st.Entry.SessionID && f.Position == st.Entry.Position {
+		focus := ch
+		if rec.Decision == cand.Decision {
+			focus.Kind = "unchanged"
+		}
+		r.sum.Focus = &focus
+	}
 	if rec.Decision == cand.Decision {
 		r.sum.Unchanged++
 		if rulesDiffer {
@@ -578,16 +672,10 @@ func (r *runner) compare(st *ledger.RecordedStep, method string, rec, cand Side,
 		return
 	}
 	r.sum.Changed++
-	kind := rec.Decision + "->" + cand.Decision
-	r.sum.ByKind[kind]++
+	r.sum.ByKind[ch.Kind]++
 	r.byDay[st.Entry.RecordedAt.UTC().Format(time.DateOnly)]++
 	if r.emit == nil {
 		return
-	}
-	ch := Change{
-		Type: "change", Seq: st.Seq, SessionID: st.Entry.SessionID, Position: st.Entry.Position, StepID: st.Entry.StepID,
-		AgentID: st.AgentID, Method: method, Tool: st.ToolName, Source: st.Source, RecordedAt: st.Entry.RecordedAt,
-		Kind: kind, Recorded: rec, Candidate: cand, Approximate: approx,
 	}
 	if err := r.emit(ch); err != nil {
 		r.emitErr = err

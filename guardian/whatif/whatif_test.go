@@ -279,6 +279,11 @@ func TestBadInput(t *testing.T) {
 	if _, err := whatif.NewCandidate(ctx, b, true); !errors.Is(err, whatif.ErrBadCandidate) || !strings.Contains(err.Error(), "undefined_var") {
 		t.Fatalf("a bundle that does not compile: %v", err)
 	}
+	// External data: http.send is refused, for OPA decisions too.
+	b.Modules["x.rego"] = "package authz\n\nallow if http.send({\"method\": \"get\", \"url\": \"http://127.0.0.1:1\"}).status_code == 200\n"
+	if _, err := whatif.NewCandidate(ctx, b, false); !errors.Is(err, whatif.ErrBadCandidate) || !strings.Contains(err.Error(), "http.send") {
+		t.Fatalf("a bundle calling http.send: %v", err)
+	}
 	f := evidencetest.New(t, "sqlite")
 	c := candidate(t, "again", nil)
 	for name, opts := range map[string]whatif.Options{

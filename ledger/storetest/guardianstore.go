@@ -29,6 +29,7 @@ var guardianTests = []struct {
 	{"EraseParams", testEraseParams},
 	{"EraseParamsConcurrent", testEraseParamsConcurrent},
 	{"SearchToolOfSealedParams", testSearchToolOfSealedParams},
+	{"RecordedSteps", testRecordedSteps},
 }
 
 // runGuardian runs the Guardian's tests with request params encrypted at
@@ -609,5 +610,84 @@ func testEraseParamsConcurrent(t *testing.T, s Roles, _ *Clock) {
 	var ee *ledger.ErasedError
 	if _, err := s.Request(ctx, "s", 0); !errors.As(err, &ee) || ee.Erasure.Reason != fmt.Sprintf("erasure %d", won) {
 		t.Fatalf("Request after the race: %v; want the erasure of %d", err, won)
+	}
+}
+
+// testRecordedSteps: a what-if run's stream (ledger.RecordedStepReader)
+// gives the steps a filter selects in recorded order, a page at a time
+// after the last one's Seq, each with its entry, its params opened, its
+// response, and for erased params the erasure instead; a bad filter is
+// ErrInvalidSearch.
+func testRecordedSteps(t *testing.T, s Roles, _ *Clock) {
+	ctx := context.Background()
+	rs, ok := s.Store.(ledger.RecordedStepReader)
+	if !ok {
+		t.Fatalf("%T does not stream recorded steps", s.Store)
+	}
+	// Two sessions, interleaved: recorded order is neither session order
+	// nor position order.
+	var want []string
+	for i := range 6 {
+		sid := []string{"rs-a", "rs-b"}[i%2]
+		tool := []string{"read_file", "bash"}[i%3%2]
+		params := fmt.Appendf(nil, `{"payload":{"tool":{"name":%q},"n":%d}}`, tool, i)
+		sign := func(a ledger.Appended) ([]byte, error) { return fmt.Appendf(nil, `{"result":{"n":%d}}`, i), nil }
+		if _, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: sid, AgentID: "agent-" + sid, Entry: Synthetic(i, "")}, params, requestKey(fmt.Sprintf("rs-%d", i)), sign); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprintf("%s/%d", sid, i/2))
+	}
+	if _, err := s.EraseParams(ctx, "rs-a", 1, "test erasure", "storetest"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	f := ledger.StepFilter{AgentPrefix: "agent-rs-", Limit: 4}
+	for pages := 0; ; pages++ {
+		page, err := rs.RecordedSteps(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range page {
+			got = append(got, fmt.Sprintf("%s/%d", st.Entry.SessionID, st.Entry.Position))
+			n := len(got) - 1
+			erased := st.Entry.SessionID == "rs-a" && st.Entry.Position == 1
+			switch {
+			case erased && (st.Params != nil || st.Erased == nil || st.Erased.Reason != "test erasure"):
+				t.Errorf("erased step: params %q, erasure %+v", st.Params, st.Erased)
+			case !erased && (st.Erased != nil || !strings.Contains(string(st.Params), fmt.Sprintf(`"n":%d`, n))):
+				t.Errorf("step %d: params %q (not opened?), erasure %+v", n, st.Params, st.Erased)
+			}
+			if string(st.Response) != fmt.Sprintf(`{"result":{"n":%d}}`, n) || len(st.Entry.Content) == 0 || st.AgentID != "agent-"+st.Entry.SessionID || st.Source != "guardian" {
+				t.Errorf("step %d: %+v", n, st)
+			}
+		}
+		if len(page) < f.Limit {
+			break
+		}
+		f.After = page[len(page)-1].Seq
+		if pages > 3 {
+			t.Fatal("pagination does not end")
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("recorded order %v, want %v", got, want)
+	}
+	for name, c := range map[string]struct {
+		f    ledger.StepFilter
+		want int
+	}{
+		"session":        {ledger.StepFilter{SessionID: "rs-b"}, 3},
+		"agent":          {ledger.StepFilter{AgentID: "agent-rs-a"}, 3},
+		"tool":           {ledger.StepFilter{AgentPrefix: "agent-rs-", ToolName: "bash"}, 2},
+		"session + tool": {ledger.StepFilter{SessionID: "rs-a", ToolName: "read_file"}, 2},
+	} {
+		page, err := rs.RecordedSteps(ctx, c.f)
+		if err != nil || len(page) != c.want {
+			t.Errorf("%s: %d steps, want %d (%v)", name, len(page), c.want, err)
+		}
+	}
+	now := time.Now()
+	if _, err := rs.RecordedSteps(ctx, ledger.StepFilter{Since: now, Until: now.Add(-time.Hour)}); !errors.Is(err, ledger.ErrInvalidSearch) {
+		t.Errorf("an inverted range: %v", err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/acsledger/acsledger/web/internal/webtest"
 	"github.com/acsledger/acsledger/web/tlogserve"
 	"github.com/acsledger/acsledger/web/ui"
+	"github.com/acsledger/acsledger/web/whatifapi"
 )
 
 // The journeys of issue 14, walked in Chromium over a ledger a real
@@ -64,6 +65,7 @@ func journeyServerWith(t *testing.T, f *evidencetest.Fixture, lag func() web.Rep
 			return []export.Status{{Name: "siem", NextLeaf: 3, LogSize: 6, EntriesBehind: 3, SecondsBehind: 61, Delivered: 3,
 				LastError: "export sink siem: couldn't connect to syslog+tcp://siem.example:514", LastErrorAt: &at}}
 		}},
+		WhatIf: whatifapi.Options{Store: f.Store, Share: 1},
 	})
 	tlogserve.Mount(h.Router(), f.Log, nil)
 	ui.Mount(h.Router())

@@ -44,6 +44,7 @@ var shells = []shell{
 	{"/ui/dashboard", "dashboard.html", "Dashboard", "dashboard", []string{"search.js", "charts.js", "dashboard.js"}, true},
 	{"/ui/decisions/{request_id}", "decision.html", "Decision", "decision", []string{"search.js"}, true},
 	{"/ui/search", "search.html", "Search", "search", []string{"search.js"}, true},
+	{"/ui/whatif", "whatif.html", "What-if", "whatif", []string{"charts.js", "whatif.js"}, true},
 	{"/ui/log", "log.html", "Log", "log", []string{"search.js", "charts.js", "verify.js", "log.js"}, true},
 	{"/ui/holds", "holds.html", "Legal holds", "holds", []string{"search.js", "holds.js"}, true},
 	{"/ui/login", "login.html", "Log in", "login", nil, false},

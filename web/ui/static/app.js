@@ -751,6 +751,7 @@ async function decisionPage() {
     ["Recorded at", when(d.recorded_at)],
   ]);
   document.getElementById("step-section").hidden = false;
+  whatifPanel(d);
 
   const dec = d.decision && typeof d.decision === "object" ? d.decision : null;
   const section = document.getElementById("decision-section");
@@ -784,6 +785,53 @@ async function decisionPage() {
     return;
   }
   replayPanel(d, refs[0]);
+}
+
+// decisionSide is one side of a what-if comparison: the decision and the
+// rules that fired.
+function decisionSide(s) {
+  return el("span", {}, el("span", { class: "disp disp-" + String(s.decision).replace(/[^a-z_]/g, "") }, s.decision), " ",
+    ...(s.rules || []).map((r) => el("code", { class: "rule" }, r + " ")));
+}
+
+// whatifPanel offers the incident question about this step and, opened
+// from a what-if report (?whatif=RUN), shows the step's recorded and
+// candidate sides with the rules on each.
+async function whatifPanel(d) {
+  const section = document.getElementById("whatif-section");
+  if (!section) {
+    return; // the role may not run what-if
+  }
+  document.getElementById("whatif-incident").href = `/ui/whatif?${new URLSearchParams({ request_id: d.request_id, session_id: d.session_id })}`;
+  section.hidden = false;
+  const runID = new URLSearchParams(location.search).get("whatif");
+  if (!runID) {
+    return;
+  }
+  const box = document.getElementById("whatif-side");
+  let run;
+  try {
+    run = await getJSON(`${API}/whatif/${segment(runID)}`);
+  } catch (e) {
+    box.textContent = `Could not read the what-if run: ${e.message}`;
+    return;
+  }
+  const here = (c) => c && c.session_id === d.session_id && c.position === d.position;
+  let c = (run.changes || []).find(here);
+  if (!c && run.summary && here(run.summary.focus)) {
+    c = run.summary.focus;
+  }
+  if (!c) {
+    box.append(el("p", { id: "whatif-verdict" }, `Under ${run.candidate} this step's decision does not change.`));
+    return;
+  }
+  box.append(el("table", { id: "whatif-sides" },
+    el("caption", {}, `This step under ${run.candidate}`),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Recorded"), el("th", { scope: "col" }, "Candidate"))),
+    el("tbody", {}, el("tr", {}, el("td", { id: "whatif-recorded" }, decisionSide(c.recorded)), el("td", { id: "whatif-candidate" }, decisionSide(c.candidate))))));
+  if (c.approximate && c.approximate.length) {
+    box.append(el("p", { class: "help" }, "Approximate: " + c.approximate.join("; ")));
+  }
 }
 
 function noReplay(msg) {
