@@ -85,3 +85,31 @@ LEFT JOIN request_params p ON $5::boolean AND p.session_id = e.session_id AND p.
 WHERE l.idx >= $1 AND l.idx < $2 AND ($3::text = '' OR starts_with(s.agent_id, $3))
 ORDER BY l.idx
 LIMIT $4;
+-- name: EraseParamsBatch
+-- sqlstore.EraseBatch's statement; SQLite words it its own way.
+-- Records the erasure of each params row of the page whose keys ParamsKeys
+-- read in this transaction (the store puts them in place of the keys
+-- marker as (CAST($n AS TEXT), CAST($n+1 AS BIGINT)) pairs, from $8), if
+-- it is still stored, in scope and under no standing hold. The page's keys
+-- drive the statement: each is looked up by key in request_params, entries
+-- and sessions, however large those are.
+WITH k (session_id, position) AS (VALUES /*keys*/)
+INSERT INTO erasures (session_id, position, erased_at, reason, erased_by, run_id)
+SELECT p.session_id, p.position, $1::timestamptz, $2::text, $3::text, $4::text
+FROM k
+JOIN request_params p ON p.session_id = k.session_id AND p.position = k.position
+JOIN entries e ON e.session_id = k.session_id AND e.position = k.position
+JOIN sessions s ON s.session_id = k.session_id
+WHERE e.recorded_at < $5::timestamptz
+  AND ($6::text = '' OR substr(s.agent_id, 1, length($6::text)) = $6::text)
+  AND ($7::text = '' OR e.step_type = $7::text)
+  AND NOT EXISTS (
+        SELECT 1 FROM legal_holds h
+        WHERE h.released_at IS NULL
+          AND (h.agent_prefix = '' OR substr(s.agent_id, 1, length(h.agent_prefix)) = h.agent_prefix)
+          AND (h.from_time IS NULL OR e.recorded_at >= h.from_time)
+          AND (h.until_time IS NULL OR e.recorded_at < h.until_time)
+          AND (h.session_count = 0 OR EXISTS (
+                SELECT 1 FROM legal_hold_sessions hs WHERE hs.hold_id = h.id AND hs.session_id = s.session_id)))
+ON CONFLICT (session_id, position) DO NOTHING
+RETURNING session_id, position;

@@ -69,7 +69,7 @@ type Options struct {
 
 // DefaultBatch keeps an erasing transaction well under a second on both
 // stores (docs/retention.md, "Bounded batches").
-const DefaultBatch = 500
+const DefaultBatch = 200
 
 // EmbeddedDuty is the duty (Options.Duty) serve gives a sweep on the
 // embedded store, whose one writer the sweep shares with the Guardian.

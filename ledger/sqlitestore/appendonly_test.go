@@ -70,10 +70,10 @@ func TestErasureEnforced(t *testing.T) {
 	refuse("DELETE FROM request_params", noErasure)
 	refuse("DELETE FROM request_params WHERE session_id = 's' AND position = 1", noErasure)
 	refuse("UPDATE request_params SET params = x'00'", appendOnly)
-	refuse("INSERT INTO erasures VALUES ('s', 9, 0, 'why', 'who')", "FOREIGN KEY")
-	refuse("INSERT INTO erasures VALUES ('s', 1, 0, ' ', 'who')", "CHECK")
+	refuse("INSERT INTO erasures (session_id, position, erased_at, reason, erased_by) VALUES ('s', 9, 0, 'why', 'who')", "FOREIGN KEY")
+	refuse("INSERT INTO erasures (session_id, position, erased_at, reason, erased_by) VALUES ('s', 1, 0, ' ', 'who')", "CHECK")
 
-	if _, err := db.ExecContext(ctx, "INSERT INTO erasures VALUES ('s', 1, 0, 'test', 'test')"); err != nil {
+	if _, err := db.ExecContext(ctx, "INSERT INTO erasures (session_id, position, erased_at, reason, erased_by) VALUES ('s', 1, 0, 'test', 'test')"); err != nil {
 		t.Fatal(err)
 	}
 	refuse("UPDATE request_params SET params = x'00' WHERE position = 1", appendOnly)

@@ -86,3 +86,27 @@ LEFT JOIN request_params p ON ?5 AND p.session_id = e.session_id AND p.position 
 WHERE l.idx >= ?1 AND l.idx < ?2 AND (?3 = '' OR substr(s.agent_id, 1, length(?3)) = ?3)
 ORDER BY l.idx
 LIMIT ?4;
+-- name: EraseParamsBatch
+-- sqlstore.EraseBatch's statement (ledger/internal/sqlstore/retention.sql
+-- describes it). SQLite looks the page's keys up through the row-value IN,
+-- which its planner serves from request_params' primary key; joined from a
+-- VALUES table instead, it scanned request_params.
+INSERT INTO erasures (session_id, position, erased_at, reason, erased_by, run_id)
+SELECT p.session_id, p.position, ?1, ?2, ?3, ?4
+FROM request_params p
+JOIN entries e ON e.session_id = p.session_id AND e.position = p.position
+JOIN sessions s ON s.session_id = p.session_id
+WHERE (p.session_id, p.position) IN (VALUES /*keys*/)
+  AND e.recorded_at < ?5
+  AND (?6 = '' OR substr(s.agent_id, 1, length(?6)) = ?6)
+  AND (?7 = '' OR e.step_type = ?7)
+  AND NOT EXISTS (
+        SELECT 1 FROM legal_holds h
+        WHERE h.released_at IS NULL
+          AND (h.agent_prefix = '' OR substr(s.agent_id, 1, length(h.agent_prefix)) = h.agent_prefix)
+          AND (h.from_time IS NULL OR e.recorded_at >= h.from_time)
+          AND (h.until_time IS NULL OR e.recorded_at < h.until_time)
+          AND (h.session_count = 0 OR EXISTS (
+                SELECT 1 FROM legal_hold_sessions hs WHERE hs.hold_id = h.id AND hs.session_id = s.session_id)))
+ON CONFLICT (session_id, position) DO NOTHING
+RETURNING session_id, position;

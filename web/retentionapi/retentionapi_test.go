@@ -55,6 +55,13 @@ func TestRoutes(t *testing.T) {
 			if rs, _ := f.Store.Rules(ctx); len(rs) != 0 {
 				t.Fatalf("a non-admin wrote rules: %+v", rs)
 			}
+			// The admin sessions are the server's own.
+			forged := []byte(`{"entry_id":"e-1","step_id":"s-1","step_type":"acsledger/retention-sweep"}`)
+			for _, p := range []string{"/sessions/" + retention.SessionID(time.Now().Add(24*time.Hour)) + "/entries", "/sessions/x/entries?agent_id=" + retention.AgentID} {
+				if code, _, b := webtest.Do(t, "POST", base+p, forged); code != http.StatusForbidden || !strings.Contains(string(b), retention.AgentID) {
+					t.Errorf("forged admin record %s: %d %s", p, code, b)
+				}
+			}
 
 			for _, c := range []struct{ method, path, body, field string }{
 				{"PUT", "/admin/retention/rules/r", `{"period":"12h","reason":"x"}`, "period"},

@@ -51,13 +51,14 @@ type Queries struct {
 	LogAddTimestamp, LogTimestamp, LogLastStamped, LogUnstamped, LogCosignedSizes string
 	// retention.sql
 	PutRule, DeleteRule, Rules, InsertHold, InsertHoldSession, ReleaseHold,
-	Holds, HoldByID, HoldSessions, HeldBy, ParamsKeys, EraseParamsBatch,
+	Holds, HoldByID, HoldSessions, HeldBy, ParamsKeys,
 	DeleteErasedParams, StartRun, FinishRun, UnfinishedRuns, RunErasures,
 	RetentionTotals, OldestPayload string
 
 	// The dialect's file.
 	DailyDecisions, DailySessions, HasQuarantine string
 	IngestedByKey, Flagged                       string
+	EraseParamsBatch                             string
 	LogPending, LogSessionLeaves, LogLastSessionLeaf,
 	LogLatestCheckpoint, LogInsertCheckpoint, LogMoveHead, LogInsertHead,
 	LogAddCosignature string

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/acsledger/acsledger/ledger"
@@ -193,25 +194,28 @@ func (s *Store) EraseBatch(ctx context.Context, kind string, sc ledger.PayloadSc
 		if err != nil {
 			return fmt.Errorf("couldn't read the page of payloads: %w", err)
 		}
-		n := 0
+		var page []ledger.Cursor
 		for rows.Next() {
-			if err := rows.Scan(&b.Next.SessionID, &b.Next.Position); err != nil {
+			var c ledger.Cursor
+			if err := rows.Scan(&c.SessionID, &c.Position); err != nil {
 				rows.Close()
 				return err
 			}
-			n++
+			page = append(page, c)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		b.Done = n < limit
-		if n == 0 {
+		b.Done = len(page) < limit
+		if len(page) == 0 {
 			return nil
 		}
-		var keys []ledger.Cursor
-		rows, err = tx.Query(ctx, k.erase(s.q), from.SessionID, from.Position, b.Next.SessionID, b.Next.Position,
+		b.Next = page[len(page)-1]
+		query, args := s.withKeys(k.erase(s.q), page,
 			s.dl.Time(at), reason, by, runID, s.dl.Time(sc.Before), sc.AgentPrefix, sc.StepType)
+		var keys []ledger.Cursor
+		rows, err = tx.Query(ctx, query, args...)
 		if err != nil {
 			return fmt.Errorf("couldn't record the erasures: %w", err)
 		}
@@ -227,13 +231,9 @@ func (s *Store) EraseBatch(ctx context.Context, kind string, sc ledger.PayloadSc
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("couldn't record the erasures: %w", err)
 		}
-		if len(keys) > 0 {
-			n, err := tx.Exec(ctx, k.del(s.q), from.SessionID, from.Position, b.Next.SessionID, b.Next.Position, runID)
-			if err != nil {
-				return fmt.Errorf("couldn't delete the erased payloads: %w", err)
-			}
-			if n != int64(len(keys)) {
-				return fmt.Errorf("deleted %d payloads, recorded %d erasures", n, len(keys))
+		for _, c := range keys {
+			if _, err := tx.Exec(ctx, k.del(s.q), c.SessionID, c.Position); err != nil {
+				return fmt.Errorf("couldn't delete the payload of session %q position %d: %w", c.SessionID, c.Position, err)
 			}
 		}
 		b.Erased = summarise(keys)
@@ -243,6 +243,22 @@ func (s *Store) EraseBatch(ctx context.Context, kind string, sc ledger.PayloadSc
 		return ledger.Batch{}, fmt.Errorf("couldn't erase a batch of %s: %w", kind, err)
 	}
 	return b, nil
+}
+
+// withKeys puts the page's keys in place of query's keys marker, as
+// placeholders numbered after args, and returns the query and all its
+// arguments.
+func (s *Store) withKeys(query string, page []ledger.Cursor, args ...any) (string, []any) {
+	var list strings.Builder
+	for i, c := range page {
+		if i > 0 {
+			list.WriteString(", ")
+		}
+		n := len(args) + 1
+		fmt.Fprintf(&list, "(CAST(%s AS TEXT), CAST(%s AS BIGINT))", s.dl.Param(n), s.dl.Param(n+1))
+		args = append(args, c.SessionID, c.Position)
+	}
+	return strings.Replace(query, "/*keys*/", list.String(), 1), args
 }
 
 // summarise groups erased keys by session (the keys come in any order).

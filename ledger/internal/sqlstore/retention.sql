@@ -67,44 +67,11 @@ WHERE (session_id, position) > ($1::text, $2::bigint)
 ORDER BY session_id, position
 LIMIT $3;
 
--- name: EraseParamsBatch
--- Records the erasure of every params row of the page ($1,$2] .. ($3,$4]
--- (the keys ParamsKeys read in this transaction, and any appended inside
--- the range since) in scope and under no standing hold. The page's range
--- drives the statement, so each of its rows is looked up by key in entries
--- and sessions however large they are. No LIMIT here: rows appended into
--- the range after ParamsKeys must not push the page's own rows out.
-INSERT INTO erasures (session_id, position, erased_at, reason, erased_by, run_id)
-SELECT k.session_id, k.position, $5::timestamptz, $6::text, $7::text, $8::text
-FROM (SELECT session_id, position FROM request_params
-      WHERE (session_id, position) > ($1::text, $2::bigint)
-        AND (session_id, position) <= ($3::text, $4::bigint)) k
-JOIN entries e ON e.session_id = k.session_id AND e.position = k.position
-JOIN sessions s ON s.session_id = k.session_id
-WHERE e.recorded_at < $9::timestamptz
-  AND ($10::text = '' OR substr(s.agent_id, 1, length($10::text)) = $10::text)
-  AND ($11::text = '' OR e.step_type = $11::text)
-  AND NOT EXISTS (
-        SELECT 1 FROM legal_holds h
-        WHERE h.released_at IS NULL
-          AND (h.agent_prefix = '' OR substr(s.agent_id, 1, length(h.agent_prefix)) = h.agent_prefix)
-          AND (h.from_time IS NULL OR e.recorded_at >= h.from_time)
-          AND (h.until_time IS NULL OR e.recorded_at < h.until_time)
-          AND (h.session_count = 0 OR EXISTS (
-                SELECT 1 FROM legal_hold_sessions hs WHERE hs.hold_id = h.id AND hs.session_id = s.session_id)))
-ON CONFLICT (session_id, position) DO NOTHING
-RETURNING session_id, position;
-
 -- name: DeleteErasedParams
--- Deletes the page's params rows that this run recorded as erased
--- (EraseParamsBatch, same transaction); the trigger
--- request_params_erased_only checks each against erasures.
-DELETE FROM request_params
-WHERE (session_id, position) > ($1::text, $2::bigint)
-  AND (session_id, position) <= ($3::text, $4::bigint)
-  AND EXISTS (SELECT 1 FROM erasures x
-              WHERE x.session_id = request_params.session_id AND x.position = request_params.position
-                AND x.run_id = $5::text);
+-- Deletes one params row the run recorded as erased (EraseParamsBatch,
+-- same transaction); the trigger request_params_erased_only checks it
+-- against erasures.
+DELETE FROM request_params WHERE session_id = $1 AND position = $2;
 
 -- name: StartRun
 INSERT INTO retention_runs (run_id, kind, scope, started_at) VALUES ($1, $2, $3, $4);
