@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // SourceStore is what the source-record suite calls: ingest with the
 // source kept beside, its reads and its erasure.
 type SourceStore interface {
-	ledger.IngestStore
+	ledger.Store
+	Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.IngestResult, error)
 	ledger.SourceReader
 	ledger.SourceEraser
 	ledger.PayloadReader
@@ -57,9 +59,20 @@ func RunSources(t *testing.T, open OpenSources, exec func(stmt string) error) {
 	s := open(t, ledger.Options{Now: clock.Now, Params: sealer})
 
 	kept, old := SourceRecordFor("opa", "d-1", "s", 1), IngestRecordFor("opa", "d-0", "s", 0)
-	res := ingestWant(t, s, "first batch", []ledger.IngestRecord{old, kept, SourceRecordFor("opa", "d-2", "s", 2)}, "accepted:", "accepted:", "accepted:")
+	ingest := func(what string, rs []ledger.IngestRecord, want ...string) []ledger.IngestResult {
+		t.Helper()
+		res, err := s.Ingest(ctx, rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := statuses(res); !slices.Equal(got, want) {
+			t.Fatalf("%s %v, want %v", what, got, want)
+		}
+		return res
+	}
+	res := ingest("first batch", []ledger.IngestRecord{old, kept, SourceRecordFor("opa", "d-2", "s", 2)}, "accepted:", "accepted:", "accepted:")
 	// A redelivery is a duplicate and stores nothing more.
-	ingestWant(t, s, "redelivery", []ledger.IngestRecord{SourceRecordFor("opa", "d-1", "s", 1)}, "duplicate:")
+	ingest("redelivery", []ledger.IngestRecord{SourceRecordFor("opa", "d-1", "s", 1)}, "duplicate:")
 	if res[1].Position != 1 {
 		t.Fatalf("positions %+v", res)
 	}
