@@ -21,6 +21,7 @@ import (
 	"github.com/acsledger/acsledger/ingest"
 	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
+	"github.com/acsledger/acsledger/ledger/paramcrypt"
 	"github.com/acsledger/acsledger/ledger/pgstore"
 	"github.com/acsledger/acsledger/ledger/sqlitestore"
 	"github.com/acsledger/acsledger/ledger/tlog"
@@ -109,7 +110,12 @@ func benchPostgres(b *testing.B) (url string, s *pgstore.Store, l *tlog.Log) {
 	if err := pgstore.Migrate(context.Background(), url); err != nil {
 		b.Fatal(err)
 	}
-	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
+	// Sealed at rest as serve seals: every source record is encrypted.
+	sealer, err := paramcrypt.New(bytes.Repeat([]byte{7}, paramcrypt.KeySize))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err = pgstore.Open(context.Background(), url, pgstore.Options{Options: ledger.Options{Params: sealer}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -222,6 +228,9 @@ func copyBaseline(b *testing.B, owner *pgxpool.Pool, run string, tilesBefore int
 			"FROM search_entries WHERE step_id LIKE $1 ORDER BY id", []any{stepIDs}},
 		{"ingest_records", "source, natural_key, replay_key, digest, session_id, position, entry_hash, flags, file, record, recorded_at",
 			"FROM ingest_records WHERE natural_key LIKE $1 ORDER BY seq", []any{run + "-%"}},
+		// The source records kept beside the entries (migration 0015).
+		{"source_records", "session_id, position, source_sha256, record, recorded_at",
+			"FROM source_records WHERE session_id LIKE $1 ORDER BY session_id, position", []any{run + "-s%"}},
 		// The log's queue: one row per entry, written and deleted again.
 		{"tlog_pending", "entry_id, session_id",
 			"FROM (SELECT id AS entry_id, session_id FROM entries WHERE step_id LIKE $1 ORDER BY id) e", []any{stepIDs}},

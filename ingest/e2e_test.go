@@ -208,7 +208,7 @@ func TestOPAInputErased(t *testing.T) {
 			if _, err := evidence.Build(ctx, f.Store, f.Log, "sess-pii", &before, f.Options()); err != nil {
 				t.Fatal(err)
 			}
-			first := body[1 : strings.Index(body, `,{"decision_id":"d-next"`)]
+			first := body[1:strings.Index(body, `,{"decision_id":"d-next"`)]
 			carried := []byte(`"source":"` + base64.StdEncoding.EncodeToString([]byte(first)) + `"`)
 			if !bytes.Contains(before.Bytes(), carried) {
 				t.Fatalf("the bundle does not carry the source record while it exists:\n%s", before.Bytes())

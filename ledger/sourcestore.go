@@ -48,8 +48,17 @@ type PayloadReader interface {
 	// by position then payload, only for positions where something is
 	// stored or an erasure is recorded. Params bytes are read only with
 	// withParams (Payload.Bytes stays nil otherwise); source bytes always.
-	Payloads(ctx context.Context, sessionID string, from, to int64, withParams bool) ([]Payload, error)
+	// So that a reader's memory stays bounded, it stops at a position
+	// once it holds more than PayloadReadBudget bytes: through is the
+	// first position it did not cover (to when it read the whole range,
+	// always more than from).
+	Payloads(ctx context.Context, sessionID string, from, to int64, withParams bool) (ps []Payload, through int64, err error)
 }
+
+// PayloadReadBudget is about the most payload bytes one Payloads call
+// holds: it stops at the first position boundary past it (one position's
+// payloads are always read whole).
+const PayloadReadBudget = 8 << 20
 
 // Payload is the state of one payload beside an entry: stored (Bytes, or
 // nil for params read without their bytes) or erased (Erasure set).

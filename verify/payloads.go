@@ -205,7 +205,7 @@ func (s *bundleState) finishInline() {
 		return
 	}
 	s.notices = append(s.notices, Finding{Code: CodeSourceInline, EntryIndex: s.inlineFirst, Where: "entries",
-		Actual: fmt.Sprint(s.inline),
+		Actual:  fmt.Sprint(s.inline),
 		Message: fmt.Sprintf("%d entries, the first at index %d, hold their source record inline (ingested before source records were kept beside the entry): they verify as they are, and their source cannot be erased without breaking the chain.", s.inline, s.inlineFirst)})
 }
 

@@ -13,9 +13,10 @@ import (
 	"github.com/acsledger/acsledger/verify"
 )
 
-// payloadWindowSize is how many positions one read of payloads covers:
-// Build reads them a range at a time beside the entries, not one query
-// per entry.
+// payloadWindowSize is how many positions one read of payloads covers at
+// most: Build reads them a range at a time beside the entries, not one
+// query per entry, and the store stops a read early once it holds
+// ledger.PayloadReadBudget bytes.
 const payloadWindowSize = 1000
 
 // payloadWindow reads a session's payloads a range of positions at a
@@ -32,11 +33,11 @@ type payloadWindow struct {
 // at returns the payloads stored or erased beside the entry at position.
 func (w *payloadWindow) at(ctx context.Context, position int64) ([]ledger.Payload, error) {
 	if w.byPos == nil || position < w.from || position >= w.to {
-		ps, err := w.store.Payloads(ctx, w.sessionID, position, position+payloadWindowSize, w.withParams)
+		ps, through, err := w.store.Payloads(ctx, w.sessionID, position, position+payloadWindowSize, w.withParams)
 		if err != nil {
 			return nil, fmt.Errorf("couldn't read the payloads of session %s from position %d: %w", w.sessionID, position, err)
 		}
-		w.from, w.to = position, position+payloadWindowSize
+		w.from, w.to = position, through
 		w.byPos = make(map[int64][]ledger.Payload, len(ps))
 		for _, p := range ps {
 			w.byPos[p.Position] = append(w.byPos[p.Position], p)

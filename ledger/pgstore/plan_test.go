@@ -355,7 +355,7 @@ func TestPartitionKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each table with its keys: the check saw them all.
-	want := map[string]int{"entries": 4, "responses": 2, "request_params": 2, "erasures": 2, "requests": 1, "search_entries": 2}
+	want := map[string]int{"entries": 4, "responses": 2, "request_params": 2, "erasures": 2, "requests": 1, "search_entries": 2, "source_records": 1, "source_erasures": 2}
 	for table, n := range want {
 		if tables[table] != n {
 			t.Errorf("%s: %d keys checked, want %d", table, tables[table], n)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // SourceStore is what the source-record suite calls: ingest with the
 // source kept beside, its reads and its erasure.
 type SourceStore interface {
-	ledger.IngestStore
+	ledger.Store
+	Ingest(ctx context.Context, rs []ledger.IngestRecord) ([]ledger.IngestResult, error)
 	ledger.SourceReader
 	ledger.SourceEraser
 	ledger.PayloadReader
@@ -57,9 +59,20 @@ func RunSources(t *testing.T, open OpenSources, exec func(stmt string) error) {
 	s := open(t, ledger.Options{Now: clock.Now, Params: sealer})
 
 	kept, old := SourceRecordFor("opa", "d-1", "s", 1), IngestRecordFor("opa", "d-0", "s", 0)
-	res := ingestWant(t, s, "first batch", []ledger.IngestRecord{old, kept, SourceRecordFor("opa", "d-2", "s", 2)}, "accepted:", "accepted:", "accepted:")
+	ingest := func(what string, rs []ledger.IngestRecord, want ...string) []ledger.IngestResult {
+		t.Helper()
+		res, err := s.Ingest(ctx, rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := statuses(res); !slices.Equal(got, want) {
+			t.Fatalf("%s %v, want %v", what, got, want)
+		}
+		return res
+	}
+	res := ingest("first batch", []ledger.IngestRecord{old, kept, SourceRecordFor("opa", "d-2", "s", 2)}, "accepted:", "accepted:", "accepted:")
 	// A redelivery is a duplicate and stores nothing more.
-	ingestWant(t, s, "redelivery", []ledger.IngestRecord{SourceRecordFor("opa", "d-1", "s", 1)}, "duplicate:")
+	ingest("redelivery", []ledger.IngestRecord{SourceRecordFor("opa", "d-1", "s", 1)}, "duplicate:")
 	if res[1].Position != 1 {
 		t.Fatalf("positions %+v", res)
 	}
@@ -72,8 +85,8 @@ func RunSources(t *testing.T, open OpenSources, exec func(stmt string) error) {
 	if _, err := s.Source(ctx, "s", 0); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("Source of an entry with its source inline: %v, want ErrNotFound", err)
 	}
-	ps, err := s.Payloads(ctx, "s", 0, 3, false)
-	if err != nil || len(ps) != 2 || ps[0].Position != 1 || ps[0].Kind != ledger.PayloadSource || !bytes.Equal(ps[0].Bytes, kept.Raw) || ps[1].Position != 2 {
+	ps, through, err := s.Payloads(ctx, "s", 0, 3, false)
+	if err != nil || through != 3 || len(ps) != 2 || ps[0].Position != 1 || ps[0].Kind != ledger.PayloadSource || !bytes.Equal(ps[0].Bytes, kept.Raw) || ps[1].Position != 2 {
 		t.Fatalf("Payloads: %+v, %v", ps, err)
 	}
 
@@ -101,7 +114,7 @@ func RunSources(t *testing.T, open OpenSources, exec func(stmt string) error) {
 	if !strings.Contains(err.Error(), "source record") {
 		t.Errorf("the erasure error does not say what was erased: %v", err)
 	}
-	ps, err = s.Payloads(ctx, "s", 0, 3, false)
+	ps, _, err = s.Payloads(ctx, "s", 0, 3, false)
 	if err != nil || len(ps) != 2 || ps[0].Erasure == nil || ps[0].Erasure.Reason != reason || ps[0].Erasure.ErasedBy != by || ps[0].Erasure.Payload != ledger.PayloadSource || ps[0].Bytes != nil {
 		t.Fatalf("Payloads after erasure: %+v, %v", ps, err)
 	}
@@ -130,6 +143,25 @@ func RunSources(t *testing.T, open OpenSources, exec func(stmt string) error) {
 	}
 	if got, err := s.Source(ctx, "s", 2); err != nil || len(got) == 0 {
 		t.Fatalf("a refused erasure touched position 2: %v", err)
+	}
+
+	// A read of payloads stops past ledger.PayloadReadBudget bytes, at a
+	// position boundary, and says where.
+	var big []ledger.IngestRecord
+	for i := range 3 {
+		r := SourceRecordFor("opa", fmt.Sprintf("big-%d", i), "big", int64(i))
+		r.Raw = bytes.Repeat([]byte{'a' + byte(i)}, ledger.PayloadReadBudget*5/8)
+		sum := sha256.Sum256(r.Raw)
+		r.Digest = sum
+		big = append(big, r)
+	}
+	ingest("big records", big, "accepted:", "accepted:", "accepted:")
+	ps, through, err = s.Payloads(ctx, "big", 0, 10, false)
+	if err != nil || through != 2 || len(ps) != 2 || !bytes.Equal(ps[1].Bytes, big[1].Raw) {
+		t.Fatalf("Payloads over the budget: %d payloads through %d, %v; want 2 through 2", len(ps), through, err)
+	}
+	if ps, through, err = s.Payloads(ctx, "big", through, 10, false); err != nil || through != 10 || len(ps) != 1 || !bytes.Equal(ps[0].Bytes, big[2].Raw) {
+		t.Fatalf("Payloads after the budget's stop: %d payloads through %d, %v", len(ps), through, err)
 	}
 
 	// The database itself refuses what EraseSource does not do.

@@ -22,14 +22,20 @@
 -- Both are partitioned by session like the other tables holding rows per
 -- entry (0011), into the same 16 partitions.
 
+-- source_records has no foreign key to entries: on the bulk ingest path a
+-- key check into the partitioned entries costs about 45 us of PostgreSQL
+-- CPU per row (as 0014 found for the log's queue; docs/benchmarks.md),
+-- and what it would guarantee follows from who writes: the writer inserts
+-- a row only in the ingest transaction that appends its entry, at the
+-- position that append took (ledger/pgstore/ingestwrite.go), and entries
+-- are never deleted. source_erasures, written rarely, keeps its key.
 CREATE TABLE source_records (
     session_id    text NOT NULL,
     position      bigint NOT NULL,
     source_sha256 bytea NOT NULL CHECK (length(source_sha256) = 32),
     record        bytea NOT NULL,
     recorded_at   timestamptz NOT NULL,
-    PRIMARY KEY (session_id, position),
-    FOREIGN KEY (session_id, position) REFERENCES entries (session_id, position)
+    PRIMARY KEY (session_id, position)
 ) PARTITION BY HASH (session_id);
 
 CREATE TABLE source_erasures (

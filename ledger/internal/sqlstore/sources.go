@@ -111,18 +111,20 @@ func (s *Store) readSourceErasure(ctx context.Context, db Querier, sessionID str
 	return &e, nil
 }
 
-// Payloads implements ledger.PayloadReader in one query over the range.
-func (s *Store) Payloads(ctx context.Context, sessionID string, from, to int64, withParams bool) ([]ledger.Payload, error) {
+// Payloads implements ledger.PayloadReader in one query over the range,
+// read until the budget is spent.
+func (s *Store) Payloads(ctx context.Context, sessionID string, from, to int64, withParams bool) ([]ledger.Payload, int64, error) {
 	wp := int64(0)
 	if withParams {
 		wp = 1
 	}
 	rows, err := s.d.Reader().Query(ctx, s.q.Payloads, sessionID, from, to, wp)
 	if err != nil {
-		return nil, fmt.Errorf("couldn't read the payloads of session %q positions %d-%d: %w", sessionID, from, to-1, err)
+		return nil, 0, fmt.Errorf("couldn't read the payloads of session %q positions %d-%d: %w", sessionID, from, to-1, err)
 	}
 	defer rows.Close()
 	var out []ledger.Payload
+	held := 0
 	for rows.Next() {
 		var p ledger.Payload
 		var kind int64
@@ -130,8 +132,14 @@ func (s *Store) Payloads(ctx context.Context, sessionID string, from, to int64, 
 		var at time.Time
 		var reason, by string
 		if err := rows.Scan(&p.Position, &kind, &b, NullTime{&at}, &reason, &by); err != nil {
-			return nil, fmt.Errorf("couldn't read the payloads of session %q: %w", sessionID, err)
+			return nil, 0, fmt.Errorf("couldn't read the payloads of session %q: %w", sessionID, err)
 		}
+		if held > ledger.PayloadReadBudget && p.Position > out[len(out)-1].Position {
+			// Past the budget, at a position boundary: the caller
+			// reads on from here.
+			return out, p.Position, nil
+		}
+		held += len(b)
 		p.Kind = ledger.PayloadParams
 		if kind >= 2 {
 			p.Kind = ledger.PayloadSource
@@ -143,7 +151,7 @@ func (s *Store) Payloads(ctx context.Context, sessionID string, from, to int64, 
 					b = []byte{}
 				}
 				if p.Bytes, err = s.opts.OpenParams(sessionID, p.Position, b); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 			}
 		case 2:
@@ -151,7 +159,7 @@ func (s *Store) Payloads(ctx context.Context, sessionID string, from, to int64, 
 				b = []byte{}
 			}
 			if p.Bytes, err = s.opts.OpenSource(sessionID, p.Position, b); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		default:
 			p.Erasure = &ledger.Erasure{SessionID: sessionID, Position: p.Position, Payload: p.Kind, ErasedAt: at, Reason: reason, ErasedBy: by}
@@ -159,9 +167,9 @@ func (s *Store) Payloads(ctx context.Context, sessionID string, from, to int64, 
 		out = append(out, p)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("couldn't read the payloads of session %q: %w", sessionID, err)
+		return nil, 0, fmt.Errorf("couldn't read the payloads of session %q: %w", sessionID, err)
 	}
-	return out, nil
+	return out, to, nil
 }
 
 // SourceRow is one source record to store beside an ingested entry.
