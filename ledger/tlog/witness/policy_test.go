@@ -162,6 +162,15 @@ quorum two
 	if got := p.MinWitnesses(); got != 2 {
 		t.Errorf("MinWitnesses of 2 of (any A B, C) = %d, want 2", got)
 	}
+	// A verifier key that happens to be 64 characters long is a verifier
+	// key, not hex.
+	_, v64, _ := tlog.KeyFromSeed("w1.example", tlog.CosignatureEd25519, tlogtest.Seed("w64"))
+	if len(v64) != 64 {
+		t.Fatalf("test key is %d characters", len(v64))
+	}
+	if _, err := tlog.ParseWitnessPolicy([]byte("witness A " + v64 + "\nquorum A\n")); err != nil {
+		t.Errorf("64-character verifier key: %v", err)
+	}
 	none, err := tlog.ParseWitnessPolicy([]byte("quorum none\n"))
 	if err != nil || none.MinWitnesses() != 0 || !none.Satisfied([]byte("x\n\n"), nil) {
 		t.Fatalf("quorum none: %v", err)
