@@ -65,7 +65,7 @@ func testServeWitnessPolicy(t *testing.T, db string) {
 	}
 
 	s := startServer(t, "--db", db, "--keys", keys, "--witness-policy", policyFile)
-	defer s.stop(t, syscall.SIGTERM)
+	defer func() { s.stop(t, syscall.SIGTERM) }() // whichever serve runs last
 	policy := &verify.CheckpointPolicy{LogKeys: []string{logVKey}, Witnesses: []string{v1, v2}, WitnessQuorum: 2}
 	appendN := func(from, n int) {
 		for i := from; i < from+n; i++ {
@@ -108,6 +108,19 @@ func testServeWitnessPolicy(t *testing.T, db string) {
 		t.Errorf("/metrics lacks the publication gauges:\n%s", grepLines(string(m), "acsledger_tlog_"))
 	}
 
+	// Offline export with the policy anchors in the published checkpoint,
+	// not the newer signed one (serve is stopped: the embedded store has
+	// one writer at a time).
+	s.stop(t, syscall.SIGTERM)
+	bundle := filepath.Join(t.TempDir(), "bundle.json")
+	if out, err := execOut(binary, "export", "--db", db, "--keys", keys, "--session", "held", "--witness-policy", policyFile, "--out", bundle); err != nil {
+		t.Fatalf("export: %v\n%s", err, out)
+	} else if !strings.Contains(out, fmt.Sprintf("checkpoint of size %d", first)) {
+		t.Fatalf("export did not anchor in the published checkpoint %d:\n%s", first, out)
+	}
+
+	// After a restart of serve, publication resumes once the witness is back.
+	s = startServer(t, "--db", db, "--keys", keys, "--witness-policy", policyFile)
 	w2 = startWitness(2, addr2)
 	defer w2.stop(t, syscall.SIGTERM)
 	published(first + 3)
