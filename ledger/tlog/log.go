@@ -53,7 +53,7 @@ type Config struct {
 	// WitnessPolicy, if set, holds the log to its witnesses: a checkpoint
 	// is published (served at /checkpoint, used for proofs, receipts and
 	// bundles, written to PublishDir) only once its stored cosignatures
-	// satisfy the policy's quorum (publish.go). Its witnesses are asked
+	// satisfy the policy's quorum (published.go). Its witnesses are asked
 	// beside Witnesses. Without it every signed checkpoint is published
 	// at once and witnessing is best effort.
 	WitnessPolicy *WitnessPolicy
@@ -720,8 +720,10 @@ func (l *Log) signLocked(ctx context.Context, size uint64, mem []byte) error {
 	return nil
 }
 
-// Checkpoint returns the latest signed checkpoint with the witness
-// cosignatures stored for it appended; ErrNotFound before the first.
+// Checkpoint returns the latest published checkpoint (the latest signed
+// one, or with a witness policy the latest that satisfies it) with the
+// witness cosignatures stored for it appended; ErrNotFound before the
+// first.
 func (l *Log) Checkpoint(ctx context.Context) ([]byte, error) {
 	if l.policy != nil {
 		return l.publishedCheckpoint(ctx)
