@@ -142,6 +142,9 @@ type Config struct {
 	// twice GOMAXPROCS); more requests wait for a free evaluator, within
 	// their decision timeout.
 	PolicyWorkers int
+	// Receipts serves MethodReceipt, the agent's copy of the receipt of
+	// its own steps (docs/receipts.md); nil answers it method-not-found.
+	Receipts ReceiptSource
 }
 
 // Guardian is an ACS Guardian. It is safe for concurrent use; requests of

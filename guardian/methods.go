@@ -14,6 +14,7 @@ const (
 	kindStep methodKind = iota // chained: steps/*, MCP, agbom/*
 	kindHello
 	kindPing
+	kindReceipt // MethodReceipt: acsledger's, not a hook
 )
 
 type methodSpec struct {
@@ -65,6 +66,8 @@ func lookupMethod(m string) (methodSpec, bool) {
 		return methodSpec{kind: kindHello}, true
 	case m == MethodPing:
 		return methodSpec{kind: kindPing}, true
+	case m == MethodReceipt:
+		return methodSpec{kind: kindReceipt}, true
 	case m == MethodAgbomSnapshot, m == MethodAgbomChanged, slices.Contains(Steps, m):
 		return methodSpec{kind: kindStep}, true
 	case strings.HasPrefix(m, mcpPrefix) && len(m) > len(mcpPrefix):

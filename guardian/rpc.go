@@ -157,6 +157,8 @@ func (g *Guardian) serveOne(ctx context.Context, raw, canon []byte, transport st
 		return g.ping(req)
 	case kindHello:
 		return g.hello(ctx, req, transport)
+	case kindReceipt:
+		return g.receipt(ctx, req)
 	default:
 		return g.step(ctx, req)
 	}

@@ -647,27 +647,9 @@ type policyRef struct {
 // policy_references member. It reads them from the entry's canonical
 // content.
 func (s *bundleState) checkPolicies(i int, e *acs.Entry) []Finding {
-	if !bytes.Contains(e.Content, []byte(`"policy_references"`)) {
+	refs := entryPolicyRefs(e.Content)
+	if len(refs) == 0 {
 		return nil
-	}
-	var top, decision []byte
-	acs.CanonicalMembers(e.Content, func(key, v []byte) bool {
-		switch string(key) {
-		case "decision":
-			decision = v
-		case "policy_references":
-			top = v
-		}
-		return true
-	})
-	refs, ok := policyRefs(top)
-	if !ok {
-		return nil
-	}
-	if len(decision) > 0 && decision[0] == '{' {
-		if more, ok := policyRefs(acs.CanonicalMember(decision, "policy_references")); ok {
-			refs = append(refs, more...)
-		}
 	}
 	decided, terr := time.Parse(time.RFC3339Nano, e.Timestamp)
 	var fs []Finding
@@ -686,6 +668,35 @@ func (s *bundleState) checkPolicies(i int, e *acs.Entry) []Finding {
 		}
 	}
 	return fs
+}
+
+// entryPolicyRefs returns the policy references of an entry's canonical
+// content: those of a top-level policy_references member, then those of
+// its decision object (the Guardian's shape).
+func entryPolicyRefs(content []byte) []policyRef {
+	if !bytes.Contains(content, []byte(`"policy_references"`)) {
+		return nil
+	}
+	var top, decision []byte
+	acs.CanonicalMembers(content, func(key, v []byte) bool {
+		switch string(key) {
+		case "decision":
+			decision = v
+		case "policy_references":
+			top = v
+		}
+		return true
+	})
+	refs, ok := policyRefs(top)
+	if !ok {
+		return nil
+	}
+	if len(decision) > 0 && decision[0] == '{' {
+		if more, ok := policyRefs(acs.CanonicalMember(decision, "policy_references")); ok {
+			refs = append(refs, more...)
+		}
+	}
+	return refs
 }
 
 // policyRefs reads a canonical policy_references value: an array of

@@ -105,6 +105,18 @@ const (
 	// the evidence is consistent, not who made it.
 	CodeKeysFromBundle = "keys_from_bundle"
 
+	// CodeReceiptSessionMismatch: a receipt's entry names another session
+	// than the receipt's session_id.
+	CodeReceiptSessionMismatch = "receipt_session_mismatch"
+
+	// CodeReceiptPolicyMismatch: a receipt's policy_references are not
+	// the policy versions its entry's decision cites.
+	CodeReceiptPolicyMismatch = "receipt_policy_mismatch"
+
+	// CodeResponseNotChecked (a notice): a receipt's signed response was
+	// not checked, since no response key was given.
+	CodeResponseNotChecked = "response_not_checked"
+
 	// CodeHeadsNotChecked (a notice): a bundle has no "responses" member,
 	// so no published chain head was checked.
 	CodeHeadsNotChecked = "heads_not_checked"

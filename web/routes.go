@@ -45,6 +45,7 @@ var AccessTable = []Route{
 	{Method: "POST", Pattern: "/api/v1/sessions/{session_id}/entries", Roles: writers},
 	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/steps", Roles: readers, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/bundle", Roles: auditors, Recorded: true},
+	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/entries/{position}/receipt", Roles: auditors, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/sessions/{session_id}/verify", Roles: readers, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/proofs/entry/{session_id}/{position}", Roles: auditors, Recorded: true},
 	{Method: "POST", Pattern: "/api/v1/verify/bundle", Roles: auditors, MaxBody: api.DefaultMaxBundleBytes},

@@ -125,7 +125,10 @@ func (f *guardianFlags) bundle() (*policy.Bundle, error) {
 // re-reads the bundle directory and loads it as a new version (the
 // directory's policy_version must change with its content: the ledger
 // refuses a second content under a recorded version).
-func (f *guardianFlags) newGuardian(ctx context.Context, store storeopen.Store, keys []*sig.PrivateKey, keySet *sig.KeySet, log *slog.Logger) (*guardian.Guardian, error) {
+//
+// receipts serves the agent's copy of its receipts (guardian.MethodReceipt);
+// nil without a Merkle log.
+func (f *guardianFlags) newGuardian(ctx context.Context, store storeopen.Store, keys []*sig.PrivateKey, keySet *sig.KeySet, receipts guardian.ReceiptSource, log *slog.Logger) (*guardian.Guardian, error) {
 	b, err := f.bundle()
 	if err != nil {
 		return nil, err
@@ -134,7 +137,7 @@ func (f *guardianFlags) newGuardian(ctx context.Context, store storeopen.Store, 
 	if err != nil {
 		return nil, fmt.Errorf("couldn't load policy %s %s: %w", b.ID, b.Version, err)
 	}
-	cfg := guardian.Config{Store: store, Policy: opapolicy.New(engine), Keys: keySet, Logger: log, OnDecisionFailure: f.onFailure, TraceSteps: f.acsTrace}
+	cfg := guardian.Config{Store: store, Policy: opapolicy.New(engine), Keys: keySet, Logger: log, OnDecisionFailure: f.onFailure, TraceSteps: f.acsTrace, Receipts: receipts}
 	if f.approverKeys != "" {
 		ak, err := sig.LoadKeyDir(f.approverKeys)
 		if err != nil {
@@ -221,7 +224,7 @@ func runGuardian(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer stopTelemetry()
-	g, err := gf.newGuardian(ctx, store, keys, keySet, log)
+	g, err := gf.newGuardian(ctx, store, keys, keySet, nil, log)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@
 //	                                                        run a minimal tlog-witness for one log
 //	acsledger export   --session ID [--out FILE] [--db URL] [--keys DIR]
 //	                                                        write a session's evidence bundle
+//	acsledger receipt  --session ID --position N [--out FILE] [--db URL] [--keys DIR]
+//	                                                        write one entry's receipt (.tlog-proof)
 //	acsledger replay   [--db URL] [--session ID] REQUEST_ID re-evaluate a recorded decision
 //	acsledger erase    --db URL --session ID --position N --reason TEXT [--by NAME]
 //	                                                        erase a step's request params
@@ -55,6 +57,7 @@ func commands() []command {
 		{"log-key", "print the Merkle log's origin and note verifier keys", runLogKey},
 		{"witness", "run a minimal tlog-witness for one log", runWitness},
 		{"export", "write a session's evidence bundle (--session ID)", runExport},
+		{"receipt", "write one entry's receipt, a .tlog-proof (--session ID --position N)", runReceipt},
 		{"replay", "re-evaluate a recorded decision (REQUEST_ID)", runReplay},
 		{"token", "manage API tokens: create --role ROLE, list, revoke NAME", runToken},
 		{"erase", "erase a step's stored request params (--session ID --position N --reason TEXT)", runErase},

@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/acsledger/acsledger/guardian"
 	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/internal/telemetry"
 	"github.com/acsledger/acsledger/ledger"
@@ -130,7 +131,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	store = storeopen.NotifyOnAppend(store, mlog.Notify)
-	gd, err := gf.newGuardian(ctx, store, keys, keySet, log)
+	// The agent's copy of its receipts reads the primary: the entry an
+	// agent just wrote may not be on a replica yet.
+	receipts := &evidence.StepReceipts{Store: store, Log: mlog, Retry: mlog.BatchDelay(), Pending: guardian.ErrReceiptPending}
+	gd, err := gf.newGuardian(ctx, store, keys, keySet, receipts, log)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@
 //	acsverify request-hash < params.json
 //	acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
 //	acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] [--tsa-cert FILE] [--require-timestamp] FILE
+//	acsverify receipt --log-key KEY [--trust KEYFILE ...] [--checkpoint NEWER (--consistency PROOF | --bundle B)] [--json] FILE.tlog-proof
 //
 // Exit status: 0 verified, 1 verification found problems, 2 the input could
 // not be read or parsed (the message names the 1-based line) or the command
@@ -43,6 +44,7 @@ const usage = `usage:
   acsverify request-hash < params.json
   acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
   acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] [--tsa-cert FILE] [--require-timestamp] FILE
+  acsverify receipt ` + receiptArgs + `
 
 entry-hash    print the entry_hash of one ContextEntry read from stdin
 request-hash  print the request_hash of a request's params read from stdin
@@ -51,6 +53,9 @@ chain         replay a session's chain from JSON Lines (FILE "-" is stdin),
 bundle        check an evidence bundle: chain, signed heads, checkpoints,
               witness cosignatures, inclusion and consistency proofs, policies;
               with --since, that FILE extends an earlier bundle EARLIER
+receipt       check one entry's receipt (c2sp.org/tlog-proof): checkpoint,
+              witnesses, inclusion, entry, signed response, policies; with
+              --checkpoint, that a newer checkpoint extends the receipt's
 
 Exit status: 0 verified, 1 findings, 2 unreadable or malformed input.
 `
@@ -77,6 +82,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return chain(args, stdin, stdout, stderr)
 	case "bundle":
 		return bundle(args, stdin, stdout, stderr)
+	case "receipt":
+		return receipt(args, stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitVerified

@@ -209,6 +209,7 @@ func NewSetup(t testing.TB, kind string, s Setup) *Fixture {
 		ApproverCapable: s.ApproverCapable,
 		ApproverKeys:    s.ApproverKeys,
 		Logger:          slog.New(slog.DiscardHandler),
+		Receipts:        fixtureReceipts{f},
 	}
 	if s.ApproverCapable != nil {
 		// The baseline's approvers are human.
@@ -238,6 +239,17 @@ func NewSetup(t testing.TB, kind string, s Setup) *Fixture {
 	f.Integrate(t)
 	return f
 }
+
+// fixtureReceipts answers the Guardian's system/acsledger/receipt from the
+// fixture's store and log, which is made after the Guardian.
+type fixtureReceipts struct{ f *Fixture }
+
+func (r fixtureReceipts) Receipt(ctx context.Context, sessionID, stepID string, position int64) ([]byte, error) {
+	s := &evidence.StepReceipts{Store: r.f.Store, Log: r.f.Log, Pending: guardian.ErrReceiptPending}
+	return s.Receipt(ctx, sessionID, stepID, position)
+}
+
+func (fixtureReceipts) RetryAfter() time.Duration { return time.Second }
 
 // Integrate anchors everything written to the store so far in the log.
 func (f *Fixture) Integrate(t testing.TB) {
@@ -334,6 +346,34 @@ func (f *Fixture) session(t testing.TB, key *sig.PrivateKey, long bool) string {
 // Steps and returns it. The new entry is not anchored until Integrate.
 func (f *Fixture) Call(t testing.TB, session, method string, payload any) Step {
 	t.Helper()
+	b, out := f.CallRaw(t, session, method, payload)
+	var r struct {
+		Result map[string]any `json:"result"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || r.Result == nil {
+		t.Fatalf("%s: %s", method, out)
+	}
+	if method == guardian.MethodHello {
+		return Step{}
+	}
+	var env struct {
+		Params json.RawMessage `json:"params"`
+	}
+	_ = json.Unmarshal(b, &env)
+	var p struct {
+		RequestID string `json:"request_id"`
+	}
+	_ = json.Unmarshal(env.Params, &p)
+	d, _ := r.Result["decision"].(string)
+	step := Step{SessionID: session, RequestID: p.RequestID, Method: method, Params: env.Params, Decision: d}
+	f.Steps = append(f.Steps, step)
+	return step
+}
+
+// CallRaw sends one signed request of method with payload in session and
+// returns the request sent and the answer as received, whatever it is.
+func (f *Fixture) CallRaw(t testing.TB, session, method string, payload any) (request, answer []byte) {
+	t.Helper()
 	signer, ok := f.signers[session]
 	if !ok {
 		t.Fatalf("session %s is not one of the fixture's", session)
@@ -355,23 +395,7 @@ func (f *Fixture) Call(t testing.TB, session, method string, payload any) Step {
 	}
 	out, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var r struct {
-		Result map[string]any `json:"result"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil || r.Result == nil {
-		t.Fatalf("%s: %s", method, out)
-	}
-	if method == guardian.MethodHello {
-		return Step{}
-	}
-	var env struct {
-		Params json.RawMessage `json:"params"`
-	}
-	_ = json.Unmarshal(b, &env)
-	d, _ := r.Result["decision"].(string)
-	step := Step{SessionID: session, RequestID: rid, Method: method, Params: env.Params, Decision: d}
-	f.Steps = append(f.Steps, step)
-	return step
+	return b, out
 }
 
 // Superuser runs stmts behind the store's back in one transaction, as a

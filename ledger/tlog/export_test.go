@@ -32,6 +32,13 @@ func (m *memStorage) DropPending() {
 	m.pending = nil
 }
 
+// Checkpoints returns every stored checkpoint by size.
+func (m *memStorage) Checkpoints() map[uint64][]byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.cps)
+}
+
 // Contents returns the stored full tiles, leaves and latest checkpoint.
 func (m *memStorage) Contents() (tiles []FullTile, leaves [][]byte, headSize uint64, head []byte) {
 	m.mu.Lock()

@@ -3,7 +3,6 @@ package tlog
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"iter"
@@ -872,22 +871,77 @@ func (l *Log) EntryProof(ctx context.Context, sessionID string, position int64) 
 	return FormatProof(index, p, signed), index, nil
 }
 
+// FirstAnchor is where the log first anchored one leaf: the checkpoint
+// that first covered it, with the witness cosignatures stored for it, and
+// the leaf's inclusion proof in that checkpoint's tree.
+type FirstAnchor struct {
+	Index      uint64
+	Size       uint64
+	Checkpoint []byte
+	Proof      [][]byte
+}
+
+// FirstAnchorOf returns the first anchor of the entry at position of
+// session: the smallest signed tree holding its leaf. A receipt built on it
+// never changes as the log grows, whichever time it is asked for. The
+// error wraps ErrNotFound while the entry has no leaf or no checkpoint
+// covers it yet.
+func (l *Log) FirstAnchorOf(ctx context.Context, sessionID string, position int64) (FirstAnchor, error) {
+	index, err := l.s.LeafIndexByPosition(ctx, sessionID, position)
+	if err != nil {
+		return FirstAnchor{}, err
+	}
+	return l.FirstAnchorAt(ctx, index)
+}
+
+// FirstAnchorAt is FirstAnchorOf for the leaf at index.
+func (l *Log) FirstAnchorAt(ctx context.Context, index uint64) (FirstAnchor, error) {
+	size, signed, err := l.s.FirstCheckpointCovering(ctx, index)
+	if err != nil {
+		return FirstAnchor{}, err
+	}
+	if l.policy != nil {
+		// Only a published checkpoint anchors a receipt (published.go).
+		if size, signed, err = l.firstPublishedCovering(ctx, index, size, signed); err != nil {
+			return FirstAnchor{}, err
+		}
+	}
+	// Not openCheckpoint: an old checkpoint must not evict the latest
+	// from the cache every tile request reads.
+	cp, err := l.verifyCheckpoint(signed)
+	if err != nil {
+		return FirstAnchor{}, fmt.Errorf("%w: stored checkpoint %d: %v", ErrInconsistent, size, err)
+	}
+	if cp.Size != size || index >= size {
+		return FirstAnchor{}, fmt.Errorf("%w: checkpoint stored for size %d is for %d leaves", ErrInconsistent, size, cp.Size)
+	}
+	withCosigs, err := l.withCosignatures(ctx, signed, size)
+	if err != nil {
+		return FirstAnchor{}, err
+	}
+	r := &treeReader{s: l.s, size: size, cache: l.cache}
+	p, err := r.inclusion(ctx, index)
+	if err != nil {
+		return FirstAnchor{}, fmt.Errorf("couldn't prove leaf %d in the tree of size %d: %w", index, size, err)
+	}
+	return FirstAnchor{Index: index, Size: size, Checkpoint: withCosigs, Proof: p}, nil
+}
+
+// BatchDelay is the longest a new entry waits before the integrator takes
+// it into the tree: what a client told "not yet anchored" should wait.
+func (l *Log) BatchDelay() time.Duration { return l.delay }
+
 // LeafIndexByEntryHash finds the leaf that commits to an entry_hash.
 func (l *Log) LeafIndexByEntryHash(ctx context.Context, h [HashSize]byte) (uint64, error) {
 	return l.s.LeafIndexByEntryHash(ctx, h)
 }
 
-// FormatProof writes a c2sp.org/tlog-proof@v1 document: header, "index N",
-// the inclusion proof hashes in base64 one per line, an empty line, then the
-// checkpoint verbatim.
+// FormatProof writes a c2sp.org/tlog-proof@v1 document without extra
+// data: header, "index N", the inclusion proof hashes in base64 one per
+// line, an empty line, then the checkpoint verbatim. A receipt is the same
+// document with the entry as extra data (verify.FormatReceipt).
 func FormatProof(index uint64, inclusion [][]byte, checkpoint []byte) []byte {
-	b := fmt.Appendf(nil, "c2sp.org/tlog-proof@v1\nindex %d\n", index)
-	for _, h := range inclusion {
-		b = base64.StdEncoding.AppendEncode(b, h)
-		b = append(b, '\n')
-	}
-	b = append(b, '\n')
-	return append(b, checkpoint...)
+	return verify.FormatReceipt(nil, index, inclusion, checkpoint)
 }
 
 // VerifierKeysFor returns the origin and the verifier keys (one per line of

@@ -168,6 +168,21 @@ func (m *memStorage) Checkpoint(_ context.Context, size uint64) ([]byte, error) 
 	return nil, ErrNotFound
 }
 
+func (m *memStorage) FirstCheckpointCovering(_ context.Context, index uint64) (uint64, []byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	best := uint64(0)
+	for size := range m.cps {
+		if size > index && (best == 0 || size < best) {
+			best = size
+		}
+	}
+	if best == 0 {
+		return 0, nil, ErrNotFound
+	}
+	return best, m.cps[best], nil
+}
+
 func (m *memStorage) AddCosignature(_ context.Context, size uint64, line []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

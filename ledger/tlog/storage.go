@@ -161,6 +161,11 @@ type Reader interface {
 	// none was signed at that size.
 	Checkpoint(ctx context.Context, size uint64) ([]byte, error)
 
+	// FirstCheckpointCovering returns the smallest stored checkpoint whose
+	// tree holds leaf index (size > index), and its size: the checkpoint
+	// that first covered the leaf. ErrNotFound if none does yet.
+	FirstCheckpointCovering(ctx context.Context, index uint64) (uint64, []byte, error)
+
 	// Cosignatures returns the stored signature lines for size, oldest first.
 	Cosignatures(ctx context.Context, size uint64) ([][]byte, error)
 }

@@ -115,6 +115,7 @@ func (a *API) Mount(r chi.Router) {
 	r.Get("/sessions/{session_id}/entries", a.listEntries)
 	r.Post("/sessions/{session_id}/entries", a.appendEntry)
 	r.Get("/sessions/{session_id}/bundle", a.bundle)
+	r.Get("/sessions/{session_id}/entries/{position}/receipt", a.receipt)
 	r.Get("/sessions/{session_id}/verify", a.verifySession)
 	r.Post("/verify/bundle", a.verifyBundle)
 	r.Post("/decisions/{request_id}/replay", a.replay)

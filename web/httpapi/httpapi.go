@@ -55,7 +55,7 @@ func StatusFor(err error) int {
 		return own.HTTPStatus()
 	case errors.Is(err, ledger.ErrTokenExists):
 		return http.StatusConflict
-	case errors.Is(err, evidence.ErrRunning), errors.Is(err, replay.ErrAmbiguous),
+	case errors.Is(err, evidence.ErrRunning), errors.Is(err, replay.ErrAmbiguous), errors.Is(err, evidence.ErrNotAnchored),
 		errors.Is(err, replay.ErrStoredParamsMismatch):
 		return http.StatusConflict
 	case errors.Is(err, replay.ErrBadRequest), errors.Is(err, replay.ErrParamsRequired),

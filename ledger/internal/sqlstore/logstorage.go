@@ -163,6 +163,19 @@ func (l *logStorage) Checkpoint(ctx context.Context, size uint64) ([]byte, error
 	return note, err
 }
 
+func (l *logStorage) FirstCheckpointCovering(ctx context.Context, index uint64) (uint64, []byte, error) {
+	var size int64
+	var note []byte
+	err := l.s.d.Reader().QueryRow(ctx, l.s.q.LogFirstCheckpointAfter, clampIndex(index)).Scan(&size, &note)
+	if noRows(err) {
+		return 0, nil, fmt.Errorf("%w: no checkpoint covers leaf %d yet", tlog.ErrNotFound, index)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("couldn't find the checkpoint that first covered leaf %d: %w", index, err)
+	}
+	return uint64(size), note, nil
+}
+
 // stamped is args, and the time now where the dialect's log tables take
 // it from the statement (Dialect.StampsRows).
 func (l *logStorage) stamped(args ...any) []any {

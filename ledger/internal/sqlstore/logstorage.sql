@@ -23,6 +23,11 @@ SELECT idx FROM tlog_leaves WHERE entry_hash = $1 ORDER BY idx LIMIT 1;
 -- name: LogCheckpoint
 SELECT note FROM tlog_checkpoints WHERE size = $1;
 
+-- name: LogFirstCheckpointAfter
+-- The smallest signed tree that holds leaf $1: the checkpoint that first
+-- covered it (a range scan of the primary key, one row).
+SELECT size, note FROM tlog_checkpoints WHERE size > $1 ORDER BY size LIMIT 1;
+
 -- name: LogCosignatures
 SELECT line FROM tlog_cosignatures WHERE size = $1 ORDER BY created_at, line;
 

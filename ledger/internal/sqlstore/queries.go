@@ -39,7 +39,7 @@ type Queries struct {
 	TreeSizes, CountQuarantined string
 	// logstorage.sql
 	LogSize, LogLeaves, LogFullTile, LogTileRoots, LogLeafIndexByPosition,
-	LogLeafIndexByEntryHash, LogCheckpoint, LogCosignatures string
+	LogLeafIndexByEntryHash, LogCheckpoint, LogFirstCheckpointAfter, LogCosignatures string
 	LogAddTimestamp, LogTimestamp, LogLastStamped, LogUnstamped, LogCosignedSizes string
 
 	// The dialect's file.

@@ -62,6 +62,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("IntegrateAndVerifyExternally", func(t *testing.T) { t.Parallel(); testIntegrate(t, open(t)) })
 	t.Run("EntryProofIsTlogProof", func(t *testing.T) { t.Parallel(); testEntryProof(t, open(t)) })
 	t.Run("SessionLeaves", func(t *testing.T) { t.Parallel(); testSessionLeaves(t, open(t)) })
+	t.Run("FirstAnchor", func(t *testing.T) { t.Parallel(); testFirstAnchor(t, open(t)) })
 	t.Run("CrashRecovery", func(t *testing.T) { t.Parallel(); testCrashRecovery(t, open) })
 	t.Run("ConcurrentIntegrators", func(t *testing.T) { t.Parallel(); testConcurrentIntegrators(t, open(t)) })
 	t.Run("RunCatchesUpOnBacklog", func(t *testing.T) { t.Parallel(); testRunCatchesUp(t, open(t)) })
@@ -403,6 +404,44 @@ func testEntryProof(t *testing.T, db DB) {
 	got, err := l.LeafIndexByEntryHash(ctx, tlogtest.EntryHash("a", 9))
 	if err != nil || got != 9 {
 		t.Fatalf("LeafIndexByEntryHash = %d, %v", got, err)
+	}
+}
+
+// testFirstAnchor: an entry's first anchor is the smallest signed tree
+// holding its leaf, whatever checkpoints came after, and its proof
+// verifies against that tree; an entry no checkpoint covers is ErrNotFound.
+func testFirstAnchor(t *testing.T, db DB) {
+	l := NewLog(t, db.Storage, tlog.Config{})
+	_, vkeys := Keys(t)
+	ctx := context.Background()
+	db.Append(t, "a", 0, 5)
+	tlogtest.IntegrateAll(t, l) // checkpoint 5
+	db.Append(t, "a", 5, 3)
+	tlogtest.IntegrateAll(t, l) // checkpoint 8
+	db.Append(t, "a", 8, 1)
+	for _, c := range []struct {
+		pos  int64
+		size uint64
+	}{{0, 5}, {4, 5}, {5, 8}, {7, 8}} {
+		a, err := l.FirstAnchorOf(ctx, "a", c.pos)
+		if err != nil || a.Index != uint64(c.pos) || a.Size != c.size {
+			t.Fatalf("FirstAnchorOf(a, %d) = %+v, %v; want size %d", c.pos, a, err, c.size)
+		}
+		size, root := tlogtest.OpenCheckpoint(t, vkeys[0], a.Checkpoint)
+		leaf, _ := tlog.Leaf{SessionID: "a", Position: c.pos, EntryHash: tlogtest.EntryHash("a", c.pos)}.MarshalJCS()
+		if uint64(size) != c.size || proof.VerifyInclusion(rfc6962.DefaultHasher, a.Index, a.Size, rfc6962.DefaultHasher.HashLeaf(leaf), a.Proof, root[:]) != nil {
+			t.Fatalf("position %d: the proof does not verify against checkpoint %d", c.pos, size)
+		}
+	}
+	if _, err := l.FirstAnchorOf(ctx, "a", 8); !errors.Is(err, tlog.ErrNotFound) {
+		t.Fatalf("unintegrated entry: %v", err)
+	}
+	tlogtest.IntegrateAll(t, l) // checkpoint 9
+	if a, err := l.FirstAnchorOf(ctx, "a", 8); err != nil || a.Size != 9 {
+		t.Fatalf("after integration: %+v %v", a, err)
+	}
+	if _, _, err := db.Storage.FirstCheckpointCovering(ctx, 9); !errors.Is(err, tlog.ErrNotFound) {
+		t.Fatalf("leaf past every checkpoint: %v", err)
 	}
 }
 

@@ -1,6 +1,6 @@
 // acsledger UI: the auditor's log page. It shows the latest checkpoint,
 // the keys, the tree's growth, and checks a pasted checkpoint, chain_hash
-// or evidence bundle step by step in this browser (verify.js), beside the
+// receipt (docs/receipts.md) or evidence bundle step by step in this browser (verify.js), beside the
 // server's answer. Every value goes into the page as text.
 "use strict";
 
@@ -138,6 +138,8 @@ async function runCheck() {
   try {
     if (/^[0-9a-f]{64}$/.test(t)) {
       await checkChainHash(rep, t);
+    } else if (t.startsWith("c2sp.org/tlog-proof@v1\n")) {
+      await checkReceipt(rep, t + "\n");
     } else if (t.startsWith("{")) {
       await checkBundle(rep, t);
     } else {
@@ -433,3 +435,126 @@ async function checkEarlierAgainst(rep, bySize) {
 }
 
 PAGES.log = logPage;
+
+// policyRefs lists the policy references an entry's decision cites, as
+// acsverify reads them: a top-level policy_references, then the decision
+// object's; each as {policy_id, policy_version, rule_id}, "" where absent.
+function policyRefs(entry) {
+  const refs = [];
+  const add = (list) => {
+    if (!Array.isArray(list)) {
+      return;
+    }
+    for (const r of list) {
+      const o = r || {};
+      refs.push({ policy_id: o.policy_id || "", policy_version: o.policy_version || "", rule_id: o.rule_id || "" });
+    }
+  };
+  add(entry.policy_references);
+  if (entry.decision && typeof entry.decision === "object") {
+    add(entry.decision.policy_references);
+  }
+  return refs;
+}
+
+// checkReceipt checks a receipt (docs/receipts.md), a c2sp.org/tlog-proof
+// whose extra data names one entry: the extra data in RFC 8785 form, the
+// entry's hash, the inclusion of its leaf in the checkpoint, the
+// checkpoint's signatures, the head the signed response published, the
+// policy references, and that the log's latest checkpoint extends the
+// receipt's. The response's signature is left to acsverify.
+async function checkReceipt(rep, doc) {
+  const cut = doc.indexOf("\n\n");
+  if (cut < 0) {
+    throw new Error("a tlog-proof has an empty line before its checkpoint");
+  }
+  const head = doc.slice(0, cut).split("\n");
+  if (!head[1] || !head[1].startsWith("extra ")) {
+    throw new Error("the proof has no extra data, so it names no entry: not an acsledger receipt");
+  }
+  const m = /^index (0|[1-9][0-9]*)$/.exec(head[2] || "");
+  if (!m) {
+    throw new Error("the third line is not \"index N\"");
+  }
+  const index = BigInt(m[1]);
+  const proof = head.slice(3).map((l) => {
+    const h = ACSVerify.unb64(l);
+    if (h.length !== 32 || btoa(String.fromCharCode(...h)) !== l) {
+      throw new Error(`not a base64 SHA-256 proof line: ${l}`);
+    }
+    return h;
+  });
+  const extraB64 = head[1].slice(6);
+  const extraBytes = ACSVerify.unb64(extraB64);
+  if (btoa(String.fromCharCode(...extraBytes)) !== extraB64) {
+    throw new Error("the extra line is not canonical base64");
+  }
+  const extraText = new TextDecoder("utf-8", { fatal: true }).decode(extraBytes);
+  const x = JSON.parse(extraText);
+  if (x.format !== "acsledger-receipt" || x.version !== 1) {
+    throw new Error("the extra data is not an acsledger receipt, version 1");
+  }
+  if (ACSVerify.jcs(x) !== extraText) {
+    throw new Error("the extra data is not in RFC 8785 form");
+  }
+  const cp = ACSVerify.parseCheckpoint(doc.slice(cut + 2));
+  const e = x.entry;
+  const disposition = e.decision && typeof e.decision === "object" ? e.decision.disposition : e.decision;
+  rep.step(null, `Read the receipt of session ${x.session_id} position ${x.position}: ${e.step_type} ${disposition || ""} (step ${e.step_id}) at ${e.timestamp}.`);
+
+  const recomputed = await ACSVerify.entryHash(e);
+  if (e.entry_hash === recomputed) {
+    rep.step(true, `Entry: its content and previous_hash hash to ${recomputed} (JCS, SHA-256).`);
+  } else {
+    rep.fail("entry_hash_mismatch", `the entry hashes to ${recomputed}, not to its stated entry_hash ${e.entry_hash}`, 0);
+  }
+  if (typeof e.session_id === "string" && e.session_id !== x.session_id) {
+    rep.fail("receipt_session_mismatch", `the entry names session ${e.session_id}, the receipt ${x.session_id}`, 0);
+  }
+  await checkNote(rep, cp, "The receipt's checkpoint");
+  const leaf = await ACSVerify.leafHash(x.session_id, x.position, recomputed);
+  if (index < cp.size && await ACSVerify.verifyInclusion(leaf, index, cp.size, proof, cp.root)) {
+    rep.step(true, `Inclusion: leaf ${index} (session, position ${x.position}, entry_hash) leads through ${proof.length} hashes to the root of size ${cp.size}.`);
+  } else {
+    rep.fail("inclusion_proof_invalid", `the proof does not lead from the leaf of position ${x.position} at index ${index} to the checkpoint's root`, 0);
+  }
+  if (x.response) {
+    const r = x.response.result || {};
+    if (r.request_id !== e.step_id || (r.chain_hash != null && r.chain_hash !== recomputed)) {
+      rep.fail("chain_mismatch", `the response answers ${r.request_id} with chain_hash ${r.chain_hash}, not this step's head ${recomputed}`, 0);
+    } else {
+      rep.step(true, `Response: it answers this step and published chain_hash ${recomputed}; its signature (${(r.signature || {}).algorithm || "none"}) is checked by acsverify receipt --trust, not here.`);
+    }
+  } else if (contentBearing(e.step_type)) {
+    rep.fail("entry_without_response", "the receipt carries no signed response for this step", 0);
+  }
+  const cited = JSON.stringify(policyRefs(e));
+  if (cited !== JSON.stringify(x.policy_references)) {
+    rep.fail("receipt_policy_mismatch", "the receipt's policy_references are not the versions the decision cites", 0);
+  } else {
+    for (const p of x.policy_references) {
+      rep.step(true, `Policy: ${p.policy_id} version ${p.policy_version}, rule ${p.rule_id}, as the decision cites it.`);
+    }
+  }
+  const latest = logInfo.checkpoint ? ACSVerify.parseCheckpoint(logInfo.checkpoint) : null;
+  if (latest && latest.origin === cp.origin && latest.size > cp.size) {
+    const resp = await getJSON(`${API}/proofs/consistency?old=${cp.size}&new=${latest.size}`);
+    if (await ACSVerify.verifyConsistency(cp.size, latest.size, resp.proof.map(ACSVerify.unb64), cp.root, latest.root)) {
+      rep.step(true, `Later: the log's latest checkpoint (size ${latest.size}) extends the receipt's (size ${cp.size}).`);
+    } else {
+      rep.fail("consistency_proof_invalid", `the log's latest checkpoint (size ${latest.size}) is not shown to extend the receipt's (size ${cp.size})`);
+    }
+  }
+  rep.done(`session ${x.session_id} position ${x.position}: ${disposition || e.step_type}, in the log at size ${cp.size}.`);
+
+  const resp = await fetch(`${API}/sessions/${segment(x.session_id)}/entries/${x.position}/receipt`, { credentials: "same-origin" });
+  if (resp.status === 403) {
+    serverAnswer(null, "Your role may not download receipts (auditors and admins may).");
+  } else if (!resp.ok) {
+    serverAnswer(false, `the server has no receipt for this entry (${resp.status}).`, []);
+  } else {
+    const same = (await resp.text()) === doc;
+    serverAnswer(same, same ? "it issues this same receipt for the entry." : "it issues another receipt for this entry.", []);
+  }
+}
+
