@@ -30,6 +30,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	includeParams := fs.Bool("params", false, "put each step's request params in the bundle, so that acsverify checks them against request_hash (they hold what the Guardian redacted: share such a bundle as you would the params)")
 	masterKey := fs.String("master-key-file", "", "FILE holding the master key of payloads at rest (default $"+keydir.EnvMasterKey+", else "+keydir.MasterKeyFile+" in --keys)")
 	sinceSize := fs.Uint64("since-size", 0, "also carry the checkpoint of this tree size (an earlier bundle's) and a consistency proof from it, for acsverify bundle --since")
+	policyFile := fs.String("witness-policy", "", "the witness policy `FILE` serve runs with: the bundle is anchored in the latest checkpoint it published, and carries its witnesses")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -57,8 +58,19 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if opts.ResponseKeys, err = keydir.PublicKeys(dir); err != nil {
 		return err
 	}
+	var policy *tlog.WitnessPolicy
+	if *policyFile != "" {
+		b, err := os.ReadFile(*policyFile)
+		if err != nil {
+			return fmt.Errorf("couldn't read --witness-policy: %w", err)
+		}
+		if policy, err = tlog.ParseWitnessPolicy(b); err != nil {
+			return fmt.Errorf("--witness-policy %s: %w", *policyFile, err)
+		}
+		opts.Witnesses, opts.WitnessQuorum = policy.VerifierKeys(), policy.MinWitnesses()
+	}
 	var log evidence.Log
-	l, err := openLogReadOnly(ctx, store, dir)
+	l, err := openLogReadOnly(ctx, store, dir, policy)
 	if err != nil {
 		return err
 	}
@@ -131,7 +143,10 @@ func openStore(ctx context.Context, db dbFlags, opts ledger.Options) (storeopen.
 // keeps in dir, or returns nil when dir holds none. Unlike serve it never
 // generates a key. Opening may sign a checkpoint for leaves integrated
 // after the last one, as the log does after a crash; it integrates nothing.
-func openLogReadOnly(ctx context.Context, store storeopen.Store, dir string) (*tlog.Log, error) {
+//
+// With policy the log publishes only what the stored cosignatures satisfy
+// it for, as serve --witness-policy does.
+func openLogReadOnly(ctx context.Context, store storeopen.Store, dir string, policy *tlog.WitnessPolicy) (*tlog.Log, error) {
 	var keys []string
 	for _, name := range []string{logKeyFile, logMLDSAKeyFile} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -146,7 +161,7 @@ func openLogReadOnly(ctx context.Context, store storeopen.Store, dir string) (*t
 		}
 		keys = append(keys, strings.TrimSpace(string(b)))
 	}
-	l, err := tlog.New(ctx, store.LogStorage(), tlog.Config{Origin: keyName(keys[0]), Keys: keys})
+	l, err := tlog.New(ctx, store.LogStorage(), tlog.Config{Origin: keyName(keys[0]), Keys: keys, WitnessPolicy: policy})
 	if err != nil {
 		return nil, fmt.Errorf("couldn't open the Merkle log with the keys in %s: %w", dir, err)
 	}

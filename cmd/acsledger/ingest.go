@@ -129,7 +129,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // key directory holds its key, as a running server would.
 func anchorIngested(ctx context.Context, st storeopen.Store, f ingestFlags, stderr io.Writer) error {
 	dir := f.db.keysDir(f.keys)
-	l, err := openLogReadOnly(ctx, st, dir)
+	l, err := openLogReadOnly(ctx, st, dir, nil)
 	if err != nil {
 		return err
 	}

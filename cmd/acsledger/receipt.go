@@ -34,7 +34,7 @@ func runReceipt(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer store.Close()
-	l, err := openLogReadOnly(ctx, store, db.keysDir(*keysDir))
+	l, err := openLogReadOnly(ctx, store, db.keysDir(*keysDir), nil)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func testServeTimestamps(t *testing.T, db string) {
 	}
 	waitFor(t, s, "the gap in /metrics", func() (string, bool) {
 		_, m := get(t, s.url+"/metrics")
-		return string(m), strings.Contains(string(m), "acsledger_tsa_unstamped_checkpoints") &&
+		return string(m), strings.Contains(string(m), "acsledger_tsa_unstamped_checkpoints{") && strings.Contains(string(m), "acsledger_tsa_unstamped_seconds{") &&
 			strings.Contains(string(m), `acsledger_tsa_requests_total{acsledger_result="failed"`)
 	})
 	bundleFile := filepath.Join(t.TempDir(), "bundle.json")

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -99,6 +100,10 @@ func TestLogWriterPrivileges(t *testing.T) {
 	l := tlogstoretest.NewLog(t, st.LogStorage(), tlog.Config{})
 	tlogdb.AppendPG(t, st.Pool(), "s", 0, 300)
 	tlogtest.IntegrateAll(t, l)
+	// The writer may add a time-stamp (migration 0017), never change one.
+	if err := st.LogStorage().Timestamps.AddTimestamp(ctx, 300, []byte("tsr"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	for _, pool := range []*pgxpool.Pool{st.Pool(), owner} {
 		for _, s := range []string{
 			`UPDATE tlog_leaves SET data = '\x00' WHERE idx = 0`,
@@ -111,6 +116,9 @@ func TestLogWriterPrivileges(t *testing.T) {
 			`DELETE FROM tlog_head`,
 			`UPDATE tlog_head SET size = 1`,
 			`DELETE FROM tlog_cosignatures`,
+			`UPDATE tlog_timestamps SET response = '\x00'`,
+			`DELETE FROM tlog_timestamps`,
+			`TRUNCATE tlog_timestamps`,
 		} {
 			if _, err := pool.Exec(ctx, s); err == nil {
 				t.Errorf("%s: not refused", s)

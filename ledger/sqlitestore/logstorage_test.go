@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	sumtlog "golang.org/x/mod/sumdb/tlog"
@@ -32,8 +33,13 @@ func TestLogAppendOnlyTriggers(t *testing.T) {
 	l := tlogstoretest.NewLog(t, st.LogStorage(), tlog.Config{})
 	tlogdb.AppendSQLite(t, st, "s", 0, 300)
 	tlogtest.IntegrateAll(t, l)
+	if err := st.LogStorage().Timestamps.AddTimestamp(context.Background(), 300, []byte("tsr"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	db, _ := st.DBs()
 	for _, s := range []string{
+		`UPDATE tlog_timestamps SET response = x'00'`,
+		`DELETE FROM tlog_timestamps`,
 		`UPDATE tlog_leaves SET data = x'00' WHERE idx = 0`,
 		`DELETE FROM tlog_leaves WHERE idx = 299`,
 		`UPDATE tlog_tiles SET root = zeroblob(32)`,

@@ -52,7 +52,7 @@ type Config struct {
 	// WitnessPolicy, if set, holds the log to its witnesses: a checkpoint
 	// is published (served at /checkpoint, used for proofs, receipts and
 	// bundles, written to PublishDir) only once its stored cosignatures
-	// satisfy the policy's quorum (publish.go). Its witnesses are asked
+	// satisfy the policy's quorum (published.go). Its witnesses are asked
 	// beside Witnesses. Without it every signed checkpoint is published
 	// at once and witnessing is best effort.
 	WitnessPolicy *WitnessPolicy
@@ -719,8 +719,10 @@ func (l *Log) signLocked(ctx context.Context, size uint64, mem []byte) error {
 	return nil
 }
 
-// Checkpoint returns the latest signed checkpoint with the witness
-// cosignatures stored for it appended; ErrNotFound before the first.
+// Checkpoint returns the latest published checkpoint (the latest signed
+// one, or with a witness policy the latest that satisfies it) with the
+// witness cosignatures stored for it appended; ErrNotFound before the
+// first.
 func (l *Log) Checkpoint(ctx context.Context) ([]byte, error) {
 	if l.policy != nil {
 		return l.publishedCheckpoint(ctx)
@@ -897,6 +899,12 @@ func (l *Log) FirstAnchorAt(ctx context.Context, index uint64) (FirstAnchor, err
 	size, signed, err := l.s.FirstCheckpointCovering(ctx, index)
 	if err != nil {
 		return FirstAnchor{}, err
+	}
+	if l.policy != nil {
+		// Only a published checkpoint anchors a receipt (published.go).
+		if size, signed, err = l.firstPublishedCovering(ctx, index, size, signed); err != nil {
+			return FirstAnchor{}, err
+		}
 	}
 	// Not openCheckpoint: an old checkpoint must not evict the latest
 	// from the cache every tile request reads.

@@ -184,3 +184,56 @@ func (l *Log) Publication(ctx context.Context) (Publication, error) {
 	}
 	return p, nil
 }
+
+// firstPublishedCovering is, under a witness policy, the smallest
+// checkpoint holding leaf index whose cosignatures satisfy the policy and
+// that is not past the published one; first (of size) is the smallest
+// signed checkpoint holding it. Witnesses cosign the latest checkpoint
+// only, so the walk goes down the cosigned sizes from the published one;
+// past publishSearchLimit of them the published checkpoint itself is the
+// anchor. ErrNotFound while no published checkpoint holds the leaf.
+func (l *Log) firstPublishedCovering(ctx context.Context, index, size uint64, first []byte) (uint64, []byte, error) {
+	pub, pubSigned, err := l.servedSize(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	if pub.Size <= index {
+		return 0, nil, fmt.Errorf("%w: leaf %d is not yet in a published checkpoint (published size %d)", ErrNotFound, index, pub.Size)
+	}
+	if size <= pub.Size {
+		if ok, err := l.satisfied(ctx, size, first); err != nil || ok {
+			return size, first, err
+		}
+	}
+	best, bestSigned := pub.Size, pubSigned
+	below := pub.Size
+	if l.s.Cosigned == nil {
+		return best, bestSigned, nil
+	}
+	for seen := 0; seen < publishSearchLimit; {
+		sizes, err := l.s.Cosigned.CosignedSizes(ctx, below, 128)
+		if err != nil {
+			return 0, nil, err
+		}
+		for _, n := range sizes {
+			if n <= index {
+				return best, bestSigned, nil
+			}
+			signed, err := l.s.Checkpoint(ctx, n)
+			if err != nil {
+				return 0, nil, err
+			}
+			if ok, err := l.satisfied(ctx, n, signed); err != nil {
+				return 0, nil, err
+			} else if ok {
+				best, bestSigned = n, signed
+			}
+		}
+		if len(sizes) < 128 {
+			break
+		}
+		seen += len(sizes)
+		below = sizes[len(sizes)-1]
+	}
+	return best, bestSigned, nil
+}

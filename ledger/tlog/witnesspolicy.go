@@ -231,7 +231,12 @@ func ParseWitnessPolicy(b []byte) (*WitnessPolicy, error) {
 // policyKey returns a policy key as a signed-note verifier key: as it is,
 // or for 64 hex digits an Ed25519 cosignature/v1 key named name.
 func policyKey(name, key string) (string, error) {
-	if len(key) == 64 {
+	// A verifier key always holds '+'; a raw key never does (and a
+	// verifier key can itself be 64 characters long).
+	if !strings.Contains(key, "+") {
+		if len(key) != 64 {
+			return "", fmt.Errorf("neither 64 hex digits (%d characters) nor a signed-note verifier key", len(key))
+		}
 		pub, err := hex.DecodeString(key)
 		if err != nil || strings.ToLower(key) != key {
 			return "", errors.New("64 characters but not lowercase hex")

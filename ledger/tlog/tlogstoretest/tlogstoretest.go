@@ -66,6 +66,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("CrashRecovery", func(t *testing.T) { t.Parallel(); testCrashRecovery(t, open) })
 	t.Run("ConcurrentIntegrators", func(t *testing.T) { t.Parallel(); testConcurrentIntegrators(t, open(t)) })
 	t.Run("RunCatchesUpOnBacklog", func(t *testing.T) { t.Parallel(); testRunCatchesUp(t, open(t)) })
+	t.Run("Timestamps", func(t *testing.T) { t.Parallel(); testTimestamps(t, open(t)) })
 	// Only stores whose commits can overtake each other have this case.
 	if db := open(t); db.AppendUncommitted != nil {
 		t.Run("OutOfOrderCommit", func(t *testing.T) { t.Parallel(); testOutOfOrderCommit(t, db) })

@@ -107,6 +107,9 @@ func TestWitnessPolicyHoldsPublication(t *testing.T) {
 	if _, _, err := l.EntryProof(ctx, "s", 4); !errors.Is(err, tlog.ErrNotFound) {
 		t.Fatalf("proof against an unpublished checkpoint: %v", err)
 	}
+	if _, err := l.FirstAnchorOf(ctx, "s", 4); !errors.Is(err, tlog.ErrNotFound) {
+		t.Fatalf("receipt anchor in an unpublished checkpoint: %v", err)
+	}
 	wits[1].down.Store(false)
 	l.Witness(ctx)
 	want(l, 5, 5)
@@ -120,6 +123,12 @@ func TestWitnessPolicyHoldsPublication(t *testing.T) {
 	if _, err := l.CheckpointAt(ctx, 10); !errors.Is(err, tlog.ErrNotFound) {
 		t.Fatalf("unpublished checkpoint served by size: %v", err)
 	}
+	if a, err := l.FirstAnchorOf(ctx, "s", 4); err != nil || a.Size != 5 {
+		t.Fatalf("receipt anchor of a published entry: size %d, %v; want 5", a.Size, err)
+	}
+	if _, err := l.FirstAnchorOf(ctx, "s", 7); !errors.Is(err, tlog.ErrNotFound) {
+		t.Fatalf("receipt anchor of an entry only in an unpublished checkpoint: %v", err)
+	}
 	doc, _, err := l.EntryProof(ctx, "s", 4)
 	if err != nil || !strings.Contains(string(doc), "\n5\n") {
 		t.Fatalf("proof against the published checkpoint: %v\n%s", err, doc)
@@ -132,6 +141,9 @@ func TestWitnessPolicyHoldsPublication(t *testing.T) {
 	wits[1].down.Store(false)
 	l.Witness(ctx)
 	want(l, 10, 10)
+	if a, err := l.FirstAnchorOf(ctx, "s", 7); err != nil || a.Size != 10 {
+		t.Fatalf("receipt anchor once published: size %d, %v; want 10", a.Size, err)
+	}
 }
 
 func TestParseWitnessPolicy(t *testing.T) {
@@ -161,6 +173,15 @@ quorum two
 	}
 	if got := p.MinWitnesses(); got != 2 {
 		t.Errorf("MinWitnesses of 2 of (any A B, C) = %d, want 2", got)
+	}
+	// A verifier key that happens to be 64 characters long is a verifier
+	// key, not hex.
+	_, v64, _ := tlog.KeyFromSeed("w1.example", tlog.CosignatureEd25519, tlogtest.Seed("w64"))
+	if len(v64) != 64 {
+		t.Fatalf("test key is %d characters", len(v64))
+	}
+	if _, err := tlog.ParseWitnessPolicy([]byte("witness A " + v64 + "\nquorum A\n")); err != nil {
+		t.Errorf("64-character verifier key: %v", err)
 	}
 	none, err := tlog.ParseWitnessPolicy([]byte("quorum none\n"))
 	if err != nil || none.MinWitnesses() != 0 || !none.Satisfied([]byte("x\n\n"), nil) {
