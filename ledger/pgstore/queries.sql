@@ -110,6 +110,58 @@ SELECT (SELECT count(*) FROM new_sessions), (SELECT count(*) FROM new_heads),
 -- name: LogDequeue
 DELETE FROM tlog_pending WHERE entry_id = ANY($1);
 
+-- name: ProjectSearch
+-- Migration 0019: the oldest queued entries leave the queue and enter the
+-- projection in one statement (0012's projection, written out). Two
+-- projectors at once take turns on the rows both chose: the second's
+-- DELETE finds them gone and projects only what it deleted.
+WITH q AS (
+    DELETE FROM search_pending WHERE entry_id IN (
+        SELECT entry_id FROM search_pending ORDER BY entry_id LIMIT $1)
+    RETURNING entry_id, session_id
+), projected AS (
+    INSERT INTO search_entries (session_id, position, agent_id, recorded_at, step_id, step_type,
+        disposition, reason_codes, policy_refs, source, flags, reasoning, tool_name)
+    SELECT e.session_id, e.position, s.agent_id, e.recorded_at, e.step_id, e.step_type,
+        coalesce(CASE WHEN jsonb_typeof(j.d) = 'string' THEN j.d #>> '{}'
+                      ELSE coalesce(j.d ->> 'disposition', j.d ->> 'decision') END, ''),
+        ARRAY(SELECT x #>> '{}'
+              FROM jsonb_array_elements(CASE WHEN jsonb_typeof(j.d -> 'reason_codes') = 'array'
+                                             THEN j.d -> 'reason_codes' ELSE '[]'::jsonb END) AS x
+              WHERE jsonb_typeof(x) = 'string'),
+        ARRAY(SELECT DISTINCT v.x
+              FROM jsonb_array_elements(CASE WHEN jsonb_typeof(j.d -> 'policy_references') = 'array'
+                                             THEN j.d -> 'policy_references' ELSE '[]'::jsonb END) AS r,
+              LATERAL (VALUES (r ->> 'policy_id'),
+                              ((r ->> 'policy_id') || '@' || coalesce(r ->> 'policy_version', ''))) AS v (x)
+              WHERE jsonb_typeof(r -> 'policy_id') = 'string'
+              ORDER BY v.x),
+        CASE WHEN jsonb_typeof(j.c -> 'source_format') = 'string' THEN j.c ->> 'source_format'
+             WHEN jsonb_typeof(j.c -> 'source') = 'string' THEN j.c ->> 'source'
+             ELSE 'guardian' END,
+        ARRAY(SELECT x #>> '{}'
+              FROM jsonb_array_elements(CASE WHEN jsonb_typeof(j.c -> 'flags') = 'array'
+                                             THEN j.c -> 'flags' ELSE '[]'::jsonb END) AS x
+              WHERE jsonb_typeof(x) = 'string'),
+        coalesce(CASE WHEN jsonb_typeof(j.d -> 'reasoning') = 'string' THEN j.d ->> 'reasoning' END, ''),
+        coalesce(rp.tool_name, '')
+    -- Each queued entry is probed in its session's partitions, by key
+    -- (OFFSET 0 keeps the planner from turning the probes into joins of
+    -- whole partitions, as it would on a new ledger's statistics).
+    FROM q
+    CROSS JOIN LATERAL (SELECT * FROM entries e
+                        WHERE e.session_id = q.session_id AND e.id = q.entry_id OFFSET 0) e
+    JOIN sessions s ON s.session_id = e.session_id
+    LEFT JOIN LATERAL (SELECT rp.tool_name FROM request_params rp
+                       WHERE rp.session_id = e.session_id AND rp.position = e.position OFFSET 0) rp ON true
+    CROSS JOIN LATERAL (SELECT c, c -> 'decision' AS d
+                        FROM (SELECT convert_from(e.content, 'UTF8')::jsonb AS c OFFSET 0) parsed) j
+    ORDER BY e.id
+    ON CONFLICT (session_id, position) DO NOTHING
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM projected);
+
 -- name: LogInsertSessionTiles
 -- Migration 0018: a tile's session written by an earlier batch is there.
 INSERT INTO tlog_session_tiles (session_id, tile)

@@ -34,7 +34,7 @@ type Queries struct {
 	InsertToken, TokenByHash, Tokens, RevokeToken, TokenExists,
 	Quarantined string
 	// search.sql
-	SearchEntries, SearchSessions string
+	SearchEntries, SearchSessions, SearchOldestPending string
 	// stats.sql
 	TreeSizes, CountQuarantined string
 	// logstorage.sql

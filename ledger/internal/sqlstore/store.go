@@ -61,6 +61,11 @@ type Driver interface {
 	// pending queue; a leaf, tile or dequeue that another integrator got
 	// to first is a tlog.ErrConflict.
 	WriteLeaves(ctx context.Context, tx Querier, start uint64, leaves []tlog.StoredLeaf, tiles []tlog.FullTile) error
+	// ProjectSearch takes up to limit of the oldest entries off the
+	// search projection's queue and writes their search_entries rows,
+	// whole, in one transaction (migration 0019); it returns how many it
+	// took off.
+	ProjectSearch(ctx context.Context, limit int) (int, error)
 }
 
 // Config is what New needs.
@@ -82,6 +87,10 @@ type Store struct {
 	q         *Queries
 	opts      ledger.Options
 	committer *groupcommit.Committer
+	// stopSearch ends the search projection's loop; searchDone is closed
+	// when it has.
+	stopSearch context.CancelFunc
+	searchDone chan struct{}
 }
 
 // New returns the store of c and starts its committers.
@@ -90,6 +99,12 @@ func New(c Config) *Store {
 	s.committer = groupcommit.New(func(ctx context.Context, ps []plan.Prepared) (*plan.Plan, error) {
 		return s.d.Apply(ctx, ps, false)
 	}, c.Commit)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopSearch, s.searchDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.searchDone)
+		s.runSearchProjection(ctx)
+	}()
 	return s
 }
 
@@ -97,6 +112,8 @@ func New(c Config) *Store {
 // driver closes its connections after.
 func (s *Store) Close() error {
 	s.committer.Close()
+	s.stopSearch()
+	<-s.searchDone
 	return nil
 }
 
