@@ -13,6 +13,8 @@ import (
 	"database/sql"
 	"errors"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/internal/groupcommit"
@@ -91,6 +93,9 @@ type Store struct {
 	// when it has.
 	stopSearch context.CancelFunc
 	searchDone chan struct{}
+	// searchMetric reports the projection's lag (otel.go); nil when the
+	// meter refused it.
+	searchMetric metric.Registration
 }
 
 // New returns the store of c and starts its committers.
@@ -105,6 +110,7 @@ func New(c Config) *Store {
 		defer close(s.searchDone)
 		s.runSearchProjection(ctx)
 	}()
+	s.searchMetric, _ = s.observeSearchLag()
 	return s
 }
 
@@ -114,6 +120,9 @@ func (s *Store) Close() error {
 	s.committer.Close()
 	s.stopSearch()
 	<-s.searchDone
+	if s.searchMetric != nil {
+		s.searchMetric.Unregister()
+	}
 	return nil
 }
 
