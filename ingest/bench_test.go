@@ -160,11 +160,6 @@ func BenchmarkBulkPostgres(b *testing.B) {
 			b.Fatalf("%+v, %v", sum, err)
 		}
 		stop()
-		// The search projection follows the commits (migration 0019):
-		// the figure includes bringing it up to date.
-		if _, err := s.ProjectSearch(ctx); err != nil {
-			b.Fatal(err)
-		}
 		ingestSecs += time.Since(start).Seconds()
 		ingestCPU += cpuTime() - cpu
 		goCPU += selfCPU() - self

@@ -114,18 +114,7 @@ type SearchHit struct {
 type SearchPage struct {
 	Hits []SearchHit
 	// Next continues after the last hit; "" on the last page.
-	Next      string
-	Watermark Watermark
-}
-
-// Watermark says how far the search projection, which the stores
-// maintain after each append commits, is behind the committed entries
-// when a search is answered: Pending is whether any committed entry is not
-// yet searchable, Lag how long ago (by the store's clock) the oldest of
-// them was recorded. An entry is searchable whole or not at all.
-type Watermark struct {
-	Pending bool
-	Lag     time.Duration
+	Next string
 }
 
 // SessionHit is one session holding matching entries.
@@ -140,9 +129,8 @@ type SessionHit struct {
 
 // SessionSearchPage is one page of session hits, in session id order.
 type SessionSearchPage struct {
-	Sessions  []SessionHit
-	Next      string
-	Watermark Watermark
+	Sessions []SessionHit
+	Next     string
 }
 
 // NewSearchHit returns h with the projection row's sequence number, which

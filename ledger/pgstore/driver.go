@@ -140,16 +140,6 @@ func (d *driver) WriteLeaves(ctx context.Context, on sqlstore.Querier, start uin
 	return nil
 }
 
-// ProjectSearch projects the oldest queued entries (migration 0019) in
-// one statement, its own transaction.
-func (d *driver) ProjectSearch(ctx context.Context, limit int) (int, error) {
-	var taken, projected int64
-	if err := d.s.pool.QueryRow(ctx, q.ProjectSearch, limit).Scan(&taken, &projected); err != nil {
-		return 0, fmt.Errorf("couldn't project queued entries for search: %w", err)
-	}
-	return int(taken), nil
-}
-
 // writeSessionTiles records which sessions the leaves from start fall in
 // per tile of 256 (migration 0018), the index the session readers use.
 func (d *driver) writeSessionTiles(ctx context.Context, tx pgx.Tx, start uint64, leaves []tlog.StoredLeaf) error {

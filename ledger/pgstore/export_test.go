@@ -45,7 +45,3 @@ var QueryEntries = shared.Entries
 // QueryStoredBySteps is the planning lookup of stored steps, for its plan
 // test.
 var QueryStoredBySteps = q.StoredBySteps
-
-// QueryProjectSearch is the search projection's statement (migration 0019),
-// for its plan test.
-var QueryProjectSearch = q.ProjectSearch

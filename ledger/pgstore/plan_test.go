@@ -517,9 +517,6 @@ func TestSearchPartialIndexes(t *testing.T) {
 	if _, err := s.AppendBatch(ctx, rs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ProjectSearch(ctx); err != nil {
-		t.Fatal(err)
-	}
 	owner := ownerConn(t, url)
 	if _, err := owner.Exec(ctx, "ANALYZE search_entries"); err != nil {
 		t.Fatal(err)

@@ -71,10 +71,6 @@ func TestSearchProjection(t *testing.T) {
 	if _, err := s.Append(ctx, ledger.Record{SessionID: "plain", AgentID: "c", Entry: projectedEntry(2000)}); err != nil {
 		t.Fatal(err)
 	}
-	// The projection follows the commits (migration 0019).
-	if _, err := s.ProjectSearch(ctx); err != nil {
-		t.Fatal(err)
-	}
 
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {

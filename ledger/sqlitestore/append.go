@@ -25,7 +25,7 @@ var queriesSQL string
 type writeQueries struct {
 	SessionState, StoredByStep, InsertSession, InsertHead, MoveHead,
 	InsertEntry, InsertResponse, InsertRequestParams,
-	LogInsertLeaves, LogDequeue, LogInsertSessionTiles, LogInsertTile, ProjectSearch, DequeueSearch,
+	LogInsertLeaves, LogDequeue, LogInsertSessionTiles, LogInsertTile,
 	IngestedReplayKey, InsertIngestRecord, InsertIngestFlag, InsertQuarantine string
 }
 

@@ -131,24 +131,6 @@ func (d *driver) WriteLeaves(ctx context.Context, on sqlstore.Querier, start uin
 	return nil
 }
 
-// ProjectSearch projects the oldest queued entries (migration 0019) and
-// takes them off the queue, in one write transaction.
-func (d *driver) ProjectSearch(ctx context.Context, limit int) (int, error) {
-	var taken int64
-	err := d.s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, q.ProjectSearch, limit); err != nil {
-			return fmt.Errorf("couldn't project queued entries for search: %w", err)
-		}
-		res, err := tx.ExecContext(ctx, q.DequeueSearch, limit)
-		if err != nil {
-			return fmt.Errorf("couldn't dequeue projected entries: %w", err)
-		}
-		taken, err = res.RowsAffected()
-		return err
-	})
-	return int(taken), err
-}
-
 // leafChunk is the number of rows per multi-row statement.
 const leafChunk = 256
 

@@ -40,22 +40,6 @@ INSERT INTO tlog_leaves (idx, entry_id, entry_hash, data) VALUES
 -- The caller appends "(?, ?, ...)", one placeholder per entry id.
 DELETE FROM tlog_pending WHERE entry_id IN
 
--- name: ProjectSearch
--- Migration 0019: the oldest queued entries' rows of the projection (the
--- view of 0010) with their tool names; DequeueSearch then takes the same
--- entries off the queue in the same transaction (SQLite has one writer).
-INSERT OR IGNORE INTO search_entries (session_id, position, agent_id, recorded_at, step_id, step_type,
-    disposition, reason_codes, policy_refs, source, flags, reasoning, tool_name)
-SELECT p.session_id, p.position, p.agent_id, p.recorded_at, p.step_id, p.step_type,
-    p.disposition, p.reason_codes, p.policy_refs, p.source, p.flags, p.reasoning, coalesce(rp.tool_name, '')
-FROM (SELECT entry_id FROM search_pending ORDER BY entry_id LIMIT ?) q
-JOIN search_projection p ON p.entry_id = q.entry_id
-LEFT JOIN request_params rp ON rp.session_id = p.session_id AND rp.position = p.position
-ORDER BY p.entry_id;
-
--- name: DequeueSearch
-DELETE FROM search_pending WHERE entry_id IN (SELECT entry_id FROM search_pending ORDER BY entry_id LIMIT ?);
-
 -- name: LogInsertSessionTiles
 -- Migration 0018. Multi-row: the caller appends one "(?, ?)" per pair; a
 -- tile's session written by an earlier batch is there.

@@ -29,7 +29,6 @@ var guardianTests = []struct {
 	{"EraseParams", testEraseParams},
 	{"EraseParamsConcurrent", testEraseParamsConcurrent},
 	{"SearchToolOfSealedParams", testSearchToolOfSealedParams},
-	{"SearchNeverPartial", testSearchNeverPartial},
 }
 
 // runGuardian runs the Guardian's tests with request params encrypted at
@@ -418,82 +417,6 @@ func testSearchToolOfSealedParams(t *testing.T, s Roles, clock *Clock) {
 	}
 	if b, err := s.Request(ctx, "tool", 0); err != nil || string(b) != string(params) {
 		t.Fatalf("stored params read back: %q, %v", b, err)
-	}
-}
-
-// testSearchNeverPartial: the search projection is maintained after the
-// commit (migration 0019), so searches run while steps are appended; every
-// hit a search returns is a whole entry, with the disposition its content
-// holds and the tool name of the params written in its transaction, never
-// a row written in parts; and once appends stop, a search has caught up:
-// every step is found and the watermark says nothing is pending.
-func testSearchNeverPartial(t *testing.T, s Roles, clock *Clock) {
-	ctx := context.Background()
-	ss, ok := s.Store.(searcher)
-	if !ok {
-		t.Fatalf("%T has no compliance search", s.Store)
-	}
-	sign := func(a ledger.Appended) ([]byte, error) { return []byte(`{}`), nil }
-	const writers, steps = 4, 15
-	done := make(chan struct{})
-	errs := make(chan error, writers+1)
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for i := range steps {
-				entry := fmt.Appendf(nil, `{"entry_id":"np-%d-%d","step_id":"np-%d-%d","step_type":"steps/toolCallRequest","timestamp":"2026-03-14T14:02:00.000Z","decision":{"disposition":"deny","reason_codes":["rc-%d"]}}`, w, i, w, i, i)
-				params := fmt.Appendf(nil, `{"payload":{"tool":{"name":"tool-%d"}}}`, i)
-				if _, _, err := s.AppendRequest(ctx, ledger.Record{SessionID: fmt.Sprintf("np-%d", w), AgentID: "a", Entry: entry}, params,
-					requestKey(fmt.Sprintf("np-%d-%d", w, i)), sign); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	check := func(page ledger.SearchPage) error {
-		for _, h := range page.Hits {
-			if h.Disposition != "deny" || h.ToolName != fmt.Sprintf("tool-%d", h.Position) ||
-				len(h.ReasonCodes) != 1 || h.ReasonCodes[0] != fmt.Sprintf("rc-%d", h.Position) || h.AgentID != "a" {
-				return fmt.Errorf("partial hit %+v", h)
-			}
-		}
-		return nil
-	}
-	var searches sync.WaitGroup
-	searches.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			page, err := ss.SearchEntries(ctx, ledger.SearchFilter{Disposition: "deny", Limit: ledger.MaxPageSize})
-			if err == nil {
-				err = check(page)
-			}
-			if err != nil {
-				errs <- err
-				return
-			}
-		}
-	})
-	wg.Wait()
-	close(done)
-	searches.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	page, err := ss.SearchEntries(ctx, ledger.SearchFilter{Disposition: "deny", Limit: ledger.MaxPageSize})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := check(page); err != nil {
-		t.Fatal(err)
-	}
-	if len(page.Hits) != writers*steps || page.Watermark.Pending || page.Watermark.Lag != 0 {
-		t.Fatalf("after the appends: %d hits, watermark %+v; want %d, nothing pending", len(page.Hits), page.Watermark, writers*steps)
 	}
 }
 

@@ -155,37 +155,22 @@ func (a *API) searchPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	hits, next, wm, err := a.searchOnce(r.Context(), as, f)
+	hits, next, err := a.searchOnce(r.Context(), as, f)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	if as == "sessions" {
 		httpapi.WriteJSON(w, http.StatusOK, struct {
-			Sessions  []hit         `json:"sessions"`
-			Next      string        `json:"next,omitempty"`
-			Watermark watermarkJSON `json:"watermark"`
-		}{hits, next, toWatermarkJSON(wm)})
+			Sessions []hit  `json:"sessions"`
+			Next     string `json:"next,omitempty"`
+		}{hits, next})
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, struct {
-		Entries   []hit         `json:"entries"`
-		Next      string        `json:"next,omitempty"`
-		Watermark watermarkJSON `json:"watermark"`
-	}{hits, next, toWatermarkJSON(wm)})
-}
-
-// watermarkJSON says how far the search projection was behind the
-// committed entries when the search was answered (ledger.Watermark):
-// pending is whether some committed entry was not searchable yet,
-// lag_seconds how long ago the oldest of them was recorded.
-type watermarkJSON struct {
-	Pending    bool    `json:"pending"`
-	LagSeconds float64 `json:"lag_seconds"`
-}
-
-func toWatermarkJSON(w ledger.Watermark) watermarkJSON {
-	return watermarkJSON{Pending: w.Pending, LagSeconds: w.Lag.Seconds()}
+		Entries []hit  `json:"entries"`
+		Next    string `json:"next,omitempty"`
+	}{hits, next})
 }
 
 // hit is one row of a search's answer: a hitJSON or a sessionHitJSON.
@@ -208,13 +193,13 @@ func (j sessionHitJSON) csvRow() []string {
 
 // searchOnce reads one page of the search: sessions holding matches when
 // as is "sessions", else matching entries.
-func (a *API) searchOnce(ctx context.Context, as string, f ledger.SearchFilter) (hits []hit, next string, wm ledger.Watermark, err error) {
+func (a *API) searchOnce(ctx context.Context, as string, f ledger.SearchFilter) (hits []hit, next string, err error) {
 	if as == "sessions" {
 		page, err := a.search.SearchSessions(ctx, f)
-		return hitsOf(page.Sessions, func(h ledger.SessionHit) hit { return toSessionHitJSON(h) }), page.Next, page.Watermark, err
+		return hitsOf(page.Sessions, func(h ledger.SessionHit) hit { return toSessionHitJSON(h) }), page.Next, err
 	}
 	page, err := a.search.SearchEntries(ctx, f)
-	return hitsOf(page.Hits, func(h ledger.SearchHit) hit { return toHitJSON(h) }), page.Next, page.Watermark, err
+	return hitsOf(page.Hits, func(h ledger.SearchHit) hit { return toHitJSON(h) }), page.Next, err
 }
 
 // hitsOf is a page's rows as hits; never nil, so that an empty page
@@ -245,7 +230,7 @@ func (a *API) exportSearch(w http.ResponseWriter, r *http.Request) {
 	f.Limit = ledger.MaxPageSize
 	ex := newExporter(w, as, format)
 	for {
-		hits, next, _, err := a.searchOnce(r.Context(), as, f)
+		hits, next, err := a.searchOnce(r.Context(), as, f)
 		if err != nil {
 			a.failExport(w, r, ex, err)
 			return

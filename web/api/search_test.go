@@ -205,7 +205,7 @@ func TestSearch(t *testing.T) {
 			}
 			scoped := mk(web.RoleAuditor, "agent-8")
 			_, _, b = webtest.Do(t, "GET", base+"/search", nil, "Authorization", "Bearer "+scoped)
-			if !bytes.Equal(bytes.TrimSpace(b), []byte(`{"entries":[],"watermark":{"pending":false,"lag_seconds":0}}`)) {
+			if !bytes.Equal(bytes.TrimSpace(b), []byte(`{"entries":[]}`)) {
 				t.Errorf("scoped to another agent: %s", b)
 			}
 		})

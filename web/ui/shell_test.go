@@ -23,7 +23,7 @@ func TestPagesByteIdentical(t *testing.T) {
 		"/ui/sessions/s-1":    "8e8d125cb2c6ac1c5874f0779df6e3870af2947632aba985cfdc6f0a10491448", // session.html
 		"/ui/dashboard":       "6788328edc763f451f26102beda10c03b149b1bf945c14a546ed1297ddbfd458", // dashboard.html
 		"/ui/decisions/req-1": "b957dcfa2aaf0ece9e67ee762786b065e08c08f150296faa064a51af417b1adf", // decision.html
-		"/ui/search":          "8c34eef130d7636eef3e38fa35bd5d38509c3d3a37f54b68c2d83424ba4db61d", // search.html (issue 25: the watermark note)
+		"/ui/search":          "ecefbe13e72aa38d62667bcb4fa2a9129cc7d6963bffb5d1b9f7a0a74a4b4aee", // search.html
 		"/ui/log":             "7ec270086215d5b8f0e6c9575e28da4ea059bc38050739a2ec79d769037e1198", // log.html
 		"/ui/login":           "bfcbb005c20a191a044649f13ffca7ce5e411a700c02ee43b67f4f64d17417de", // login.html
 	} {

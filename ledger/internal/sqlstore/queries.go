@@ -34,7 +34,7 @@ type Queries struct {
 	InsertToken, TokenByHash, Tokens, RevokeToken, TokenExists,
 	Quarantined string
 	// search.sql
-	SearchEntries, SearchSessions, SearchOldestPending string
+	SearchEntries, SearchSessions string
 	// stats.sql
 	TreeSizes, CountQuarantined string
 	// logstorage.sql

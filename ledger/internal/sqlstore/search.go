@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -15,7 +14,6 @@ func (s *Store) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledge
 	if err := f.Check(); err != nil {
 		return ledger.SearchPage{}, err
 	}
-	s.catchUpSearch(ctx)
 	limit := ledger.PageSize(f.Limit)
 	query, args, err := SearchEntriesQuery(s.dl, s.q, f, limit+1)
 	if err != nil {
@@ -39,8 +37,7 @@ func (s *Store) SearchEntries(ctx context.Context, f ledger.SearchFilter) (ledge
 	}
 	var page ledger.SearchPage
 	page.Hits, page.Next = trimPage(hits, limit, func(i int) string { return ledger.EntryCursor(hits[i]) })
-	page.Watermark, err = s.SearchWatermark(ctx)
-	return page, err
+	return page, nil
 }
 
 // SearchEntriesQuery is the text and arguments of SearchEntries for f,
@@ -67,7 +64,6 @@ func (s *Store) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledg
 	if err != nil {
 		return ledger.SessionSearchPage{}, err
 	}
-	s.catchUpSearch(ctx)
 	limit := ledger.PageSize(f.Limit)
 	w := searchWhere(s.dl, f, limit+1)
 	if after != "" {
@@ -84,90 +80,7 @@ func (s *Store) SearchSessions(ctx context.Context, f ledger.SearchFilter) (ledg
 	}
 	var page ledger.SessionSearchPage
 	page.Sessions, page.Next = trimPage(sessions, limit, func(i int) string { return ledger.SessionCursor(sessions[i].SessionID) })
-	page.Watermark, err = s.SearchWatermark(ctx)
-	return page, err
-}
-
-// The search projection is maintained after the commit (migration 0019):
-// appends queue their entries, and the store projects them searchBatch at
-// a time, from a background loop (runSearchProjection) and, before it
-// reads, from each search (at most searchCatchUp batches, so a search's
-// work stays bounded however far behind the loop is).
-const (
-	searchBatch   = 1000
-	searchCatchUp = 4
-	// searchEvery is how often the loop looks at the queue;
-	// searchBackoff how long it waits after a failure (a read-only
-	// replica cannot project).
-	// Each pass costs a fixed ~10 ms of PostgreSQL CPU (planning the
-	// projection over the partitions), so it runs twice a second: the
-	// lag stays under the second the UI notes.
-	searchEvery   = 500 * time.Millisecond
-	searchBackoff = 5 * time.Second
-)
-
-// ProjectSearch projects every queued entry, searchBatch at a time, and
-// returns how many: for tests, benchmarks and tools that want the
-// projection current now.
-func (s *Store) ProjectSearch(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		n, err := s.d.ProjectSearch(ctx, searchBatch)
-		total += n
-		if err != nil || n < searchBatch {
-			return total, err
-		}
-	}
-}
-
-// catchUpSearch projects up to searchCatchUp batches of queued entries
-// before a search reads. A failure (a read-only replica) leaves the
-// projection as it is; the page's watermark says how far behind it is.
-func (s *Store) catchUpSearch(ctx context.Context) {
-	for range searchCatchUp {
-		if n, err := s.d.ProjectSearch(ctx, searchBatch); err != nil || n < searchBatch {
-			return
-		}
-	}
-}
-
-// SearchWatermark says how far the search projection is behind the
-// committed entries.
-func (s *Store) SearchWatermark(ctx context.Context) (ledger.Watermark, error) {
-	var oldest time.Time
-	err := s.d.Reader().QueryRow(ctx, s.q.SearchOldestPending).Scan(s.dl.ScanTime(&oldest))
-	if noRows(err) {
-		return ledger.Watermark{}, nil
-	}
-	if err != nil {
-		return ledger.Watermark{}, fmt.Errorf("couldn't read the search projection's watermark: %w", err)
-	}
-	return ledger.Watermark{Pending: true, Lag: max(s.opts.Clock()().Sub(oldest), 0)}, nil
-}
-
-// runSearchProjection projects queued entries every searchEvery until ctx
-// ends.
-func (s *Store) runSearchProjection(ctx context.Context) {
-	t := time.NewTimer(searchEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		wait := searchEvery
-		// Reading the watermark first keeps an idle store from opening a
-		// write transaction every tick.
-		if w, err := s.SearchWatermark(ctx); err != nil {
-			wait = searchBackoff
-		} else if w.Pending {
-			if _, err := s.ProjectSearch(ctx); err != nil {
-				wait = searchBackoff
-			}
-		}
-		t.Reset(wait)
-	}
+	return page, nil
 }
 
 // where collects conditions with numbered parameters; the first is the

@@ -15,10 +15,6 @@ WHERE true FILTERS
 ORDER BY id DESC
 LIMIT $1;
 
--- name: SearchOldestPending
--- The oldest entry the projection has not taken yet (migration 0019).
-SELECT queued_at FROM search_pending ORDER BY entry_id LIMIT 1;
-
 -- name: SearchSessions
 -- Sessions in id order, grouped along the (session_id, position) unique
 -- index, so a page stops reading once it has its sessions.

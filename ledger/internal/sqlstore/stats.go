@@ -9,11 +9,8 @@ import (
 )
 
 // DailyStats counts entries by disposition and sessions created, per UTC
-// day since since, leaving out the agent exclude. The entries are counted
-// from the search projection, which it first brings up to date as a
-// search does (bounded; migration 0019).
+// day since since, leaving out the agent exclude.
 func (s *Store) DailyStats(ctx context.Context, since time.Time, exclude string) ([]ledger.DayStats, error) {
-	s.catchUpSearch(ctx)
 	days := map[time.Time]*ledger.DayStats{}
 	day := func(t time.Time) *ledger.DayStats {
 		t = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)

@@ -13,8 +13,6 @@ import (
 	"database/sql"
 	"errors"
 
-	"go.opentelemetry.io/otel/metric"
-
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/internal/groupcommit"
@@ -63,11 +61,6 @@ type Driver interface {
 	// pending queue; a leaf, tile or dequeue that another integrator got
 	// to first is a tlog.ErrConflict.
 	WriteLeaves(ctx context.Context, tx Querier, start uint64, leaves []tlog.StoredLeaf, tiles []tlog.FullTile) error
-	// ProjectSearch takes up to limit of the oldest entries off the
-	// search projection's queue and writes their search_entries rows,
-	// whole, in one transaction (migration 0019); it returns how many it
-	// took off.
-	ProjectSearch(ctx context.Context, limit int) (int, error)
 }
 
 // Config is what New needs.
@@ -89,13 +82,6 @@ type Store struct {
 	q         *Queries
 	opts      ledger.Options
 	committer *groupcommit.Committer
-	// stopSearch ends the search projection's loop; searchDone is closed
-	// when it has.
-	stopSearch context.CancelFunc
-	searchDone chan struct{}
-	// searchMetric reports the projection's lag (otel.go); nil when the
-	// meter refused it.
-	searchMetric metric.Registration
 }
 
 // New returns the store of c and starts its committers.
@@ -104,13 +90,6 @@ func New(c Config) *Store {
 	s.committer = groupcommit.New(func(ctx context.Context, ps []plan.Prepared) (*plan.Plan, error) {
 		return s.d.Apply(ctx, ps, false)
 	}, c.Commit)
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stopSearch, s.searchDone = cancel, make(chan struct{})
-	go func() {
-		defer close(s.searchDone)
-		s.runSearchProjection(ctx)
-	}()
-	s.searchMetric, _ = s.observeSearchLag()
 	return s
 }
 
@@ -118,11 +97,6 @@ func New(c Config) *Store {
 // driver closes its connections after.
 func (s *Store) Close() error {
 	s.committer.Close()
-	s.stopSearch()
-	<-s.searchDone
-	if s.searchMetric != nil {
-		s.searchMetric.Unregister()
-	}
 	return nil
 }
 

@@ -126,23 +126,7 @@ async function searchPage() {
     document.getElementById("entry-hits").hidden = rows.length === 0;
   }
   status(rows.length === 0 ? "Nothing matches this search." : "");
-  showWatermark(page.watermark);
   showNext(page, here, "/ui/search");
-}
-
-// showWatermark says, when the search projection was more than a second
-// behind the committed entries (docs/storage.md, migration 0019), that the
-// newest entries may be missing from these results.
-function showWatermark(w) {
-  const p = document.getElementById("watermark");
-  if (!p) {
-    return;
-  }
-  const behind = w && w.pending && w.lag_seconds > 1;
-  p.hidden = !behind;
-  p.textContent = behind
-    ? `The search index is ${w.lag_seconds.toFixed(1)} s behind the ledger: entries recorded since may not be listed yet.`
-    : "";
 }
 
 PAGES.search = searchPage;
