@@ -28,7 +28,7 @@ var queriesSQL string
 // initialisation, before any test or server runs.
 type queries struct {
 	LockSessions, SessionStates, StoredBySteps, InsertSessions, WriteGroup,
-	LogDequeue, LogInsertTiles,
+	LogDequeue, LogInsertSessionTiles, LogInsertTiles,
 	IngestedKeys, IngestedReplayKeys, InsertIngestRecords, InsertQuarantine, InsertSources string
 }
 

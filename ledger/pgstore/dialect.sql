@@ -40,14 +40,33 @@ FROM tlog_pending p JOIN entries e ON e.session_id = p.session_id AND e.id = p.e
 WHERE p.entry_id > $1 ORDER BY p.entry_id LIMIT $2;
 
 -- name: LogSessionLeaves
--- The expression is the index's (migration 0008): the session is read from
--- the leaf's own data, never from entries.
-SELECT idx, data FROM tlog_leaves
-WHERE tlog_leaf_session(data) = $1 AND idx >= $2 AND idx < $3 ORDER BY idx LIMIT $4;
+-- The session's tiles (migration 0018), then the leaves of those tiles
+-- whose own data names the session, never a lookup in entries. Every tile
+-- listed holds at least one leaf of the session, so $4 tiles hold the
+-- first $4 leaves: a page reads at most $4 tiles of 256 leaves, however
+-- long the session.
+WITH t AS (
+    SELECT tile FROM tlog_session_tiles
+    WHERE session_id = $1 AND tile >= $2::bigint / 256 AND tile <= ($3::bigint - 1) / 256
+    ORDER BY tile LIMIT $4
+)
+SELECT l.idx, l.data
+FROM t JOIN tlog_leaves l ON l.idx >= t.tile * 256 AND l.idx < t.tile * 256 + 256
+WHERE l.idx >= $2 AND l.idx < $3 AND tlog_leaf_session(l.data) = $1
+ORDER BY l.idx LIMIT $4;
 
 -- name: LogLastSessionLeaf
-SELECT idx, data FROM tlog_leaves
-WHERE tlog_leaf_session(data) = $1 AND idx < $2 ORDER BY idx DESC LIMIT 1;
+-- The last two of the session's tiles below $2: the last may hold only
+-- leaves at or above $2, the one before holds one below it.
+WITH t AS (
+    SELECT tile FROM tlog_session_tiles
+    WHERE session_id = $1 AND tile <= ($2::bigint - 1) / 256
+    ORDER BY tile DESC LIMIT 2
+)
+SELECT l.idx, l.data
+FROM t JOIN tlog_leaves l ON l.idx >= t.tile * 256 AND l.idx < t.tile * 256 + 256
+WHERE l.idx < $2 AND tlog_leaf_session(l.data) = $1
+ORDER BY l.idx DESC LIMIT 1;
 
 -- The one-row tlog_head and the checkpoints' created_at take their
 -- column defaults.

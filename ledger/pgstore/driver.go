@@ -117,6 +117,9 @@ func (d *driver) WriteLeaves(ctx context.Context, on sqlstore.Querier, start uin
 	if tag.RowsAffected() != int64(len(ids)) {
 		return fmt.Errorf("%w: %d of %d entries were not pending", tlog.ErrConflict, int64(len(ids))-tag.RowsAffected(), len(ids))
 	}
+	if err := d.writeSessionTiles(ctx, tx, start, leaves); err != nil {
+		return err
+	}
 	if len(tiles) == 0 {
 		return nil
 	}
@@ -133,6 +136,21 @@ func (d *driver) WriteLeaves(ctx context.Context, on sqlstore.Querier, start uin
 				tiles[0].Level, tiles[0].N, tiles[len(tiles)-1].Level, tiles[len(tiles)-1].N, err)
 		}
 		return fmt.Errorf("couldn't insert tiles: %w", err)
+	}
+	return nil
+}
+
+// writeSessionTiles records which sessions the leaves from start fall in
+// per tile of 256 (migration 0018), the index the session readers use.
+func (d *driver) writeSessionTiles(ctx context.Context, tx pgx.Tx, start uint64, leaves []tlog.StoredLeaf) error {
+	sts := tlog.SessionTiles(start, leaves)
+	sessions := make([]string, len(sts))
+	ns := make([]int64, len(sts))
+	for i, st := range sts {
+		sessions[i], ns[i] = st.SessionID, st.Tile
+	}
+	if _, err := tx.Exec(ctx, q.LogInsertSessionTiles, sessions, ns); err != nil {
+		return fmt.Errorf("couldn't index the sessions of leaves %d..%d: %w", start, start+uint64(len(leaves))-1, err)
 	}
 	return nil
 }

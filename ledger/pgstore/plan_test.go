@@ -564,7 +564,9 @@ func TestSearchPartialIndexes(t *testing.T) {
 }
 
 // TestSessionLeavesPlan: the reads of one session's leaves are bounded
-// scans of the index of migration 0008, not scans of every leaf, so that
+// scans of the session's tiles (migration 0018), at most a page of them
+// (the inner Limit), and of those tiles' leaves by index, not scans of
+// every leaf, so that
 // holding a session against the log costs what the session holds.
 func TestSessionLeavesPlan(t *testing.T) {
 	ctx := context.Background()
@@ -584,15 +586,19 @@ func TestSessionLeavesPlan(t *testing.T) {
 		}
 	}
 	owner := ownerConn(t, url)
-	if _, err := owner.Exec(ctx, "ANALYZE tlog_leaves"); err != nil {
+	// At this size the planner rightly reads the small tables whole; with
+	// sequential scans off it must still find the bounded path.
+	if _, err := owner.Exec(ctx, "ANALYZE tlog_leaves, tlog_session_tiles; SET enable_seqscan = off"); err != nil {
 		t.Fatal(err)
 	}
 	for name, plan := range map[string]string{
 		"SessionLeaves":   explain(t, owner, pgstore.QuerySessionLeaves, "s-150", 0, int64(1<<62), 1000),
 		"LastSessionLeaf": explain(t, owner, pgstore.QueryLastSessionLeaf, "s-150", int64(900)),
 	} {
-		if !strings.Contains(plan, "tlog_leaves_session") || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "Sort") {
-			t.Errorf("%s is not an ordered scan of tlog_leaves_session:\n%s", name, plan)
+		t.Logf("%s:\n%s", name, plan)
+		if !strings.Contains(plan, "tlog_session_tiles_pkey") || !strings.Contains(plan, "tlog_leaves_pkey") ||
+			strings.Contains(plan, "Seq Scan") || !strings.Contains(plan, "->  Limit") {
+			t.Errorf("%s is not a scan of the session's tiles and their leaves by index:\n%s", name, plan)
 		}
 	}
 }
@@ -604,4 +610,74 @@ func planLogKey(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return skey
+}
+
+// TestSessionTilesMigration: migration 0018 indexes the leaves a ledger
+// integrated before it by the session each leaf's data names, so the
+// session readers find them after the upgrade, the index of 0008 is gone,
+// and a leaf whose entry is missing is still found (the session comes from
+// the leaf, not from entries).
+func TestSessionTilesMigration(t *testing.T) {
+	ctx := context.Background()
+	url := newDBAt(t, 14)
+	owner := ownerConn(t, url)
+	// 600 leaves over three sessions, interleaved, with no entries behind
+	// them: 0002 gives tlog_leaves no key to entries.
+	var idx, ids []int64
+	var hashes, data [][]byte
+	for i := range int64(600) {
+		l := tlog.Leaf{SessionID: fmt.Sprintf("m-%d", i%3), Position: i / 3, EntryHash: [32]byte{byte(i), byte(i >> 8)}}
+		d, err := l.MarshalJCS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, ids, hashes, data = append(idx, i), append(ids, i+1), append(hashes, l.EntryHash[:]), append(data, d)
+	}
+	if _, err := owner.Exec(ctx, `INSERT INTO tlog_leaves (idx, entry_id, entry_hash, data)
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[], $4::bytea[])`, idx, ids, hashes, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgstore.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	var pairs []string
+	rows, err := owner.Query(ctx, `SELECT session_id || '/' || tile FROM tlog_session_tiles ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pairs, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"m-0/0", "m-0/1", "m-0/2", "m-1/0", "m-1/1", "m-1/2", "m-2/0", "m-2/1", "m-2/2"}; fmt.Sprint(pairs) != fmt.Sprint(want) {
+		t.Errorf("tlog_session_tiles after 0018 = %v, want %v", pairs, want)
+	}
+	var n int
+	if err := owner.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = 'tlog_leaves_session'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("tlog_leaves_session still exists (%d, %v)", n, err)
+	}
+	s, err := pgstore.Open(ctx, url, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.LogStorage().SessionLeaves(ctx, "m-1", 250, 1<<63, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 117 || got[0].Index != 250 || got[len(got)-1].Index != 598 {
+		t.Fatalf("SessionLeaves(m-1, from 250) = %d leaves, want 117 from 250 to 598", len(got))
+	}
+	for _, il := range got {
+		if l, err := tlog.ParseLeaf(il.Data); err != nil || l.SessionID != "m-1" || il.Index%3 != 1 {
+			t.Fatalf("leaf %d: %+v, %v", il.Index, l, err)
+		}
+	}
+	last, err := s.LogStorage().LastSessionLeaf(ctx, "m-2", 513)
+	if err != nil || last.Index != 512 {
+		t.Fatalf("LastSessionLeaf(m-2, 513) = %d, %v; want 512", last.Index, err)
+	}
+	last, err = s.LogStorage().LastSessionLeaf(ctx, "m-2", 512)
+	if err != nil || last.Index != 509 {
+		t.Fatalf("LastSessionLeaf(m-2, 512) = %d, %v; want 509 (the tile before)", last.Index, err)
+	}
 }

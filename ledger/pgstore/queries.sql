@@ -110,6 +110,12 @@ SELECT (SELECT count(*) FROM new_sessions), (SELECT count(*) FROM new_heads),
 -- name: LogDequeue
 DELETE FROM tlog_pending WHERE entry_id = ANY($1);
 
+-- name: LogInsertSessionTiles
+-- Migration 0018: a tile's session written by an earlier batch is there.
+INSERT INTO tlog_session_tiles (session_id, tile)
+SELECT * FROM unnest($1::text[], $2::bigint[])
+ON CONFLICT DO NOTHING;
+
 -- name: LogInsertTiles
 INSERT INTO tlog_tiles (level, idx, data, root)
 SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[], $4::bytea[]);

@@ -25,7 +25,7 @@ var queriesSQL string
 type writeQueries struct {
 	SessionState, StoredByStep, InsertSession, InsertHead, MoveHead,
 	InsertEntry, InsertResponse, InsertRequestParams,
-	LogInsertLeaves, LogDequeue, LogInsertTile,
+	LogInsertLeaves, LogDequeue, LogInsertSessionTiles, LogInsertTile,
 	IngestedReplayKey, InsertIngestRecord, InsertIngestFlag, InsertQuarantine, InsertSource string
 }
 

@@ -43,14 +43,28 @@ FROM tlog_pending p JOIN entries e ON e.id = p.entry_id
 WHERE p.entry_id > ?1 ORDER BY p.entry_id LIMIT ?2;
 
 -- name: LogSessionLeaves
--- The expression is the index's (migration 0008): the session is read from
--- the leaf's own data, never from entries.
-SELECT idx, data FROM tlog_leaves
-WHERE json_extract(CAST(data AS TEXT), '$.session_id') = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx LIMIT ?4;
+-- As in the Postgres store: at most ?4 of the session's tiles (migration
+-- 0018), then their leaves whose own data names the session.
+WITH t AS (
+    SELECT tile FROM tlog_session_tiles
+    WHERE session_id = ?1 AND tile >= ?2 / 256 AND tile <= (?3 - 1) / 256
+    ORDER BY tile LIMIT ?4
+)
+SELECT l.idx, l.data
+FROM t JOIN tlog_leaves l ON l.idx >= t.tile * 256 AND l.idx < t.tile * 256 + 256
+WHERE l.idx >= ?2 AND l.idx < ?3 AND json_extract(CAST(l.data AS TEXT), '$.session_id') = ?1
+ORDER BY l.idx LIMIT ?4;
 
 -- name: LogLastSessionLeaf
-SELECT idx, data FROM tlog_leaves
-WHERE json_extract(CAST(data AS TEXT), '$.session_id') = ?1 AND idx < ?2 ORDER BY idx DESC LIMIT 1;
+WITH t AS (
+    SELECT tile FROM tlog_session_tiles
+    WHERE session_id = ?1 AND tile <= (?2 - 1) / 256
+    ORDER BY tile DESC LIMIT 2
+)
+SELECT l.idx, l.data
+FROM t JOIN tlog_leaves l ON l.idx >= t.tile * 256 AND l.idx < t.tile * 256 + 256
+WHERE l.idx < ?2 AND json_extract(CAST(l.data AS TEXT), '$.session_id') = ?1
+ORDER BY l.idx DESC LIMIT 1;
 
 -- The one-row tlog_head is keyed singleton = 1; the checkpoints and
 -- cosignatures take created_at from the statement (Dialect.StampsRows).

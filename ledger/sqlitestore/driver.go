@@ -106,6 +106,19 @@ func (d *driver) WriteLeaves(ctx context.Context, on sqlstore.Querier, start uin
 			return fmt.Errorf("%w: %d of %d entries were not pending", tlog.ErrConflict, int64(len(chunk))-n, len(chunk))
 		}
 	}
+	// The sessions per tile of 256 leaves (migration 0018), the index the
+	// session readers use.
+	sts := tlog.SessionTiles(start, leaves)
+	for from := 0; from < len(sts); from += leafChunk {
+		chunk := sts[from:min(from+leafChunk, len(sts))]
+		args := make([]any, 0, 2*len(chunk))
+		for _, st := range chunk {
+			args = append(args, st.SessionID, st.Tile)
+		}
+		if _, err := tx.ExecContext(ctx, q.LogInsertSessionTiles+" "+placeholders(len(chunk), 2), args...); err != nil {
+			return fmt.Errorf("couldn't index the sessions of leaves %d..%d: %w", start, start+uint64(len(leaves))-1, err)
+		}
+	}
 	for _, t := range tiles {
 		if _, err := tx.ExecContext(ctx, q.LogInsertTile,
 			t.Level, int64(t.N), t.Data, t.Root[:]); err != nil {

@@ -40,6 +40,11 @@ INSERT INTO tlog_leaves (idx, entry_id, entry_hash, data) VALUES
 -- The caller appends "(?, ?, ...)", one placeholder per entry id.
 DELETE FROM tlog_pending WHERE entry_id IN
 
+-- name: LogInsertSessionTiles
+-- Migration 0018. Multi-row: the caller appends one "(?, ?)" per pair; a
+-- tile's session written by an earlier batch is there.
+INSERT OR IGNORE INTO tlog_session_tiles (session_id, tile) VALUES
+
 -- name: LogInsertTile
 INSERT INTO tlog_tiles (level, idx, data, root) VALUES (?, ?, ?, ?);
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,4 +92,18 @@ func FuzzLeafRoundTrip(f *testing.F) {
 			t.Fatalf("JCS mismatch:\n got %s\nwant %s", b, want)
 		}
 	})
+}
+
+// TestSessionTiles: one pair per session per tile of 256 leaves, in order
+// of first appearance, counting indexes from start.
+func TestSessionTiles(t *testing.T) {
+	var leaves []StoredLeaf
+	for _, s := range []string{"a", "a", "b", "a", "c"} {
+		leaves = append(leaves, StoredLeaf{SessionID: s})
+	}
+	got := SessionTiles(254, leaves) // leaves 254..258: tiles 0 and 1
+	want := []SessionTile{{"a", 0}, {"b", 1}, {"a", 1}, {"c", 1}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("SessionTiles = %v, want %v", got, want)
+	}
 }

@@ -468,7 +468,7 @@ func (l *Log) prepare(ctx context.Context, after int64, limit int) (*batch, erro
 			// a ledger bug, reported with the entry it came from.
 			return nil, fmt.Errorf("entry %d: %w", p.EntryID, err)
 		}
-		b.leaves[i] = StoredLeaf{EntryID: p.EntryID, EntryHash: p.Leaf.EntryHash, Data: data}
+		b.leaves[i] = StoredLeaf{EntryID: p.EntryID, EntryHash: p.Leaf.EntryHash, SessionID: p.Leaf.SessionID, Data: data}
 		b.lastID = max(b.lastID, p.EntryID)
 		h := LeafHash(data)
 		if err := l.rng.Append(h[:], visit); err != nil || visitErr != nil {

@@ -26,7 +26,37 @@ type PendingEntry struct {
 type StoredLeaf struct {
 	EntryID   int64
 	EntryHash [HashSize]byte
+	SessionID string // Leaf.SessionID, the session Data names
 	Data      []byte // Leaf.MarshalJCS
+}
+
+// SessionTile is one session with leaves in one tile of level 0 (leaves
+// TileWidth*Tile .. TileWidth*Tile+TileWidth-1): the stores index a
+// session's leaves by these pairs, written with the leaves, instead of an
+// index entry per leaf.
+type SessionTile struct {
+	SessionID string
+	Tile      int64
+}
+
+// SessionTiles returns the distinct sessions per level-0 tile of leaves
+// stored from index start, in order of first appearance.
+func SessionTiles(start uint64, leaves []StoredLeaf) []SessionTile {
+	var out []SessionTile
+	seen := make(map[SessionTile]struct{})
+	for i, l := range leaves {
+		st := SessionTile{SessionID: l.SessionID, Tile: int64((start + uint64(i)) / TileWidth)}
+		// A session's entries are often neighbours: skip the map then.
+		if len(out) > 0 && out[len(out)-1] == st {
+			continue
+		}
+		if _, ok := seen[st]; ok {
+			continue
+		}
+		seen[st] = struct{}{}
+		out = append(out, st)
+	}
+	return out
 }
 
 // IndexedLeaf is one stored leaf's data with its index in the tree.

@@ -241,7 +241,7 @@ func testContract(t *testing.T, db DB) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, tlog.StoredLeaf{EntryID: p.EntryID, EntryHash: p.Leaf.EntryHash, Data: data})
+			out = append(out, tlog.StoredLeaf{EntryID: p.EntryID, EntryHash: p.Leaf.EntryHash, SessionID: p.Leaf.SessionID, Data: data})
 		}
 		return out
 	}
