@@ -159,3 +159,16 @@ WHERE e.recorded_at < $5::timestamptz
                 SELECT 1 FROM legal_hold_sessions hs WHERE hs.hold_id = h.id AND hs.session_id = s.session_id)))
 ON CONFLICT (session_id, position) DO NOTHING
 RETURNING session_id, position;
+
+-- name: OldestSource
+-- OldestPayload for the source records: when the oldest one in a rule's
+-- scope ($3 a source format, '' for any) was recorded.
+SELECT e.recorded_at
+FROM source_records r
+JOIN entries e ON e.session_id = r.session_id AND e.position = r.position
+JOIN sessions s ON s.session_id = r.session_id
+WHERE ($1::text = '' OR substr(s.agent_id, 1, length($1::text)) = $1::text)
+  AND ($2::text = '' OR e.step_type = $2::text)
+  AND ($3::text = '' OR convert_from(e.content, 'UTF8')::jsonb ->> 'source_format' = $3::text)
+ORDER BY e.recorded_at
+LIMIT 1;

@@ -298,6 +298,15 @@ func TestSourceRecordsUnderRetention(t *testing.T) {
 				t.Fatal(err)
 			}
 			params0, _, _ := paramsState(t, f, f.HMACSession)
+			// The dashboard's next expiry of the rule is its oldest
+			// record's: recorded about now, so in about 30 days.
+			st, err := f.Store.RetentionStatus(ctx)
+			if err != nil || len(st.Rules) != 1 {
+				t.Fatalf("status %+v, %v", st, err)
+			}
+			if d := time.Until(st.Rules[0].NextExpiry); d < 29*24*time.Hour || d > 30*24*time.Hour {
+				t.Fatalf("next expiry of the opa rule in %s, want about 30 days", d)
+			}
 
 			c.set(start.Add(31 * 24 * time.Hour))
 			reps, err := svc.Sweep(ctx)

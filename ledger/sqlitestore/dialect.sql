@@ -149,3 +149,15 @@ WHERE (r.session_id, r.position) IN (VALUES /*keys*/)
                 SELECT 1 FROM legal_hold_sessions hs WHERE hs.hold_id = h.id AND hs.session_id = s.session_id)))
 ON CONFLICT (session_id, position) DO NOTHING
 RETURNING session_id, position;
+
+-- name: OldestSource
+-- OldestPayload for the source records (?3 a source format, '' for any).
+SELECT e.recorded_at
+FROM source_records r
+JOIN entries e ON e.session_id = r.session_id AND e.position = r.position
+JOIN sessions s ON s.session_id = r.session_id
+WHERE (?1 = '' OR substr(s.agent_id, 1, length(?1)) = ?1)
+  AND (?2 = '' OR e.step_type = ?2)
+  AND (?3 = '' OR json_extract(CAST(e.content AS TEXT), '$.source_format') = ?3)
+ORDER BY e.recorded_at
+LIMIT 1;

@@ -56,9 +56,9 @@ type Queries struct {
 	RetentionTotals, OldestPayload string
 
 	// The dialect's file.
-	DailyDecisions, DailySessions, HasQuarantine string
-	IngestedByKey, Flagged                       string
-	EraseParamsBatch, EraseSourceBatch           string
+	DailyDecisions, DailySessions, HasQuarantine     string
+	IngestedByKey, Flagged                           string
+	EraseParamsBatch, EraseSourceBatch, OldestSource string
 	LogPending, LogSessionLeaves, LogLastSessionLeaf,
 	LogLatestCheckpoint, LogInsertCheckpoint, LogMoveHead, LogInsertHead,
 	LogAddCosignature string

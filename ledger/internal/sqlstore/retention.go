@@ -356,14 +356,27 @@ func (s *Store) RetentionStatus(ctx context.Context) (ledger.RetentionStatus, er
 	}
 	for _, r := range rules {
 		rs := ledger.RuleStatus{Rule: r}
-		var oldest time.Time
-		err := s.d.Reader().QueryRow(ctx, s.q.OldestPayload, r.AgentPrefix, r.StepType).Scan(s.dl.ScanTime(&oldest))
-		switch {
-		case noRows(err):
-		case err != nil:
-			return st, fmt.Errorf("couldn't read the oldest payload of rule %q: %w", r.Name, err)
-		case r.SourceFormat == "" || r.SourceFormat == "guardian":
-			rs.NextExpiry = oldest.UTC().Add(r.Period)
+		var first time.Time
+		for _, k := range ledger.PayloadKinds {
+			if !k.HasFormat(r.SourceFormat) {
+				continue
+			}
+			q, args := s.q.OldestPayload, []any{r.AgentPrefix, r.StepType}
+			if k.Name == "source" {
+				q, args = s.q.OldestSource, append(args, r.SourceFormat)
+			}
+			var oldest time.Time
+			err := s.d.Reader().QueryRow(ctx, q, args...).Scan(s.dl.ScanTime(&oldest))
+			switch {
+			case noRows(err):
+			case err != nil:
+				return st, fmt.Errorf("couldn't read the oldest %s payload of rule %q: %w", k.Name, r.Name, err)
+			case first.IsZero() || oldest.Before(first):
+				first = oldest
+			}
+		}
+		if !first.IsZero() {
+			rs.NextExpiry = first.UTC().Add(r.Period)
 		}
 		st.Rules = append(st.Rules, rs)
 	}
