@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -55,10 +56,10 @@ func invalid(field, format string, args ...any) error {
 }
 
 // PayloadKind is one kind of erasable payload stored beside entries.
-// Format is the source format a rule's SourceFormat matches for it.
+// Formats are the source formats a rule's SourceFormat matches for it.
 type PayloadKind struct {
-	Name   string
-	Format string
+	Name    string
+	Formats []string
 }
 
 // PayloadKinds is every kind of payload the sweeper erases: one row per
@@ -66,16 +67,29 @@ type PayloadKind struct {
 var PayloadKinds = []PayloadKind{
 	// The params of the Guardian's own steps (migration 0003), erased
 	// beside an erasures row (0005).
-	{Name: "params", Format: "guardian"},
+	{Name: "params", Formats: []string{"guardian"}},
+	// The source records of ingested entries (0015), erased beside a
+	// source_erasures row; the format is the entry's source_format, the
+	// ingest formats that keep their source (ingest.Formats less acs,
+	// whose records are entries already).
+	{Name: "source", Formats: []string{"opa", "bash-guard", "bash-guard-audit", "a2h"}},
 }
 
 // PayloadScope selects payloads to erase: those of entries recorded
-// before Before whose agent id starts with AgentPrefix and whose step
-// type is StepType ("" for any).
+// before Before whose agent id starts with AgentPrefix, whose step type
+// is StepType and whose source format is SourceFormat ("" for any; the
+// kinds with one format ignore it).
 type PayloadScope struct {
-	AgentPrefix string
-	StepType    string
-	Before      time.Time
+	AgentPrefix  string
+	StepType     string
+	SourceFormat string
+	Before       time.Time
+}
+
+// HasFormat reports whether a rule naming format f (or "" for any) covers
+// payloads of kind k.
+func (k PayloadKind) HasFormat(f string) bool {
+	return f == "" || slices.Contains(k.Formats, f)
 }
 
 // Rule is a retention rule: payloads in its scope are erased once their
@@ -110,7 +124,7 @@ func (r Rule) Check() error {
 
 func knownFormat(f string) bool {
 	for _, k := range PayloadKinds {
-		if k.Format == f {
+		if slices.Contains(k.Formats, f) {
 			return true
 		}
 	}
@@ -120,7 +134,7 @@ func knownFormat(f string) bool {
 func formats() []string {
 	var fs []string
 	for _, k := range PayloadKinds {
-		fs = append(fs, k.Format)
+		fs = append(fs, k.Formats...)
 	}
 	return fs
 }

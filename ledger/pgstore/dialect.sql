@@ -132,3 +132,43 @@ WHERE e.recorded_at < $5::timestamptz
                 SELECT 1 FROM legal_hold_sessions hs WHERE hs.hold_id = h.id AND hs.session_id = s.session_id)))
 ON CONFLICT (session_id, position) DO NOTHING
 RETURNING session_id, position;
+
+-- name: EraseSourceBatch
+-- EraseParamsBatch for the source records of ingested entries (0015,
+-- 0019): the page is what SourceKeys read, the keys marker is filled from
+-- $9, and $8 is a source format ('' for any), matched against the
+-- entry's own source_format member, the evidence that names it.
+WITH k (session_id, position) AS (VALUES /*keys*/)
+INSERT INTO source_erasures (session_id, position, erased_at, reason, erased_by, run_id)
+SELECT r.session_id, r.position, $1::timestamptz, $2::text, $3::text, $4::text
+FROM k
+JOIN source_records r ON r.session_id = k.session_id AND r.position = k.position
+JOIN entries e ON e.session_id = k.session_id AND e.position = k.position
+JOIN sessions s ON s.session_id = k.session_id
+WHERE e.recorded_at < $5::timestamptz
+  AND ($6::text = '' OR substr(s.agent_id, 1, length($6::text)) = $6::text)
+  AND ($7::text = '' OR e.step_type = $7::text)
+  AND ($8::text = '' OR convert_from(e.content, 'UTF8')::jsonb ->> 'source_format' = $8::text)
+  AND NOT EXISTS (
+        SELECT 1 FROM legal_holds h
+        WHERE h.released_at IS NULL
+          AND (h.agent_prefix = '' OR substr(s.agent_id, 1, length(h.agent_prefix)) = h.agent_prefix)
+          AND (h.from_time IS NULL OR e.recorded_at >= h.from_time)
+          AND (h.until_time IS NULL OR e.recorded_at < h.until_time)
+          AND (h.session_count = 0 OR EXISTS (
+                SELECT 1 FROM legal_hold_sessions hs WHERE hs.hold_id = h.id AND hs.session_id = s.session_id)))
+ON CONFLICT (session_id, position) DO NOTHING
+RETURNING session_id, position;
+
+-- name: OldestSource
+-- OldestPayload for the source records: when the oldest one in a rule's
+-- scope ($3 a source format, '' for any) was recorded.
+SELECT e.recorded_at
+FROM source_records r
+JOIN entries e ON e.session_id = r.session_id AND e.position = r.position
+JOIN sessions s ON s.session_id = r.session_id
+WHERE ($1::text = '' OR substr(s.agent_id, 1, length($1::text)) = $1::text)
+  AND ($2::text = '' OR e.step_type = $2::text)
+  AND ($3::text = '' OR convert_from(e.content, 'UTF8')::jsonb ->> 'source_format' = $3::text)
+ORDER BY e.recorded_at
+LIMIT 1;

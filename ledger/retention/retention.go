@@ -364,9 +364,10 @@ func (s *Service) run(ctx context.Context, kind string, scope runScope, ps ledge
 	}
 	start := time.Now()
 	for _, k := range ledger.PayloadKinds {
-		if format != "" && format != k.Format {
+		if !k.HasFormat(format) {
 			continue
 		}
+		ps.SourceFormat = format
 		for from := ledger.Start; ; {
 			t := time.Now()
 			b, err := s.store.EraseBatch(ctx, k.Name, ps, from, s.opts.Batch, run.ID, reason, by)

@@ -16,6 +16,7 @@ import (
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/retention"
 	"github.com/acsledger/acsledger/ledger/storeopen"
+	"github.com/acsledger/acsledger/ledger/storetest"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -247,6 +248,121 @@ func TestHoldBlocksSweepAndErase(t *testing.T) {
 				t.Fatalf("standing holds: %+v %v", standing, err)
 			}
 			verifyOffline(t, f, f.HMACSession)
+		})
+	}
+}
+
+// sourceErasure reads the source record at a position: nil while it is
+// stored, its erasure once erased.
+func sourceErasure(t *testing.T, f *evidencetest.Fixture, session string, position int64) *ledger.Erasure {
+	t.Helper()
+	_, err := f.Store.Source(context.Background(), session, position)
+	var ee *ledger.ErasedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee):
+		return &ee.Erasure
+	}
+	t.Fatalf("source record of %s position %d: %v", session, position, err)
+	return nil
+}
+
+// TestSourceRecordsUnderRetention: a rule scoped to source_format opa
+// expires the source record of an ingested OPA entry (and nothing else:
+// not a bash-guard record, not the Guardian's params), its bundle still
+// verifies offline with the erasure listed; a hold keeps a record from
+// the sweep and refuses its erasure by hand naming the case, and the
+// sweep after the release erases it.
+func TestSourceRecordsUnderRetention(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			f := evidencetest.New(t, kind)
+			res, err := f.Store.Ingest(ctx, []ledger.IngestRecord{
+				storetest.SourceRecordFor("opa", "d-1", "ingested", 1),
+				storetest.SourceRecordFor("bash-guard", "b-1", "ingested", 2),
+				storetest.SourceRecordFor("opa", "d-2", "held", 1),
+			})
+			if err != nil || len(res) != 3 || res[2].Status != ledger.IngestAccepted {
+				t.Fatalf("ingest: %+v, %v", res, err)
+			}
+			opa, bash, held := res[0].Position, res[1].Position, res[2].Position
+			start := time.Now().UTC()
+			c := &clock{t: start}
+			svc := retention.New(f.Store, retention.Options{Now: c.now, Batch: 1})
+			if _, err := svc.SetHold(ctx, ledger.Hold{Case: "case-9", Sessions: []string{"held"}, Reason: "litigation", SetBy: "legal"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.SetRule(ctx, ledger.Rule{Name: "opa-inputs", SourceFormat: "opa", Period: 30 * 24 * time.Hour, Reason: "GDPR art. 5(1)(e)", SetBy: "test"}); err != nil {
+				t.Fatal(err)
+			}
+			params0, _, _ := paramsState(t, f, f.HMACSession)
+			// The dashboard's next expiry of the rule is its oldest
+			// record's: recorded about now, so in about 30 days.
+			st, err := f.Store.RetentionStatus(ctx)
+			if err != nil || len(st.Rules) != 1 {
+				t.Fatalf("status %+v, %v", st, err)
+			}
+			if d := time.Until(st.Rules[0].NextExpiry); d < 29*24*time.Hour || d > 30*24*time.Hour {
+				t.Fatalf("next expiry of the opa rule in %s, want about 30 days", d)
+			}
+
+			c.set(start.Add(31 * 24 * time.Hour))
+			reps, err := svc.Sweep(ctx)
+			if err != nil || len(reps) != 1 || reps[0].Erased != 1 || len(reps[0].Sessions) != 1 ||
+				reps[0].Sessions[0] != (ledger.ErasedRange{SessionID: "ingested", Count: 1, First: opa, Last: opa}) {
+				t.Fatalf("sweep: %+v, %v (want the opa record of ingested)", reps, err)
+			}
+			e := sourceErasure(t, f, "ingested", opa)
+			if e == nil || !strings.Contains(e.Reason, `retention rule "opa-inputs"`) || e.ErasedBy != "acsledger retention sweep" || e.Payload != ledger.PayloadSource {
+				t.Fatalf("opa record after the sweep: %+v", e)
+			}
+			if sourceErasure(t, f, "ingested", bash) != nil || sourceErasure(t, f, "held", held) != nil {
+				t.Fatal("the sweep erased a bash-guard record or a held one")
+			}
+			if s, _, _ := paramsState(t, f, f.HMACSession); s != params0 {
+				t.Fatalf("a rule scoped to opa erased params: %d stored, want %d", s, params0)
+			}
+			// The admin session's record names the erased position.
+			r := adminRecords(t, f, c.now(), retention.StepSweep)[0]["retention"].(map[string]any)
+			if r["erased"].(float64) != 1 || r["sessions"].([]any)[0].(map[string]any)["session_id"] != "ingested" {
+				t.Fatalf("sweep record %v", r)
+			}
+
+			// The bundle verifies offline and lists the erasure.
+			verifyOffline(t, f, "ingested")
+			var buf bytes.Buffer
+			if _, err := evidence.Build(ctx, f.Store, f.Log, "ingested", &buf, f.Options()); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := verify.VerifyBundle(bytes.NewReader(buf.Bytes()), f.Trust(t))
+			if err != nil || len(rep.Notices) != 1 || rep.Notices[0].Code != verify.CodePayloadErased || rep.Notices[0].EntryIndex != int(opa) {
+				t.Fatalf("bundle notices %+v, %v (want payload_erased at %d)", rep.Notices, err, opa)
+			}
+			if !bytes.Contains(buf.Bytes(), []byte(`retention rule \"opa-inputs\"`)) {
+				t.Error("the bundle does not carry the erasure's reason")
+			}
+
+			// By hand, the held record is refused naming the case.
+			_, err = f.Store.EraseSource(ctx, "held", held, "subject asked", "dpo")
+			var he *ledger.HeldError
+			if !errors.As(err, &he) || he.Case != "case-9" || !strings.Contains(err.Error(), `"case-9"`) {
+				t.Fatalf("EraseSource under hold: %v", err)
+			}
+			if sourceErasure(t, f, "held", held) != nil {
+				t.Fatal("the refused erasure erased")
+			}
+			if _, err := svc.ReleaseHold(ctx, "case-9", "legal", "case closed"); err != nil {
+				t.Fatal(err)
+			}
+			if reps, err := svc.Sweep(ctx); err != nil || reps[0].Erased != 1 || reps[0].Sessions[0].SessionID != "held" {
+				t.Fatalf("sweep after release: %+v, %v", reps, err)
+			}
+			if sourceErasure(t, f, "held", held) == nil || sourceErasure(t, f, "ingested", bash) != nil {
+				t.Fatal("after the release: the held record is kept or the bash-guard one erased")
+			}
+			verifyOffline(t, f, "held")
 		})
 	}
 }

@@ -124,3 +124,40 @@ WHERE (p.session_id, p.position) IN (VALUES /*keys*/)
                 SELECT 1 FROM legal_hold_sessions hs WHERE hs.hold_id = h.id AND hs.session_id = s.session_id)))
 ON CONFLICT (session_id, position) DO NOTHING
 RETURNING session_id, position;
+
+-- name: EraseSourceBatch
+-- EraseParamsBatch for the source records of ingested entries (0015,
+-- 0019); ?8 is a source format ('' for any), matched against the entry's
+-- own source_format member.
+INSERT INTO source_erasures (session_id, position, erased_at, reason, erased_by, run_id)
+SELECT r.session_id, r.position, ?1, ?2, ?3, ?4
+FROM source_records r
+JOIN entries e ON e.session_id = r.session_id AND e.position = r.position
+JOIN sessions s ON s.session_id = r.session_id
+WHERE (r.session_id, r.position) IN (VALUES /*keys*/)
+  AND e.recorded_at < ?5
+  AND (?6 = '' OR substr(s.agent_id, 1, length(?6)) = ?6)
+  AND (?7 = '' OR e.step_type = ?7)
+  AND (?8 = '' OR json_extract(CAST(e.content AS TEXT), '$.source_format') = ?8)
+  AND NOT EXISTS (
+        SELECT 1 FROM legal_holds h
+        WHERE h.released_at IS NULL
+          AND (h.agent_prefix = '' OR substr(s.agent_id, 1, length(h.agent_prefix)) = h.agent_prefix)
+          AND (h.from_time IS NULL OR e.recorded_at >= h.from_time)
+          AND (h.until_time IS NULL OR e.recorded_at < h.until_time)
+          AND (h.session_count = 0 OR EXISTS (
+                SELECT 1 FROM legal_hold_sessions hs WHERE hs.hold_id = h.id AND hs.session_id = s.session_id)))
+ON CONFLICT (session_id, position) DO NOTHING
+RETURNING session_id, position;
+
+-- name: OldestSource
+-- OldestPayload for the source records (?3 a source format, '' for any).
+SELECT e.recorded_at
+FROM source_records r
+JOIN entries e ON e.session_id = r.session_id AND e.position = r.position
+JOIN sessions s ON s.session_id = r.session_id
+WHERE (?1 = '' OR substr(s.agent_id, 1, length(?1)) = ?1)
+  AND (?2 = '' OR e.step_type = ?2)
+  AND (?3 = '' OR json_extract(CAST(e.content AS TEXT), '$.source_format') = ?3)
+ORDER BY e.recorded_at
+LIMIT 1;

@@ -120,16 +120,11 @@ func (s *Store) EraseParams(ctx context.Context, sessionID string, position int6
 		if err := s.d.BeginErase(ctx, tx); err != nil {
 			return err
 		}
-		// A standing legal hold refuses the erasure, naming its case.
-		held, err := s.heldBy(ctx, tx, sessionID, position)
-		if err != nil {
+		if err := s.refuseHeld(ctx, tx, sessionID, position); err != nil {
 			return err
 		}
-		if held != "" {
-			return &ledger.HeldError{Case: held, SessionID: sessionID, Position: position}
-		}
 		// The stored time comes back, as precise as the column keeps it.
-		err = tx.QueryRow(ctx, s.q.InsertErasure, sessionID, position, s.dl.Time(e.ErasedAt), reason, by).Scan(s.dl.ScanTime(&e.ErasedAt))
+		err := tx.QueryRow(ctx, s.q.InsertErasure, sessionID, position, s.dl.Time(e.ErasedAt), reason, by).Scan(s.dl.ScanTime(&e.ErasedAt))
 		if noRows(err) {
 			return s.notErasable(ctx, tx, sessionID, position)
 		}

@@ -52,13 +52,13 @@ type Queries struct {
 	// retention.sql
 	PutRule, DeleteRule, Rules, InsertHold, InsertHoldSession, ReleaseHold,
 	Holds, HoldByID, HoldSessions, HeldBy, ParamsKeys,
-	DeleteErasedParams, StartRun, FinishRun, UnfinishedRuns, RunErasures,
+	DeleteErasedParams, SourceKeys, DeleteErasedSource, StartRun, FinishRun, UnfinishedRuns, RunErasures,
 	RetentionTotals, OldestPayload string
 
 	// The dialect's file.
-	DailyDecisions, DailySessions, HasQuarantine string
-	IngestedByKey, Flagged                       string
-	EraseParamsBatch                             string
+	DailyDecisions, DailySessions, HasQuarantine     string
+	IngestedByKey, Flagged                           string
+	EraseParamsBatch, EraseSourceBatch, OldestSource string
 	LogPending, LogSessionLeaves, LogLastSessionLeaf,
 	LogLatestCheckpoint, LogInsertCheckpoint, LogMoveHead, LogInsertHead,
 	LogAddCosignature string

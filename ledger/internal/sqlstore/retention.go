@@ -13,8 +13,11 @@ import (
 // (ledger.PayloadKinds names them): the page of keys, the statement that
 // records the erasures of the page's rows in scope, and the delete of the
 // rows the run recorded in the page. Adding a kind is one row here and one there.
+// byFormat: the erase statement takes the scope's source format as its
+// eighth argument (a kind of several formats).
 type payloadKind struct {
 	keys, erase, del func(q *Queries) string
+	byFormat         bool
 }
 
 var payloadKinds = map[string]payloadKind{
@@ -22,6 +25,12 @@ var payloadKinds = map[string]payloadKind{
 		keys:  func(q *Queries) string { return q.ParamsKeys },
 		erase: func(q *Queries) string { return q.EraseParamsBatch },
 		del:   func(q *Queries) string { return q.DeleteErasedParams },
+	},
+	"source": {
+		keys:     func(q *Queries) string { return q.SourceKeys },
+		erase:    func(q *Queries) string { return q.EraseSourceBatch },
+		del:      func(q *Queries) string { return q.DeleteErasedSource },
+		byFormat: true,
 	},
 }
 
@@ -169,6 +178,20 @@ func (s *Store) heldBy(ctx context.Context, tx Querier, sessionID string, positi
 	return c, nil
 }
 
+// refuseHeld returns a *ledger.HeldError naming the case of a standing
+// hold covering the entry at position: an erasure by hand (EraseParams,
+// EraseSource) is refused under a hold.
+func (s *Store) refuseHeld(ctx context.Context, tx Querier, sessionID string, position int64) error {
+	held, err := s.heldBy(ctx, tx, sessionID, position)
+	if err != nil {
+		return err
+	}
+	if held != "" {
+		return &ledger.HeldError{Case: held, SessionID: sessionID, Position: position}
+	}
+	return nil
+}
+
 // EraseBatch implements ledger.PayloadSweeper. The transaction reads one
 // page of keys (at most limit), records the erasures of those in scope
 // and under no hold, and deletes them: its work is bounded by limit.
@@ -212,8 +235,11 @@ func (s *Store) EraseBatch(ctx context.Context, kind string, sc ledger.PayloadSc
 			return nil
 		}
 		b.Next = page[len(page)-1]
-		query, args := s.withKeys(k.erase(s.q), page,
-			s.dl.Time(at), reason, by, runID, s.dl.Time(sc.Before), sc.AgentPrefix, sc.StepType)
+		args := []any{s.dl.Time(at), reason, by, runID, s.dl.Time(sc.Before), sc.AgentPrefix, sc.StepType}
+		if k.byFormat {
+			args = append(args, sc.SourceFormat)
+		}
+		query, args := s.withKeys(k.erase(s.q), page, args...)
 		var keys []ledger.Cursor
 		rows, err = tx.Query(ctx, query, args...)
 		if err != nil {
@@ -330,14 +356,27 @@ func (s *Store) RetentionStatus(ctx context.Context) (ledger.RetentionStatus, er
 	}
 	for _, r := range rules {
 		rs := ledger.RuleStatus{Rule: r}
-		var oldest time.Time
-		err := s.d.Reader().QueryRow(ctx, s.q.OldestPayload, r.AgentPrefix, r.StepType).Scan(s.dl.ScanTime(&oldest))
-		switch {
-		case noRows(err):
-		case err != nil:
-			return st, fmt.Errorf("couldn't read the oldest payload of rule %q: %w", r.Name, err)
-		case r.SourceFormat == "" || r.SourceFormat == "guardian":
-			rs.NextExpiry = oldest.UTC().Add(r.Period)
+		var first time.Time
+		for _, k := range ledger.PayloadKinds {
+			if !k.HasFormat(r.SourceFormat) {
+				continue
+			}
+			q, args := s.q.OldestPayload, []any{r.AgentPrefix, r.StepType}
+			if k.Name == "source" {
+				q, args = s.q.OldestSource, append(args, r.SourceFormat)
+			}
+			var oldest time.Time
+			err := s.d.Reader().QueryRow(ctx, q, args...).Scan(s.dl.ScanTime(&oldest))
+			switch {
+			case noRows(err):
+			case err != nil:
+				return st, fmt.Errorf("couldn't read the oldest %s payload of rule %q: %w", k.Name, r.Name, err)
+			case first.IsZero() || oldest.Before(first):
+				first = oldest
+			}
+		}
+		if !first.IsZero() {
+			rs.NextExpiry = first.UTC().Add(r.Period)
 		}
 		st.Rules = append(st.Rules, rs)
 	}

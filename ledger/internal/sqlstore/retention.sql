@@ -73,6 +73,20 @@ LIMIT $3;
 -- against erasures.
 DELETE FROM request_params WHERE session_id = $1 AND position = $2;
 
+-- name: SourceKeys
+-- The next page of stored source records in key order (ParamsKeys for
+-- the source kind).
+SELECT session_id, position FROM source_records
+WHERE (session_id, position) > ($1::text, $2::bigint)
+ORDER BY session_id, position
+LIMIT $3;
+
+-- name: DeleteErasedSource
+-- Deletes one source record the run recorded as erased (EraseSourceBatch,
+-- same transaction); the trigger source_records_erased_only checks it
+-- against source_erasures.
+DELETE FROM source_records WHERE session_id = $1 AND position = $2;
+
 -- name: StartRun
 INSERT INTO retention_runs (run_id, kind, scope, started_at) VALUES ($1, $2, $3, $4);
 
@@ -83,8 +97,11 @@ UPDATE retention_runs SET finished_at = $2, erased = $3 WHERE run_id = $1 AND fi
 SELECT run_id, kind, scope, started_at FROM retention_runs WHERE finished_at IS NULL ORDER BY started_at;
 
 -- name: RunErasures
+-- What a run erased per session, params and source records together.
 SELECT session_id, count(*), min(position), max(position)
-FROM erasures WHERE run_id = $1
+FROM (SELECT session_id, position FROM erasures WHERE run_id = $1
+      UNION ALL
+      SELECT session_id, position FROM source_erasures WHERE run_id = $1) x
 GROUP BY session_id ORDER BY session_id;
 
 -- name: RetentionTotals

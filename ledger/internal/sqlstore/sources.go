@@ -46,6 +46,9 @@ func (s *Store) EraseSource(ctx context.Context, sessionID string, position int6
 		if err := s.d.BeginErase(ctx, tx); err != nil {
 			return err
 		}
+		if err := s.refuseHeld(ctx, tx, sessionID, position); err != nil {
+			return err
+		}
 		err := tx.QueryRow(ctx, s.q.InsertSourceErasure, sessionID, position, s.dl.Time(e.ErasedAt), reason, by).Scan(s.dl.ScanTime(&e.ErasedAt))
 		if noRows(err) {
 			return s.sourceNotErasable(ctx, tx, sessionID, position)
