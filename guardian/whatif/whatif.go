@@ -46,10 +46,13 @@ import (
 // at a time (ledger.RecordedStepReader), and, for a Guardian step whose
 // session's earlier entries the filter left out, those entries and their
 // params (ledger.Store.Entries and ledger.StepReader.Request, with their
-// contracts: ErrNotFound, and ErrErased for erased params).
+// contracts: ErrNotFound, and ErrErased for erased params), and, for an
+// ingested OPA decision, the source record kept beside its entry
+// (ledger.SourceReader: ErrErased once erased or expired).
 type Store interface {
 	ledger.RecordedStepReader
 	replay.StepHistoryReader
+	ledger.SourceReader
 }
 
 // Limits of a run.
@@ -535,14 +538,19 @@ func (r *runner) opaStep(ctx context.Context, st *ledger.RecordedStep) error {
 	case len(d.Masked) > 0:
 		r.notReplayable(st, "input_masked", "OPA masked "+strings.Join(d.Masked, ", ")+" in the decision log")
 		return nil
-	case oe.SourceRecord == nil:
-		r.notReplayable(st, "input_missing", "the ledger no longer holds the source record (erased or expired)")
+	}
+	src, reason, why, err := r.opaSource(ctx, st, oe.SourceRecord)
+	if err != nil {
+		return err
+	}
+	if src == nil {
+		r.notReplayable(st, reason, why)
 		return nil
 	}
 	var ev struct {
 		Input json.RawMessage `json:"input"`
 	}
-	if err := json.Unmarshal([]byte(*oe.SourceRecord), &ev); err != nil || len(ev.Input) == 0 {
+	if err := json.Unmarshal(src, &ev); err != nil || len(ev.Input) == 0 {
 		r.notReplayable(st, "input_missing", "the decision's input was not recorded")
 		return nil
 	}
@@ -594,6 +602,28 @@ func (r *runner) opaStep(ctx context.Context, st *ledger.RecordedStep) error {
 	}
 	r.compare(st, st.Entry.StepType, rec, cand, approx)
 	return nil
+}
+
+// opaSource returns an ingested OPA decision's source record: inline in
+// entries ingested before sources were kept apart (inline), else the one
+// stored beside the entry. Without one it returns nil and why, as a
+// not-replayable reason; err is only a failure of the store.
+func (r *runner) opaSource(ctx context.Context, st *ledger.RecordedStep, inline *string) (src []byte, reason, why string, err error) {
+	if inline != nil {
+		return []byte(*inline), "", "", nil
+	}
+	src, err = r.store.Source(ctx, st.Entry.SessionID, st.Entry.Position)
+	var erased *ledger.ErasedError
+	switch {
+	case errors.As(err, &erased):
+		return nil, "input_erased", fmt.Sprintf("the source record was erased on %s: %s",
+			erased.Erasure.ErasedAt.UTC().Format(time.RFC3339), erased.Erasure.Reason), nil
+	case errors.Is(err, ledger.ErrNotFound):
+		return nil, "input_missing", "the ledger holds no source record for this decision", nil
+	case err != nil:
+		return nil, "", "", fmt.Errorf("couldn't read the source record of %s/%d: %w", st.Entry.SessionID, st.Entry.Position, err)
+	}
+	return src, "", "", nil
 }
 
 // opaSide reads an OPA result as a verdict: true/false, or an object's

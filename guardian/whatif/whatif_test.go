@@ -262,6 +262,20 @@ func TestOPADecisions(t *testing.T) {
 				sum.NotReplayableByKind["input_masked"] != 1 || !strings.Contains(sum.NotReplayableSteps[0].Reason, "/input/token") {
 				t.Fatalf("summary %+v", sum)
 			}
+			// The input lives in the source record kept beside the entry:
+			// erased, the decision is not replayable, and says why.
+			if _, err := f.Store.EraseSource(context.Background(), changes[0].SessionID, changes[0].Position, "data subject request", "dpo"); err != nil {
+				t.Fatal(err)
+			}
+			changes, sum = run(t, f.Store, c, whatif.Options{Filter: ledger.StepFilter{Source: "opa"}})
+			if len(changes) != 0 || sum.Evaluated != 2 || sum.NotReplayableByKind["input_erased"] != 1 {
+				t.Fatalf("after erasing the changed step's source: changes %+v, summary %+v", changes, sum)
+			}
+			for _, nr := range sum.NotReplayableSteps {
+				if nr.StepID == "opa:w-2" && !strings.Contains(nr.Reason, "data subject request") {
+					t.Errorf("the erased step's reason %q does not name the erasure", nr.Reason)
+				}
+			}
 		})
 	}
 }
