@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -33,6 +34,10 @@ const (
 	// CodeTimestampMissing: a time-stamp was required (acsverify
 	// --require-timestamp) and the checkpoint has none.
 	CodeTimestampMissing = "timestamp_missing"
+
+	// CodeTimestampNotChecked (a notice): a receipt carries a time-stamp
+	// and no TSA certificate was given to check it against.
+	CodeTimestampNotChecked = "timestamp_not_checked"
 )
 
 // MaxTimestampSize bounds a time-stamp response: a token with a short
@@ -104,15 +109,56 @@ func CheckTimestamp(response, signed []byte, roots *x509.CertPool) (time.Time, e
 	if len(response) == 0 || len(response) > MaxTimestampSize {
 		return time.Time{}, fmt.Errorf("time-stamp response of %d bytes, want 1 to %d", len(response), MaxTimestampSize)
 	}
-	want, err := TimestampImprint(signed)
-	if err != nil {
-		return time.Time{}, err
-	}
 	// ParseResponse refuses a response whose status is not granted and
 	// checks the CMS signature with the certificate the token carries.
 	ts, err := timestamp.ParseResponse(response)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("time-stamp response does not parse or verify: %w", err)
+	}
+	return checkStamp(ts, signed, roots)
+}
+
+// TimestampToken returns the TimeStampToken (DER CMS ContentInfo, RFC 3161
+// §2.4.2) a granted time-stamp response carries: what a receipt holds in
+// its timestamp_token member. The response is parsed and its signature
+// checked as by [CheckTimestamp], without the certificate chain.
+func TimestampToken(response []byte) ([]byte, error) {
+	if len(response) == 0 || len(response) > MaxTimestampSize {
+		return nil, fmt.Errorf("time-stamp response of %d bytes, want 1 to %d", len(response), MaxTimestampSize)
+	}
+	ts, err := timestamp.ParseResponse(response)
+	if err != nil {
+		return nil, fmt.Errorf("time-stamp response does not parse or verify: %w", err)
+	}
+	return ts.RawToken, nil
+}
+
+// CheckTimestampToken is [CheckTimestamp] for a bare TimeStampToken (DER,
+// as `openssl ts -reply -token_out` writes it and a receipt carries it)
+// rather than the whole response: a token exists only for a granted
+// request, so there is no status to check.
+func CheckTimestampToken(token, signed []byte, roots *x509.CertPool) (time.Time, error) {
+	if len(token) == 0 || len(token) > MaxTimestampSize {
+		return time.Time{}, fmt.Errorf("time-stamp token of %d bytes, want 1 to %d", len(token), MaxTimestampSize)
+	}
+	// DER has one spelling: nothing may follow the token's one value.
+	var outer asn1.RawValue
+	if rest, err := asn1.Unmarshal(token, &outer); err != nil || len(rest) > 0 {
+		return time.Time{}, errors.New("time-stamp token is not one DER value")
+	}
+	ts, err := timestamp.Parse(token)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("time-stamp token does not parse or verify: %w", err)
+	}
+	return checkStamp(ts, signed, roots)
+}
+
+// checkStamp checks a parsed time-stamp against the signed checkpoint note
+// and, when roots is not nil, its signer's chain.
+func checkStamp(ts *timestamp.Timestamp, signed []byte, roots *x509.CertPool) (time.Time, error) {
+	want, err := TimestampImprint(signed)
+	if err != nil {
+		return time.Time{}, err
 	}
 	if ts.HashAlgorithm != crypto.SHA256 {
 		return time.Time{}, fmt.Errorf("time-stamp imprint uses %v, want SHA-256", ts.HashAlgorithm)
@@ -137,6 +183,21 @@ func CheckTimestamp(response, signed []byte, roots *x509.CertPool) (time.Time, e
 	})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("time-stamp signer is not a trusted TSA: %w", err)
+	}
+	// CMS signs neither the certificates a token carries nor their
+	// order, so a certificate that takes no part in the chain above
+	// could be edited unnoticed. Every one must chain to the trusted
+	// certificates itself: a token is then either as the TSA made it or
+	// refused.
+	inter := x509.NewCertPool()
+	for _, c := range p7.Certificates {
+		inter.AddCert(c)
+	}
+	for i, c := range p7.Certificates {
+		_, err := c.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: ts.Time, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+		if err != nil {
+			return time.Time{}, fmt.Errorf("time-stamp token certificate %d (%s) does not chain to a trusted TSA certificate: %w", i+1, c.Subject, err)
+		}
 	}
 	return ts.Time, nil
 }
