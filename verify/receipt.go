@@ -341,6 +341,20 @@ func parseReceiptExtra(b []byte) (*ReceiptExtra, error) {
 		return nil, errors.New("extra data: response is not an object")
 	case x.PolicyReferences == nil:
 		return nil, errors.New("extra data: policy_references is missing")
+	case x.TimestampToken != nil && len(x.TimestampToken) == 0:
+		return nil, errors.New("extra data: timestamp_token is empty")
+	}
+	// JSON base64 decoding forgives non-zero padding bits and escaped
+	// line breaks, so timestamp_token could be spelled several ways: the
+	// extra data must be exactly what its decoded members encode to.
+	if x.TimestampToken != nil {
+		again, err := json.Marshal(&x)
+		if err == nil {
+			again, err = acs.Canonicalize(again)
+		}
+		if err != nil || !bytes.Equal(again, b) {
+			return nil, errors.New("extra data: timestamp_token is not standard base64 in its one canonical spelling")
+		}
 	}
 	return &x, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,6 +133,46 @@ func testReceiptTimestamp(t *testing.T, kind string) {
 			t.Fatalf("token with byte %d changed: %+v", i, rep)
 		}
 	}
+	// Every byte of the token matters (CMS leaves some parts unsigned;
+	// verify pins them), and so does its spelling: base64 with non-zero
+	// padding bits or an escaped line break decodes to the same token,
+	// and is refused as input.
+	for i := range x.TimestampToken {
+		if kind != "sqlite" {
+			break // the same check on the same kind of token: once is enough
+		}
+		for _, bit := range []byte{0x01} {
+			m := x
+			m.TimestampToken = bytes.Clone(x.TimestampToken)
+			m.TimestampToken[i] ^= bit
+			rep, err := verify.VerifyReceipt(withExtra(t, r, m), trust, nil)
+			if err != nil {
+				t.Fatalf("token byte %d: %v", i, err)
+			}
+			if rep.Verified || len(rep.Timestamps) != 0 || !hasCode(rep.Findings, verify.CodeTimestampInvalid) {
+				t.Errorf("token byte %d with bit %#x flipped still verifies", i, bit)
+			}
+		}
+	}
+	enc := base64.StdEncoding.EncodeToString(x.TimestampToken)
+	if !strings.HasSuffix(enc, "=") {
+		t.Fatalf("test needs a padded token, have %d bytes", len(x.TimestampToken))
+	}
+	last := strings.TrimRight(enc, "=")
+	// The lowest bit of the last character is a padding bit.
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	c := strings.IndexByte(alphabet, last[len(last)-1])
+	loose := last[:len(last)-1] + string(alphabet[c^1]) + enc[len(last):]
+	if b, err := base64.StdEncoding.DecodeString(loose); err != nil || !bytes.Equal(b, x.TimestampToken) {
+		t.Fatalf("the loose spelling %q is not the same token: %v", loose[len(loose)-4:], err)
+	}
+	for _, spelling := range []string{loose, enc[:8] + `\n` + enc[8:]} {
+		m := bytes.Replace(r.Extra, []byte(enc), []byte(spelling), 1)
+		if _, err := verify.VerifyReceipt(verify.FormatReceipt(m, r.Index, r.Proof, r.Checkpoint), trust, nil); err == nil {
+			t.Errorf("token spelled %q...%q accepted", spelling[:12], spelling[len(spelling)-4:])
+		}
+	}
+
 	// The log grows and its new checkpoint is stamped: the receipt stays
 	// as it was, and the new checkpoint's token moved into it does not
 	// cover its checkpoint.
