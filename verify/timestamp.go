@@ -119,16 +119,20 @@ func CheckTimestamp(response, signed []byte, roots *x509.CertPool) (time.Time, e
 }
 
 // TimestampToken returns the TimeStampToken (DER CMS ContentInfo, RFC 3161
-// §2.4.2) a granted time-stamp response carries: what a receipt holds in
-// its timestamp_token member. The response is parsed and its signature
-// checked as by [CheckTimestamp], without the certificate chain.
-func TimestampToken(response []byte) ([]byte, error) {
+// §2.4.2) a granted time-stamp response for the signed checkpoint note
+// carries: what a receipt holds in its timestamp_token member. The
+// response is checked as by [CheckTimestamp] without the certificate
+// chain (roots nil), in one parse.
+func TimestampToken(response, signed []byte) ([]byte, error) {
 	if len(response) == 0 || len(response) > MaxTimestampSize {
 		return nil, fmt.Errorf("time-stamp response of %d bytes, want 1 to %d", len(response), MaxTimestampSize)
 	}
 	ts, err := timestamp.ParseResponse(response)
 	if err != nil {
 		return nil, fmt.Errorf("time-stamp response does not parse or verify: %w", err)
+	}
+	if _, err := checkStamp(ts, signed, nil); err != nil {
+		return nil, err
 	}
 	return ts.RawToken, nil
 }

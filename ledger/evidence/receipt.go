@@ -114,10 +114,7 @@ func checkpointToken(ctx context.Context, log ReceiptLog, checkpoint []byte) ([]
 	}
 	// The stamper checked the response before storing it; it is checked
 	// again so that a receipt never carries a token for another note.
-	if _, err := verify.CheckTimestamp(resp, checkpoint, nil); err != nil {
-		return nil, fmt.Errorf("the stored time-stamp of checkpoint %d: %w", size, err)
-	}
-	token, err := verify.TimestampToken(resp)
+	token, err := verify.TimestampToken(resp, checkpoint)
 	if err != nil {
 		return nil, fmt.Errorf("the stored time-stamp of checkpoint %d: %w", size, err)
 	}

@@ -96,7 +96,7 @@ func testReceiptTimestamp(t *testing.T, kind string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok, _ := verify.TimestampToken(stored); !bytes.Equal(tok, x.TimestampToken) {
+	if tok, _ := verify.TimestampToken(stored, r.Checkpoint); !bytes.Equal(tok, x.TimestampToken) {
 		t.Fatal("the receipt's token is not the one of the stored response")
 	}
 	opensslVerify(t, a, r.Checkpoint, x.TimestampToken)
@@ -195,7 +195,8 @@ func testReceiptTimestamp(t *testing.T, kind string) {
 		t.Fatal(err)
 	}
 	moved := x
-	if moved.TimestampToken, err = verify.TimestampToken(newer); err != nil {
+	newerCP, _ := f.Checkpoint(t)
+	if moved.TimestampToken, err = verify.TimestampToken(newer, newerCP); err != nil {
 		t.Fatal(err)
 	}
 	if rep := check(withExtra(t, r, moved), trust); !hasCode(rep.Findings, verify.CodeTimestampInvalid) || len(rep.Timestamps) != 0 {
