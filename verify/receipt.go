@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -48,9 +49,11 @@ type Receipt struct {
 // it has one; PolicyReferences are the policy versions the entry's
 // decision cites, in the order it cites them.
 //
-// TimestampToken is the place for an RFC 3161 timestamp token over the
-// checkpoint note (base64 DER in JSON), for logs that have a time-stamping
-// authority stamp their checkpoints; absent otherwise.
+// TimestampToken is the RFC 3161 TimeStampToken (DER CMS, base64 in JSON)
+// over the receipt's checkpoint note, as the log's time-stamping authority
+// issued it (its message imprint is SHA-256 of the note text,
+// [CheckpointText]); absent when the log has no authority or the
+// checkpoint was not stamped yet when the receipt was made.
 type ReceiptExtra struct {
 	Format           string             `json:"format"`
 	Version          int                `json:"version"`
@@ -162,6 +165,14 @@ type ReceiptTrust struct {
 	ResponseKeys *sig.KeySet
 	// Checkpoint names the log keys and the witness policy.
 	Checkpoint CheckpointPolicy
+	// TSARoots are the certificates (a TSA's own, or its CA) the
+	// receipt's time-stamp must chain to. Nil: a time-stamp is not
+	// checked (the notice timestamp_not_checked says so), or is
+	// timestamp_invalid when RequireTimestamp is set.
+	TSARoots *x509.CertPool
+	// RequireTimestamp makes a receipt without a valid time-stamp of its
+	// checkpoint a finding (timestamp_missing).
+	RequireTimestamp bool
 }
 
 // NewerCheckpoint is a checkpoint an auditor holds that is newer than a
@@ -190,9 +201,12 @@ type ReceiptReport struct {
 	PolicyReferences []ReceiptPolicyRef `json:"policy_references"`
 	Response         bool               `json:"response"`
 	TimestampToken   bool               `json:"timestamp_token"`
-	NewerTreeSize    uint64             `json:"newer_tree_size,omitempty"`
-	Findings         []Finding          `json:"findings"`
-	Notices          []Finding          `json:"notices,omitempty"`
+	// Timestamps holds the receipt's checkpoint with the time its RFC
+	// 3161 time-stamp vouches for, when that verified (at most one).
+	Timestamps    []StampedCheckpoint `json:"timestamps,omitempty"`
+	NewerTreeSize uint64              `json:"newer_tree_size,omitempty"`
+	Findings      []Finding           `json:"findings"`
+	Notices       []Finding           `json:"notices,omitempty"`
 }
 
 // VerifyReceipt checks an acsledger receipt offline: that its checkpoint
@@ -286,6 +300,8 @@ func VerifyReceipt(doc []byte, trust *ReceiptTrust, newer *NewerCheckpoint) (*Re
 			Message: "The receipt's policy_references are not the policy versions the entry's decision cites."})
 	}
 
+	rep.Notices = append(rep.Notices, checkReceiptTimestamp(x.TimestampToken, r.Checkpoint, cp.Size, trust, rep)...)
+
 	if newer != nil {
 		rep.Findings = append(rep.Findings, checkNewer(cp, newer, trust, rep)...)
 	}
@@ -325,6 +341,20 @@ func parseReceiptExtra(b []byte) (*ReceiptExtra, error) {
 		return nil, errors.New("extra data: response is not an object")
 	case x.PolicyReferences == nil:
 		return nil, errors.New("extra data: policy_references is missing")
+	case x.TimestampToken != nil && len(x.TimestampToken) == 0:
+		return nil, errors.New("extra data: timestamp_token is empty")
+	}
+	// JSON base64 decoding forgives non-zero padding bits and escaped
+	// line breaks, so timestamp_token could be spelled several ways: the
+	// extra data must be exactly what its decoded members encode to.
+	if x.TimestampToken != nil {
+		again, err := json.Marshal(&x)
+		if err == nil {
+			again, err = acs.Canonicalize(again)
+		}
+		if err != nil || !bytes.Equal(again, b) {
+			return nil, errors.New("extra data: timestamp_token is not standard base64 in its one canonical spelling")
+		}
 	}
 	return &x, nil
 }
@@ -374,6 +404,48 @@ func checkReceiptResponse(x *ReceiptExtra, e *acs.Entry, head acs.Hash, hashEdit
 		add(f)
 	}
 	return notices
+}
+
+// checkReceiptTimestamp checks the receipt's time-stamp token against its
+// checkpoint note and the trusted TSA certificates, adding the findings
+// to rep and returning the notices.
+func checkReceiptTimestamp(token, checkpoint []byte, size uint64, trust *ReceiptTrust, rep *ReceiptReport) []Finding {
+	const where = "extra data: timestamp_token"
+	mk := func(code, expected, msg string) Finding {
+		return Finding{Code: code, EntryIndex: -1, Where: where, Expected: expected, Message: msg}
+	}
+	if token == nil {
+		if trust.RequireTimestamp {
+			f := mk(CodeTimestampMissing, fmt.Sprintf("a valid time-stamp of checkpoint %d", size),
+				fmt.Sprintf("A time-stamp is required, and the receipt carries none for its checkpoint %d.", size))
+			f.Where = "checkpoint"
+			rep.Findings = append(rep.Findings, f)
+		}
+		return nil
+	}
+	if trust.TSARoots == nil {
+		if trust.RequireTimestamp {
+			rep.Findings = append(rep.Findings, mk(CodeTimestampInvalid, "a TSA certificate",
+				fmt.Sprintf("The time-stamp of checkpoint %d cannot be checked: no TSA certificate was given (acsverify --tsa-cert).", size)),
+				mk(CodeTimestampMissing, fmt.Sprintf("a valid time-stamp of checkpoint %d", size),
+					fmt.Sprintf("A time-stamp is required, and checkpoint %d has no valid one.", size)))
+			return nil
+		}
+		return []Finding{mk(CodeTimestampNotChecked, "",
+			fmt.Sprintf("The receipt carries a time-stamp of checkpoint %d, but no TSA certificate was given (--tsa-cert), so it was not checked and its time is not reported.", size))}
+	}
+	when, err := CheckTimestampToken(token, checkpoint, trust.TSARoots)
+	if err != nil {
+		rep.Findings = append(rep.Findings, mk(CodeTimestampInvalid, fmt.Sprintf("a time-stamp of checkpoint %d by a trusted TSA", size),
+			fmt.Sprintf("The time-stamp of checkpoint %d does not verify: %v.", size, err)))
+		if trust.RequireTimestamp {
+			rep.Findings = append(rep.Findings, mk(CodeTimestampMissing, fmt.Sprintf("a valid time-stamp of checkpoint %d", size),
+				fmt.Sprintf("A time-stamp is required, and checkpoint %d has no valid one.", size)))
+		}
+		return nil
+	}
+	rep.Timestamps = []StampedCheckpoint{{TreeSize: size, Time: when}}
+	return nil
 }
 
 // checkNewer checks that newer extends the receipt's checkpoint cp.

@@ -11,7 +11,7 @@
 //	acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
 //	acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] [--tsa-cert FILE] [--require-timestamp] FILE
 //	acsverify events --bundle BUNDLE [--bundle BUNDLE ...] [--json] [--trust KEYFILE ...] EVENTS
-//	acsverify receipt --log-key KEY [--trust KEYFILE ...] [--checkpoint NEWER (--consistency PROOF | --bundle B)] [--json] FILE.tlog-proof
+//	acsverify receipt --log-key KEY [--trust KEYFILE ...] [--checkpoint NEWER (--consistency PROOF | --bundle B)] [--tsa-cert FILE] [--require-timestamp] [--json] FILE.tlog-proof
 //
 // Exit status: 0 verified, 1 verification found problems, 2 the input could
 // not be read or parsed (the message names the 1-based line) or the command

@@ -8,11 +8,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/acsledger/acsledger/verify"
 )
 
-const receiptArgs = "--log-key KEY [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--checkpoint NEWER (--consistency PROOF | --bundle B)] [--json] FILE.tlog-proof"
+const receiptArgs = "--log-key KEY [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--checkpoint NEWER (--consistency PROOF | --bundle B)] [--tsa-cert FILE] [--require-timestamp] [--json] FILE.tlog-proof"
 
 // receipt verifies one entry's receipt (docs/receipts.md) offline.
 func receipt(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -25,6 +26,8 @@ func receipt(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	newer := fs.String("checkpoint", "", "a newer checkpoint of the log you hold (a signed note file); checks the receipt's checkpoint is consistent with it")
 	consistency := fs.String("consistency", "", "with --checkpoint: the consistency proof from the receipt's tree to the newer one, as GET /api/v1/proofs/consistency answers (JSON)")
 	bundleFile := fs.String("bundle", "", "an evidence bundle exported with since_size=<the receipt's tree size>: its consistency proof (and, without --checkpoint, its latest checkpoint) are used")
+	tsaCert := fs.String("tsa-cert", "", "PEM file of the RFC 3161 time-stamping authority's certificate or its CA: the receipt's time-stamp must chain to it (timestamp_invalid)")
+	requireTS := fs.Bool("require-timestamp", false, "fail with timestamp_missing unless the receipt carries a valid RFC 3161 time-stamp of its checkpoint")
 	if !parseFileArg(fs, args) {
 		return exitInput
 	}
@@ -51,7 +54,16 @@ func receipt(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	trust := &verify.ReceiptTrust{Checkpoint: t.Checkpoint}
+	trust := &verify.ReceiptTrust{Checkpoint: t.Checkpoint, RequireTimestamp: *requireTS}
+	if *tsaCert != "" {
+		b, err := os.ReadFile(*tsaCert)
+		if err == nil {
+			trust.TSARoots, err = verify.ParseTSACerts(b)
+		}
+		if err != nil {
+			return fail("--tsa-cert: %v", err)
+		}
+	}
 	if len(t.ResponseKeys.KeyIDs()) > 0 {
 		trust.ResponseKeys = t.ResponseKeys
 	}
@@ -205,6 +217,9 @@ func printReceipt(name string, r *verify.ReceiptReport, asJSON bool, stdout, std
 		}
 		for _, f := range r.Notices {
 			fmt.Fprintf(stdout, "%s: %s: notice: %s: %s\n", name, location(f), f.Code, f.Message)
+		}
+		for _, ts := range r.Timestamps {
+			fmt.Fprintf(stdout, "%s: checkpoint %d time-stamped at %s\n", name, ts.TreeSize, ts.Time.UTC().Format(time.RFC3339))
 		}
 		verdict := "verified"
 		if !r.Verified {

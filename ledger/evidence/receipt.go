@@ -30,9 +30,12 @@ type ReceiptStore interface {
 
 // ReceiptLog is what a receipt needs of the Merkle log; *tlog.Log
 // implements it. FirstAnchorOf returns an error wrapping tlog.ErrNotFound
-// while no signed checkpoint covers the entry.
+// while no signed checkpoint covers the entry; Timestamp returns the
+// stored RFC 3161 time-stamp response of the checkpoint of a size, or an
+// error wrapping tlog.ErrNotFound when it has none (yet).
 type ReceiptLog interface {
 	FirstAnchorOf(ctx context.Context, sessionID string, position int64) (tlog.FirstAnchor, error)
+	Timestamp(ctx context.Context, size uint64) ([]byte, error)
 }
 
 var _ ReceiptLog = (*tlog.Log)(nil)
@@ -75,7 +78,11 @@ func Receipt(ctx context.Context, store ReceiptStore, log ReceiptLog, sessionID 
 	if err != nil {
 		return nil, fmt.Errorf("couldn't anchor session %s position %d: %w", sessionID, position, err)
 	}
-	extra, err := ReceiptExtra(e, resp)
+	token, err := checkpointToken(ctx, log, a.Checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("session %s position %d: %w", sessionID, position, err)
+	}
+	extra, err := receiptExtra(e, resp, token)
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +92,36 @@ func Receipt(ctx context.Context, store ReceiptStore, log ReceiptLog, sessionID 
 // ReceiptExtra is the extra data of the receipt of entry e with its signed
 // response resp (nil when it has none), in RFC 8785 form.
 func ReceiptExtra(e ledger.Entry, resp []byte) ([]byte, error) {
+	return receiptExtra(e, resp, nil)
+}
+
+// checkpointToken returns the RFC 3161 TimeStampToken of the signed
+// checkpoint, taken from the response the log stored for it; nil when the
+// checkpoint has no time-stamp (yet): the log has no authority, or it was
+// down and the checkpoint is stamped later, so a receipt asked for again
+// then carries it.
+func checkpointToken(ctx context.Context, log ReceiptLog, checkpoint []byte) ([]byte, error) {
+	size, err := checkpointSize(checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := log.Timestamp(ctx, size)
+	if errors.Is(err, tlog.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("couldn't read the time-stamp of checkpoint %d: %w", size, err)
+	}
+	// The stamper checked the response before storing it; it is checked
+	// again so that a receipt never carries a token for another note.
+	token, err := verify.TimestampToken(resp, checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("the stored time-stamp of checkpoint %d: %w", size, err)
+	}
+	return token, nil
+}
+
+func receiptExtra(e ledger.Entry, resp, token []byte) ([]byte, error) {
 	x := verify.ReceiptExtra{
 		Format:           verify.ReceiptFormat,
 		Version:          verify.ReceiptVersion,
@@ -92,6 +129,7 @@ func ReceiptExtra(e ledger.Entry, resp []byte) ([]byte, error) {
 		Position:         uint64(e.Position),
 		Entry:            FullEntry(e.Content, e.EntryHash, e.PreviousHash),
 		PolicyReferences: verify.EntryPolicyRefs(e.Content),
+		TimestampToken:   token,
 	}
 	if resp != nil {
 		x.Response = bytes.TrimSpace(resp)

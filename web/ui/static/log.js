@@ -501,6 +501,10 @@ async function checkReceipt(rep, doc) {
   const e = x.entry;
   const disposition = e.decision && typeof e.decision === "object" ? e.decision.disposition : e.decision;
   rep.step(null, `Read the receipt of session ${x.session_id} position ${x.position}: ${e.step_type} ${disposition || ""} (step ${e.step_id}) at ${e.timestamp}.`);
+  if (typeof x.timestamp_token === "string") {
+    // RFC 3161 (CMS, X.509 chains) is not checked in the browser.
+    rep.step(null, "The receipt carries an RFC 3161 time-stamp token of its checkpoint; this page does not check it: use acsverify receipt --tsa-cert FILE (timestamp_not_checked).");
+  }
 
   const recomputed = await ACSVerify.entryHash(e);
   if (e.entry_hash === recomputed) {
