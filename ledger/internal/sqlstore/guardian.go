@@ -116,35 +116,56 @@ func (s *Store) EraseParams(ctx context.Context, sessionID string, position int6
 	if err := e.Check(); err != nil {
 		return ledger.Erasure{}, err
 	}
-	err := s.d.InTx(ctx, func(tx Querier) error {
-		if err := s.d.BeginErase(ctx, tx); err != nil {
-			return err
-		}
-		if err := s.refuseHeld(ctx, tx, sessionID, position); err != nil {
-			return err
-		}
-		// The stored time comes back, as precise as the column keeps it.
-		err := tx.QueryRow(ctx, s.q.InsertErasure, sessionID, position, s.dl.Time(e.ErasedAt), reason, by).Scan(s.dl.ScanTime(&e.ErasedAt))
-		if noRows(err) {
-			return s.notErasable(ctx, tx, sessionID, position)
-		}
-		if err != nil {
-			return fmt.Errorf("couldn't record the erasure: %w", err)
-		}
-		n, err := tx.Exec(ctx, s.q.DeleteRequestParams, sessionID, position)
-		if err != nil {
-			return fmt.Errorf("couldn't delete the params: %w", err)
-		}
-		if n != 1 {
-			return fmt.Errorf("deleted %d params rows, want 1", n)
-		}
-		return nil
+	err := s.erasePayload(ctx, &e, erasing{
+		insert: s.q.InsertErasure, delete: s.q.DeleteRequestParams,
+		what: "the params", rows: "params rows", notErasable: s.notErasable,
 	})
 	if err != nil {
 		return ledger.Erasure{}, fmt.Errorf("couldn't erase the request params of session %q position %d: %w", sessionID, position, err)
 	}
 	e.ErasedAt = e.ErasedAt.UTC()
 	return e, nil
+}
+
+// erasing names what erasePayload erases: the statement that records the
+// erasure (returning the stored time, or no row when nothing is stored),
+// the one that deletes the payload, how errors name them, and why nothing
+// was erasable.
+type erasing struct {
+	insert, delete string
+	what, rows     string
+	notErasable    func(ctx context.Context, tx Querier, sessionID string, position int64) error
+}
+
+// erasePayload erases one payload beside an entry in one transaction that
+// the driver prepares (Driver.BeginErase: PostgreSQL acts as the eraser
+// role there): it refuses a held entry, records the erasure first, then
+// deletes the payload. e.ErasedAt becomes the stored time.
+func (s *Store) erasePayload(ctx context.Context, e *ledger.Erasure, k erasing) error {
+	return s.d.InTx(ctx, func(tx Querier) error {
+		if err := s.d.BeginErase(ctx, tx); err != nil {
+			return err
+		}
+		if err := s.refuseHeld(ctx, tx, e.SessionID, e.Position); err != nil {
+			return err
+		}
+		// The stored time comes back, as precise as the column keeps it.
+		err := tx.QueryRow(ctx, k.insert, e.SessionID, e.Position, s.dl.Time(e.ErasedAt), e.Reason, e.ErasedBy).Scan(s.dl.ScanTime(&e.ErasedAt))
+		if noRows(err) {
+			return k.notErasable(ctx, tx, e.SessionID, e.Position)
+		}
+		if err != nil {
+			return fmt.Errorf("couldn't record the erasure: %w", err)
+		}
+		n, err := tx.Exec(ctx, k.delete, e.SessionID, e.Position)
+		if err != nil {
+			return fmt.Errorf("couldn't delete %s: %w", k.what, err)
+		}
+		if n != 1 {
+			return fmt.Errorf("deleted %d %s, want 1", n, k.rows)
+		}
+		return nil
+	})
 }
 
 // notErasable explains why InsertErasure found nothing to erase: an

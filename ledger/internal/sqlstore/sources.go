@@ -42,28 +42,9 @@ func (s *Store) EraseSource(ctx context.Context, sessionID string, position int6
 	if err := e.Check(); err != nil {
 		return ledger.Erasure{}, err
 	}
-	err := s.d.InTx(ctx, func(tx Querier) error {
-		if err := s.d.BeginErase(ctx, tx); err != nil {
-			return err
-		}
-		if err := s.refuseHeld(ctx, tx, sessionID, position); err != nil {
-			return err
-		}
-		err := tx.QueryRow(ctx, s.q.InsertSourceErasure, sessionID, position, s.dl.Time(e.ErasedAt), reason, by).Scan(s.dl.ScanTime(&e.ErasedAt))
-		if noRows(err) {
-			return s.sourceNotErasable(ctx, tx, sessionID, position)
-		}
-		if err != nil {
-			return fmt.Errorf("couldn't record the erasure: %w", err)
-		}
-		n, err := tx.Exec(ctx, s.q.DeleteSourceRecord, sessionID, position)
-		if err != nil {
-			return fmt.Errorf("couldn't delete the source record: %w", err)
-		}
-		if n != 1 {
-			return fmt.Errorf("deleted %d source records, want 1", n)
-		}
-		return nil
+	err := s.erasePayload(ctx, &e, erasing{
+		insert: s.q.InsertSourceErasure, delete: s.q.DeleteSourceRecord,
+		what: "the source record", rows: "source records", notErasable: s.sourceNotErasable,
 	})
 	if errors.Is(err, errNoSource) {
 		// Read outside the eraser's transaction: the eraser role may not
