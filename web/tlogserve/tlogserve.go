@@ -10,6 +10,7 @@
 package tlogserve
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -98,41 +99,34 @@ func pathSize(r *http.Request) (uint64, error) {
 }
 
 // checkpointAt serves the checkpoint signed at a size, with its stored
-// cosignatures: what a time-stamp of that size stamps.
+// cosignatures: what a time-stamp of that size stamps. Witnesses may still
+// add cosignatures, so it is not cached.
 func (h *handler) checkpointAt(w http.ResponseWriter, r *http.Request) {
-	size, err := pathSize(r)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	cp, err := h.l.CheckpointAt(r.Context(), size)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	// Witnesses may still add cosignatures.
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Write(cp)
+	h.serveAtSize(w, r, h.l.CheckpointAt, "text/plain; charset=utf-8", "no-cache")
 }
 
 // timestamp serves the RFC 3161 TimeStampResp of the checkpoint signed at
 // a size (RFC 3161 §4: application/timestamp-reply), 404 while it has none.
+// A stored time-stamp is written once and never changes.
 func (h *handler) timestamp(w http.ResponseWriter, r *http.Request) {
+	h.serveAtSize(w, r, h.l.Timestamp, "application/timestamp-reply", "public, max-age=31536000, immutable")
+}
+
+// serveAtSize answers with what get returns for the request's {size}.
+func (h *handler) serveAtSize(w http.ResponseWriter, r *http.Request, get func(context.Context, uint64) ([]byte, error), contentType, cacheControl string) {
 	size, err := pathSize(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	resp, err := h.l.Timestamp(r.Context(), size)
+	b, err := get(r.Context(), size)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/timestamp-reply")
-	// A stored time-stamp is written once and never changes.
-	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-	w.Write(resp)
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", cacheControl)
+	w.Write(b)
 }
 
 func (h *handler) tile(w http.ResponseWriter, r *http.Request) {
