@@ -232,8 +232,8 @@ func copyBaseline(b *testing.B, owner *pgxpool.Pool, run string, tilesBefore int
 		{"source_records", "session_id, position, source_sha256, record, recorded_at",
 			"FROM source_records WHERE session_id LIKE $1 ORDER BY session_id, position", []any{run + "-s%"}},
 		// The log's queue: one row per entry, written and deleted again.
-		{"tlog_pending", "entry_id, session_id",
-			"FROM (SELECT id AS entry_id, session_id FROM entries WHERE step_id LIKE $1 ORDER BY id) e", []any{stepIDs}},
+		{"tlog_pending", "entry_id, session_id, position, entry_hash",
+			"FROM (SELECT id AS entry_id, session_id, position, entry_hash FROM entries WHERE step_id LIKE $1 ORDER BY id) e", []any{stepIDs}},
 		{"tlog_leaves", "idx, entry_id, entry_hash, data",
 			"FROM tlog_leaves WHERE entry_id IN (SELECT id FROM entries WHERE step_id LIKE $1) ORDER BY idx", []any{stepIDs}},
 		{"tlog_tiles", "level, idx, data, root",

@@ -33,11 +33,11 @@ ORDER BY seq
 LIMIT $4;
 
 -- name: LogPending
--- The queue names each entry's session (migration 0011), so each lookup
--- reads one partition of entries.
-SELECT p.entry_id, e.session_id, e.position, e.entry_hash
-FROM tlog_pending p JOIN entries e ON e.session_id = p.session_id AND e.id = p.entry_id
-WHERE p.entry_id > $1 ORDER BY p.entry_id LIMIT $2;
+-- The queue carries what a leaf needs (migration 0021): no lookup in
+-- entries.
+SELECT entry_id, session_id, position, entry_hash
+FROM tlog_pending
+WHERE entry_id > $1 ORDER BY entry_id LIMIT $2;
 
 -- name: LogSessionLeaves
 -- The session's tiles (migration 0018), then the leaves of those tiles

@@ -18,6 +18,8 @@ var _ ledger.IngestStore = (*Store)(nil)
 var ingestColumns = []string{"source", "natural_key", "replay_key", "digest", "session_id", "position",
 	"entry_hash", "flags", "file", "record", "recorded_at"}
 
+var sourceColumns = []string{"session_id", "position", "source_sha256", "record", "recorded_at"}
+
 // Ingest implements ledger.IngestStore. The batch is one transaction: the
 // stored keys are read under the sessions' advisory locks, the entries are
 // appended as AppendBatch appends them (heads moved by compare-and-swap),
@@ -179,7 +181,14 @@ func (s *Store) writeIngest(ctx context.Context, tx pgx.Tx, in *plan.Ingest) err
 	if err != nil {
 		return err
 	}
-	if n := len(srcs); n > 0 {
+	if n := len(srcs); n >= copyMin {
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"source_records"}, sourceColumns, pgx.CopyFromSlice(n, func(j int) ([]any, error) {
+			return []any{srcs[j].SessionID, srcs[j].Position, srcs[j].SHA256, srcs[j].Record, now}, nil
+		}))
+		if err != nil {
+			return fmt.Errorf("couldn't store source records: %w", err)
+		}
+	} else if n > 0 {
 		sids, pos, sums, recs := make([]string, n), make([]int64, n), make([][]byte, n), make([][]byte, n)
 		for j, src := range srcs {
 			sids[j], pos[j], sums[j], recs[j] = src.SessionID, src.Position, src.SHA256, src.Record

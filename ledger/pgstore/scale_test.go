@@ -269,7 +269,7 @@ func (l *scaleLoad) chunk() {
 		}
 	}
 	t0 := time.Now()
-	if _, err := l.owner.Exec(ctx, "INSERT INTO tlog_pending (entry_id, session_id) SELECT id, session_id FROM entries WHERE session_id = ANY($1)", ids); err != nil {
+	if _, err := l.owner.Exec(ctx, "INSERT INTO tlog_pending (entry_id, session_id, position, entry_hash) SELECT id, session_id, position, entry_hash FROM entries WHERE session_id = ANY($1)", ids); err != nil {
 		b.Fatal(err)
 	}
 	l.copyTime["tlog_pending"] += time.Since(t0)
