@@ -29,7 +29,8 @@ var queriesSQL string
 type queries struct {
 	LockSessions, SessionStates, StoredBySteps, InsertSessions, WriteGroup,
 	LogDequeue, LogInsertSessionTiles, LogInsertTiles,
-	IngestedKeys, IngestedReplayKeys, InsertIngestRecords, InsertQuarantine, InsertSources string
+	IngestedKeys, IngestedReplayKeys, InsertIngestRecords, InsertQuarantine, InsertSources,
+	SearchByStore string
 }
 
 var q = sqlq.Load[queries](queriesSQL)
@@ -304,6 +305,12 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan, locked bool)
 		if len(g.newIDs) > 0 {
 			b.Queue(q.InsertSessions, g.newIDs, g.newAgents, g.newWriters, now).Exec(expectRows("creating sessions", len(g.newIDs)))
 		}
+		// The group's search rows, projected here and COPYed after the
+		// entries, in place of the projection trigger's (migration 0022).
+		search := projectGroup(p, g.rqIDs, g.rqPos, g.rqTools)
+		if search != nil {
+			b.Queue(q.SearchByStore, "on")
+		}
 		if b.Len() > 0 {
 			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				if errors.Is(err, sqlstore.ErrHeadMoved) {
@@ -318,6 +325,12 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, p *plan.Plan, locked bool)
 		}))
 		if err != nil {
 			return fmt.Errorf("couldn't insert entries: %w", err)
+		}
+		if search != nil {
+			if err := copySearch(ctx, tx, p, search, now); err != nil {
+				return err
+			}
+			b.Queue(q.SearchByStore, "off")
 		}
 		g.newIDs, g.newAgents, g.newWriters = nil, nil, nil
 		g.sessionIDs, g.positions, g.hashes, g.prevs, g.entryIDs, g.stepIDs, g.stepTypes, g.stamps, g.contents = nil, nil, nil, nil, nil, nil, nil, nil, nil

@@ -162,3 +162,8 @@ INSERT INTO source_records (session_id, position, source_sha256, record, recorde
 SELECT u.session_id, u.position, u.source_sha256, u.record, $5
 FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bytea[])
     AS u (session_id, position, source_sha256, record);
+
+-- name: SearchByStore
+-- Whether the store writes this transaction's search rows itself ('on')
+-- or leaves them to the projection trigger ('off'), migration 0022.
+SELECT set_config('acsledger.search_by_store', $1, true);

@@ -24,6 +24,21 @@ func projectedEntry(n int) []byte {
 		`{"policy_id":"p-%d"},{"policy_id":"zeta","policy_version":"2"},{"policy_version":"x"}]}}`, n, n, n, n, n)
 }
 
+// oddDecisions are decisions of every shape the projection reads, and
+// oddTops the top-level members beside them.
+var oddDecisions = []string{
+	`"allow"`, `null`, `[1,"deny"]`, `7`, `true`, `{}`,
+	`{"disposition":null,"decision":"ask"}`, `{"disposition":"defer","decision":"allow"}`, `{"decision":null}`,
+	`{"decision":"deny","reason_codes":"not-a-list","policy_references":{"policy_id":"x"},"reasoning":12}`,
+	`{"decision":"modify","reason_codes":["é","a\"b","a\\b",1,["x"],"z","z"],"reasoning":"line\nbreak \u00e9 \ud83d\ude00"}`,
+	`{"decision":"deny","policy_references":[{"policy_id":"b","policy_version":null},"a",{"policy_id":1},{"policy_id":"É"},{"policy_id":"a","policy_version":"1"},{"policy_id":"a","policy_version":"1"},{"policy_id":"a-b"},{"policy_id":"A"}]}`,
+}
+
+var oddTops = []string{
+	``, `,"source_format":"opa"`, `,"source_format":1,"source":"bash-guard"`, `,"source":{"x":1}`,
+	`,"flags":"fail_open"`, `,"flags":["fail_open",null,"unlock_bypass"]`, `,"source_format":null,"flags":[]`,
+}
+
 // TestSearchProjection: whichever way entries are written (the Guardian's
 // group commit in one statement with their params, a batch through COPY,
 // plain appends), every entry has one search row, equal to what 0010's
@@ -68,6 +83,24 @@ func TestSearchProjection(t *testing.T) {
 	if _, err := s.AppendBatch(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
+	// Batches whose contents the store reads itself (migration 0022): every
+	// shape of decision the trigger reads one way or another, and one
+	// batch with a member the store leaves to the trigger.
+	for b, odd := range []string{"", `{"disposition":5}`} {
+		batch = batch[:0]
+		for i := range 70 {
+			decision := oddDecisions[i%len(oddDecisions)]
+			if i == 69 && odd != "" {
+				decision = odd
+			}
+			entry := fmt.Appendf(nil, `{"entry_id":"oe-%d-%d","step_id":"os-%d-%d","step_type":"steps/toolCallResult","timestamp":"2026-12-01T13:00:00Z","decision":%s%s}`,
+				b, i, b, i, decision, oddTops[i%len(oddTops)])
+			batch = append(batch, ledger.Record{SessionID: fmt.Sprintf("odd-%d-%d", b, i%3), AgentID: "o", Entry: entry})
+		}
+		if _, err := s.AppendBatch(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := s.Append(ctx, ledger.Record{SessionID: "plain", AgentID: "c", Entry: projectedEntry(2000)}); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +123,7 @@ CROSS JOIN LATERAL acsledger_search_project(convert_from(e.content, 'UTF8')::jso
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 8*6 + 70 + 1; entries != want || rows != want || mismatched != 0 || tools != 8*5 {
+	if want := 8*6 + 70 + 2*70 + 1; entries != want || rows != want || mismatched != 0 || tools != 8*5 {
 		t.Fatalf("%d entries, %d with a search row, %d of them not the projection of their content; %d with a tool name (want %d, %d, 0; %d)",
 			entries, rows, mismatched, tools, want, want, 8*5)
 	}
