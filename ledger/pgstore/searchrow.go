@@ -73,7 +73,7 @@ func projectSearch(content []byte) (row searchRow, ok bool) {
 	return row, ok
 }
 
-// firstText is coalesce(o ->> names[0], o ->> names[1], ...), ” when
+// firstText is coalesce(o ->> names[0], o ->> names[1], ...), empty when
 // every member is absent or null; ok is false at the first member that is
 // present, not null and not a string.
 func firstText(o []byte, names ...string) (string, bool) {
