@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"iter"
 	"runtime"
 	"sync"
@@ -67,7 +68,8 @@ func (s *Summary) add(r ledger.IngestResult) {
 // overlap: the next batch is mapped (on every core) while the previous one
 // commits, and at most three batches are held (one read, one mapped, one
 // being written), so memory is bounded by the batch size and not by the
-// input's.
+// input's. A ParallelStore writes each batch in as many transactions at
+// once as it says, each for its own share of the sessions (ingestSplit).
 type Runner struct {
 	Store Store
 	// Batch is the records per transaction; 0 means DefaultBatch.
@@ -120,8 +122,12 @@ func (r *Runner) Run(ctx context.Context, m Mapper, raws iter.Seq[Raw]) (Summary
 		}
 	}()
 	var sum Summary
+	writers := 1
+	if p, ok := r.Store.(ParallelStore); ok {
+		writers = max(1, p.ParallelWriters())
+	}
 	for batch := range batches {
-		res, err := r.Store.Ingest(ctx, batch)
+		res, err := ingestSplit(ctx, r.Store, batch, writers)
 		if err != nil {
 			cancel()
 			for range batches {
@@ -142,4 +148,87 @@ func (r *Runner) Run(ctx context.Context, m Mapper, raws iter.Seq[Raw]) (Summary
 		return sum, readErr
 	}
 	return sum, ctx.Err()
+}
+
+// ParallelStore is a Store whose transactions on distinct sessions run in
+// parallel (pgstore); ParallelWriters says how many to run at once.
+type ParallelStore interface {
+	Store
+	ParallelWriters() int
+}
+
+// splitMin is the smallest batch ingestSplit divides: below it, the
+// transactions' fixed costs outweigh what a second one gains.
+const splitMin = 256
+
+// ingestSplit ingests batch in up to writers transactions at once, one
+// per share of the sessions (records of one session stay in one share, in
+// order), and returns the results in batch order. It writes the batch
+// whole when the shares would not be independent: when a natural or
+// replay key appears in two of them, the order of the records across
+// shares would decide which one is the duplicate. So the outcome is the
+// one a single transaction gives, except that an error can leave the
+// other shares committed; re-running the input then finds them as
+// duplicates, as after a crash between two batches.
+func ingestSplit(ctx context.Context, st Store, batch []ledger.IngestRecord, writers int) ([]ledger.IngestResult, error) {
+	if writers < 2 || len(batch) < splitMin {
+		return st.Ingest(ctx, batch)
+	}
+	share := make([]int, len(batch))
+	owner := make(map[[3]string]int, 2*len(batch))
+	claim := func(kind, source, key string, w int) bool {
+		if key == "" {
+			return true
+		}
+		k := [3]string{kind, source, key}
+		if o, seen := owner[k]; seen && o != w {
+			return false
+		}
+		owner[k] = w
+		return true
+	}
+	for i, rec := range batch {
+		// A quarantined record touches no session: share 0.
+		w := 0
+		if rec.Quarantine == nil {
+			h := fnv.New32a()
+			h.Write([]byte(rec.Entry.SessionID))
+			w = int(h.Sum32() % uint32(writers))
+		}
+		if !claim("key", rec.Source, rec.Key, w) || !claim("replay", rec.Source, rec.ReplayKey, w) {
+			return st.Ingest(ctx, batch)
+		}
+		share[i] = w
+	}
+	parts := make([][]ledger.IngestRecord, writers)
+	at := make([][]int, writers)
+	for i, w := range share {
+		parts[w] = append(parts[w], batch[i])
+		at[w] = append(at[w], i)
+	}
+	out := make([]ledger.IngestResult, len(batch))
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for w := range parts {
+		if len(parts[w]) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := st.Ingest(ctx, parts[w])
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			for j, i := range at[w] {
+				out[i] = res[j]
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -231,3 +231,9 @@ func splitKeys(keys []plan.IngestKey) (srcs, ks []string) {
 	}
 	return srcs, ks
 }
+
+// ParallelWriters says how many ingest transactions on distinct sessions
+// the ingest package runs at once (ingest.ParallelStore): two, the cores
+// this project's machines have. Each takes its own connection and its own
+// sessions' locks, so they do not wait for each other.
+func (s *Store) ParallelWriters() int { return 2 }
