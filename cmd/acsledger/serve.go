@@ -318,6 +318,9 @@ type routedStore struct {
 
 type primaryStore struct{ storeopen.Store }
 
+// ParallelWriters passes on the primary's: ingest writes go there.
+func (p primaryStore) ParallelWriters() int { return storeopen.ParallelWriters(p.Store) }
+
 // startTelemetry sets up OpenTelemetry as the OTEL_* environment says
 // (package internal/telemetry); a setting it refuses is a usage error.
 // stop flushes the exporters, logging what it could not.

@@ -47,3 +47,17 @@ func (s notifying) after(err error) {
 		s.notify()
 	}
 }
+
+// ParallelWriters passes on the wrapped store's (ingest.ParallelStore).
+func (s notifying) ParallelWriters() int { return ParallelWriters(s.Store) }
+
+// ParallelWriters returns how many ingest transactions s runs at once: its
+// ParallelWriters (pgstore), or 1 for a store that has none. A wrapper of
+// a store passes it on with this, so that wrapping does not turn the
+// parallel writes off.
+func ParallelWriters(s any) int {
+	if p, ok := s.(interface{ ParallelWriters() int }); ok {
+		return p.ParallelWriters()
+	}
+	return 1
+}

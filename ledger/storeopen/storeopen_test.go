@@ -55,6 +55,9 @@ func TestOpenSQLite(t *testing.T) {
 	if _, ok := s.(*sqlitestore.Store); !ok {
 		t.Fatalf("got %T, want *sqlitestore.Store", s)
 	}
+	if n := storeopen.ParallelWriters(storeopen.NotifyOnAppend(s, func() {})); n != 1 {
+		t.Errorf("parallel writers of a wrapped sqlitestore: %d, want 1", n)
+	}
 	fx := storetest.Fixtures(t)
 	r, err := s.Append(ctx, ledger.Record{SessionID: "s", Entry: fx[0]})
 	if err != nil {
@@ -96,6 +99,11 @@ func TestOpenPostgres(t *testing.T) {
 	defer s.Close()
 	if _, ok := s.(*pgstore.Store); !ok {
 		t.Fatalf("got %T, want *pgstore.Store", s)
+	}
+	// Ingest writes to PostgreSQL in two transactions at once, through
+	// serve's wrapper too.
+	if n := storeopen.ParallelWriters(storeopen.NotifyOnAppend(s, func() {})); n != 2 {
+		t.Errorf("parallel writers of a wrapped pgstore: %d, want 2", n)
 	}
 	if _, err := s.Append(ctx, ledger.Record{SessionID: "s", Entry: storetest.Fixtures(t)[0]}); err != nil {
 		t.Fatal(err)
