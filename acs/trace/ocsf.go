@@ -157,7 +157,7 @@ func header(b *buf, c class, v *entryView, ev *Evidence, uidSuffix string) {
 	b.obj("actor")
 	if v.agent != "" {
 		b.key("user")
-		agentUser(b, v)
+		agentObject(b, v)
 	}
 	b.obj("session").key("uid").str(ev.SessionID).close()
 	b.close()
@@ -193,23 +193,11 @@ func provenanceEnrichment(b *buf, v *entryView) {
 	b.raw([]byte{']'})
 }
 
-func agentUser(b *buf, v *entryView) {
-	b.open()
-	name := v.agent
-	if name == "" {
-		name = "unknown agent"
-	} else {
-		b.key("uid").str(v.agent)
-	}
-	b.key("name").str(name)
-	b.key("type_id").int(99)
-	b.key("type").str("AI Agent")
-	b.close()
-}
-
-// agentDevice is the device of System Activity and Inventory Info events:
-// the ledger knows the agent, not the host it ran on.
-func agentDevice(b *buf, v *entryView) {
+// agentObject writes the agent as an OCSF user (actor.user, an event's
+// user) or as the device of System Activity and Inventory Info events (the
+// ledger knows the agent, not the host it ran on): both carry the same
+// members.
+func agentObject(b *buf, v *entryView) {
 	b.open()
 	name := v.agent
 	if name == "" {
@@ -232,14 +220,14 @@ func encodeOCSF(ev *Evidence, v *entryView, p *params) []byte {
 	switch c.uid {
 	case 3002:
 		b.key("user")
-		agentUser(b, v)
+		agentObject(b, v)
 		b.obj("session").key("uid").str(ev.SessionID).close()
 		// The service the agent's session opens on: ACS (the class needs a
 		// service or a dst_endpoint).
 		b.obj("service").key("name").str("ACS").close()
 	case 3003:
 		b.key("user")
-		agentUser(b, v)
+		agentObject(b, v)
 		b.obj("session").key("uid").str(ev.SessionID).close()
 		// The capabilities an approver granted (intent_extension); none
 		// for a resolution that granted nothing.
@@ -277,7 +265,7 @@ func encodeOCSF(ev *Evidence, v *entryView, p *params) []byte {
 		b.obj("database").key("name").str(kind).key("type_id").int(99).key("type").str(kind).close()
 	case 1007:
 		b.key("device")
-		agentDevice(b, v)
+		agentObject(b, v)
 		b.obj("process").key("uid").str(v.StepID)
 		if p != nil && p.tool != "" {
 			b.key("name").str(p.tool)
@@ -285,11 +273,11 @@ func encodeOCSF(ev *Evidence, v *entryView, p *params) []byte {
 		b.close()
 	case 1005:
 		b.key("device")
-		agentDevice(b, v)
+		agentObject(b, v)
 		b.obj("module").key("load_type_id").int(99).key("load_type").str("ACS skill").close()
 	case 5001:
 		b.key("device")
-		agentDevice(b, v)
+		agentObject(b, v)
 	}
 	b.obj("unmapped")
 	b.obj("acs")
@@ -323,7 +311,7 @@ func encodeFinding(ev *Evidence, v *entryView, p *params) []byte {
 	b.obj("actor")
 	if v.agent != "" {
 		b.key("user")
-		agentUser(b, v)
+		agentObject(b, v)
 	}
 	b.obj("session").key("uid").str(ev.SessionID).close()
 	b.close()
