@@ -152,8 +152,13 @@ func header(b *buf, c class, v *entryView, ev *Evidence, uidSuffix string) {
 		b.key("profiles").raw([]byte(`["incident"]`))
 	}
 	b.close()
-	// actor: the agent (ACS-Trace: actor.user.type_id 99, "AI Agent") and
-	// its session.
+	actor(b, v, ev)
+	provenanceEnrichment(b, v)
+}
+
+// actor writes the actor: the agent (ACS-Trace: actor.user.type_id 99, "AI
+// Agent") and its session.
+func actor(b *buf, v *entryView, ev *Evidence) {
 	b.obj("actor")
 	if v.agent != "" {
 		b.key("user")
@@ -161,7 +166,6 @@ func header(b *buf, c class, v *entryView, ev *Evidence, uidSuffix string) {
 	}
 	b.obj("session").key("uid").str(ev.SessionID).close()
 	b.close()
-	provenanceEnrichment(b, v)
 }
 
 // provenanceEnrichment writes enrichments when the entry summarises the
@@ -308,13 +312,7 @@ func encodeFinding(ev *Evidence, v *entryView, p *params) []byte {
 	b.key("verdict").str(d)
 	b.key("evidences").raw([]byte{'['})
 	b.open()
-	b.obj("actor")
-	if v.agent != "" {
-		b.key("user")
-		agentObject(b, v)
-	}
-	b.obj("session").key("uid").str(ev.SessionID).close()
-	b.close()
+	actor(b, v, ev)
 	b.key("name").str(v.StepType)
 	b.key("uid").str(v.StepID)
 	b.key("verdict_id").int(99)
