@@ -141,13 +141,21 @@ func setUsage(fs *flag.FlagSet, stderr io.Writer, line string) {
 	}
 }
 
-// parseFlags parses args and refuses positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+// parseArgs parses args: -h is flag.ErrHelp, a bad flag a usage error.
+func parseArgs(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}
+
+// parseFlags parses args and refuses positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))

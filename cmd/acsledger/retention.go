@@ -243,11 +243,8 @@ func retentionSweep(ctx context.Context, args []string, stdout, stderr io.Writer
 // parseOneArg parses flags before or after one positional argument and
 // returns it; without one it is a usage error saying usage.
 func parseOneArg(fs *flag.FlagSet, args []string, usage string) (string, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", err
-		}
-		return "", fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseArgs(fs, args); err != nil {
+		return "", err
 	}
 	if fs.NArg() == 0 {
 		return "", fmt.Errorf("%w: %s", errUsage, usage)
