@@ -283,16 +283,24 @@ func encodeOCSF(ev *Evidence, v *entryView, p *params) []byte {
 		b.key("device")
 		agentObject(b, v)
 	}
+	unmapped(b, v, ev, p, v.entry)
+	b.close()
+	return b.b
+}
+
+// unmapped writes the members OCSF has no attribute for: the ACS facts,
+// with the entry itself when entry is not nil, and the evidence handle.
+func unmapped(b *buf, v *entryView, ev *Evidence, p *params, entry json.RawMessage) {
 	b.obj("unmapped")
 	b.obj("acs")
 	acsFacts(b, v, ev, p)
-	b.key("entry").raw(v.entry)
+	if entry != nil {
+		b.key("entry").raw(entry)
+	}
 	b.close()
 	b.key("acsledger")
 	ev.handle(b)
 	b.close()
-	b.close()
-	return b.b
 }
 
 // encodeFinding writes the Detection Finding (2004) of a deny, modify,
@@ -319,13 +327,7 @@ func encodeFinding(ev *Evidence, v *entryView, p *params) []byte {
 	b.key("verdict").str(d)
 	b.close()
 	b.raw([]byte{']'})
-	b.obj("unmapped")
-	b.obj("acs")
-	acsFacts(b, v, ev, p)
-	b.close()
-	b.key("acsledger")
-	ev.handle(b)
-	b.close()
+	unmapped(b, v, ev, p, nil)
 	b.close()
 	return b.b
 }
