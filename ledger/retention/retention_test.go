@@ -15,6 +15,7 @@ import (
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/retention"
+	"github.com/acsledger/acsledger/ledger/retention/retentiontest"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/ledger/storetest"
 	"github.com/acsledger/acsledger/verify"
@@ -455,15 +456,9 @@ func TestSweepBesideAppends(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
-			db := "sqlite:" + t.TempDir()
-			if kind == "postgres" {
-				db = pgtest.NewDatabase(t)
-				if err := storeopen.Migrate(ctx, db); err != nil {
-					t.Fatal(err)
-				}
-			}
+			db := retentiontest.NewStore(t, kind)
 			const n = 2000
-			seedT(t, db, n)
+			retentiontest.SeedExpired(t, db, n, 64, "old", "old-agent")
 			st, err := storeopen.Open(ctx, db, ledger.Options{})
 			if err != nil {
 				t.Fatal(err)
