@@ -21,11 +21,7 @@ import (
 func TestBundleTimestamps(t *testing.T) {
 	ctx := context.Background()
 	f := evidencetest.New(t, "sqlite")
-	a := tsatest.Start(t)
-	roots, err := verify.ParseTSACerts(a.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, roots := startTSA(t)
 	build := func() []byte {
 		var b bytes.Buffer
 		opts := f.Options()

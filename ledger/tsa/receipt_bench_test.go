@@ -7,7 +7,6 @@ import (
 
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/internal/evidencetest"
-	"github.com/acsledger/acsledger/internal/tsatest"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/tlog"
 	"github.com/acsledger/acsledger/ledger/tsa"
@@ -23,11 +22,7 @@ import (
 func BenchmarkReceiptTimestamp(b *testing.B) {
 	ctx := context.Background()
 	f := evidencetest.New(b, "sqlite")
-	a := tsatest.Start(b)
-	roots, err := verify.ParseTSACerts(a.CACert)
-	if err != nil {
-		b.Fatal(err)
-	}
+	a, roots := startTSA(b)
 	unstamped, err := evidence.Receipt(ctx, f.Store, f.Log, f.ECDSASession, 1)
 	if err != nil {
 		b.Fatal(err)

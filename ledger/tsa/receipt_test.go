@@ -36,11 +36,7 @@ func TestReceiptTimestamp(t *testing.T) {
 func testReceiptTimestamp(t *testing.T, kind string) {
 	ctx := context.Background()
 	f := evidencetest.New(t, kind)
-	a := tsatest.Start(t)
-	roots, err := verify.ParseTSACerts(a.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, roots := startTSA(t)
 	ks, err := sig.NewKeySet(f.HMAC.Public(), f.ECDSA.Public())
 	if err != nil {
 		t.Fatal(err)

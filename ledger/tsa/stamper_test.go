@@ -3,6 +3,7 @@ package tsa_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net/http"
@@ -27,6 +28,18 @@ import (
 
 func TestMain(m *testing.M) { tlogdb.Main(m) }
 
+// startTSA starts a real authority (tsatest) and returns it with its CA
+// as the pool a verifier trusts.
+func startTSA(tb testing.TB) (*tsatest.TSA, *x509.CertPool) {
+	tb.Helper()
+	a := tsatest.Start(tb)
+	roots, err := verify.ParseTSACerts(a.CACert)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a, roots
+}
+
 func TestStamperSQLite(t *testing.T)   { testStamper(t, tlogdb.SQLiteDB(t)) }
 func TestStamperPostgres(t *testing.T) { testStamper(t, tlogdb.PGDB(t)) }
 
@@ -37,11 +50,7 @@ func TestStamperPostgres(t *testing.T) { testStamper(t, tlogdb.PGDB(t)) }
 // and by openssl's own, and a tampered one is refused.
 func testStamper(t *testing.T, db tlogstoretest.DB) {
 	ctx := context.Background()
-	a := tsatest.Start(t)
-	roots, err := verify.ParseTSACerts(a.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, roots := startTSA(t)
 	st := db.Storage
 	if st.Timestamps == nil {
 		t.Fatal("the store keeps no time-stamps")
@@ -151,11 +160,7 @@ func get(t *testing.T, url, ct string) []byte {
 // signer the trusted CA certified. Most must fail outright.
 func TestTimestampMangled(t *testing.T) {
 	ctx := context.Background()
-	a := tsatest.Start(t)
-	roots, err := verify.ParseTSACerts(a.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, roots := startTSA(t)
 	note := []byte("acsledger.test/log\n5\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n\n\u2014 acsledger.test/log AAAA\n")
 	resp, err := tsa.NewClient(a.URL, roots, nil).Stamp(ctx, note)
 	if err != nil {
