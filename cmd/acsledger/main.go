@@ -44,6 +44,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/acsledger/acsledger/internal/logthrottle"
@@ -76,6 +77,25 @@ func commands() []command {
 		{"bench", "measure the Guardian under load beside bare OPA (bench guardian)", runBench},
 		{"demo", "send a short agent workload to a running server and verify its evidence", runDemo},
 	}
+}
+
+// runSubcommand runs the subcommand of cmd that args[0] names among subs
+// (token, retention and hold have several).
+func runSubcommand(ctx context.Context, cmd string, subs []command, args []string, stdout, stderr io.Writer) error {
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.name
+	}
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s needs a subcommand: %s", errUsage, cmd, want)
+	}
+	for _, s := range subs {
+		if s.name == args[0] {
+			return s.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	return fmt.Errorf("%w: unknown %s subcommand %q (want %s)", errUsage, cmd, args[0], want)
 }
 
 // errUsage marks errors caused by how the command was invoked; they exit 2.

@@ -23,36 +23,21 @@ import (
 // runRetention is `acsledger retention set|list|delete|sweep`
 // (docs/retention.md).
 func runRetention(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: retention needs a subcommand: set, list, delete or sweep", errUsage)
-	}
-	switch args[0] {
-	case "set":
-		return retentionSet(ctx, args[1:], stdout, stderr)
-	case "list":
-		return retentionList(ctx, args[1:], stdout, stderr)
-	case "delete":
-		return retentionDelete(ctx, args[1:], stdout, stderr)
-	case "sweep":
-		return retentionSweep(ctx, args[1:], stdout, stderr)
-	}
-	return fmt.Errorf("%w: unknown retention subcommand %q (want set, list, delete or sweep)", errUsage, args[0])
+	return runSubcommand(ctx, "retention", []command{
+		{name: "set", run: retentionSet},
+		{name: "list", run: retentionList},
+		{name: "delete", run: retentionDelete},
+		{name: "sweep", run: retentionSweep},
+	}, args, stdout, stderr)
 }
 
 // runHold is `acsledger hold set|list|release`.
 func runHold(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: hold needs a subcommand: set, list or release", errUsage)
-	}
-	switch args[0] {
-	case "set":
-		return holdSet(ctx, args[1:], stdout, stderr)
-	case "list":
-		return holdList(ctx, args[1:], stdout, stderr)
-	case "release":
-		return holdRelease(ctx, args[1:], stdout, stderr)
-	}
-	return fmt.Errorf("%w: unknown hold subcommand %q (want set, list or release)", errUsage, args[0])
+	return runSubcommand(ctx, "hold", []command{
+		{name: "set", run: holdSet},
+		{name: "list", run: holdList},
+		{name: "release", run: holdRelease},
+	}, args, stdout, stderr)
 }
 
 // adminFlagSet is the flag set of an admin subcommand with the store flags.

@@ -19,18 +19,11 @@ import (
 // runToken is `acsledger token create|list|revoke`: API tokens, stored as
 // SHA-256 hashes in the store (docs/operations.md).
 func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: token needs a subcommand: create, list or revoke", errUsage)
-	}
-	switch args[0] {
-	case "create":
-		return tokenCreate(ctx, args[1:], stdout, stderr)
-	case "list":
-		return tokenList(ctx, args[1:], stdout, stderr)
-	case "revoke":
-		return tokenRevoke(ctx, args[1:], stdout, stderr)
-	}
-	return fmt.Errorf("%w: unknown token subcommand %q (want create, list or revoke)", errUsage, args[0])
+	return runSubcommand(ctx, "token", []command{
+		{name: "create", run: tokenCreate},
+		{name: "list", run: tokenList},
+		{name: "revoke", run: tokenRevoke},
+	}, args, stdout, stderr)
 }
 
 // tokenFlagSet is the flag set of `token NAME`, with the store flags every
