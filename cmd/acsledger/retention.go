@@ -40,7 +40,8 @@ func runHold(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}, args, stdout, stderr)
 }
 
-// adminFlagSet is the flag set of an admin subcommand with the store flags.
+// adminFlagSet is the flag set of an admin subcommand (token, retention,
+// hold) with the store flags.
 func adminFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *dbFlags) {
 	fs := newFlagSet(name, stderr)
 	db := new(dbFlags)
