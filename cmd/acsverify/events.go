@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -67,12 +66,7 @@ func events(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		r, err := verify.VerifyEventsFunc(bundles, in, trust, each)
 		if err != nil {
-			var ie *verify.InputError
-			if errors.As(err, &ie) {
-				ie.File = ""
-			}
-			fmt.Fprintf(stderr, "acsverify events: %s: %v\n", name, err)
-			return exitInput
+			return inputFailed(stderr, "events", name, err)
 		}
 		return printEvents(name, bundleFiles, r, n, *asJSON, stdout, stderr)
 	})

@@ -371,12 +371,7 @@ func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			r, err = verify.VerifyBundle(in, trust)
 		}
 		if err != nil {
-			var ie *verify.InputError
-			if errors.As(err, &ie) {
-				ie.File = ""
-			}
-			fmt.Fprintf(stderr, "acsverify bundle: %s: %v\n", name, err)
-			return exitInput
+			return inputFailed(stderr, "bundle", name, err)
 		}
 		return printReport("bundle", name, r, *asJSON, stdout, stderr)
 	})
@@ -394,12 +389,7 @@ func verifyEarlier(path string, trust *verify.Trust, stderr io.Writer) (*verify.
 	defer f.Close()
 	r, err := verify.VerifyBundle(f, trust)
 	if err != nil {
-		var ie *verify.InputError
-		if errors.As(err, &ie) {
-			ie.File = ""
-		}
-		fmt.Fprintf(stderr, "acsverify bundle: --since %s: %v\n", path, err)
-		return nil, exitInput
+		return nil, inputFailed(stderr, "bundle", "--since "+path, err)
 	}
 	if !r.Verified() {
 		fmt.Fprintf(stderr, "acsverify bundle: --since %s does not verify (%d findings): check it on its own first\n", path, len(r.Findings))
@@ -467,6 +457,18 @@ func printReport(cmd, name string, r *verify.Report, asJSON bool, stdout, stderr
 		return exitFindings
 	}
 	return exitVerified
+}
+
+// inputFailed reports on stderr, as cmd's, that the input name could not
+// be verified (name stands in for the file an InputError names) and
+// returns exitInput.
+func inputFailed(stderr io.Writer, cmd, name string, err error) int {
+	var ie *verify.InputError
+	if errors.As(err, &ie) {
+		ie.File = ""
+	}
+	fmt.Fprintf(stderr, "acsverify %s: %s: %v\n", cmd, name, err)
+	return exitInput
 }
 
 // writeJSON writes v as indented JSON without HTML escaping; it reports
