@@ -9,7 +9,6 @@ import (
 	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/tlog"
-	"github.com/acsledger/acsledger/ledger/tsa"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -27,10 +26,7 @@ func BenchmarkReceiptTimestamp(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := tsa.NewStamper(f.Store.LogStorage().Timestamps, tsa.NewClient(a.URL, roots, nil), tsa.StamperConfig{})
-	if _, err := s.StampPending(ctx); err != nil {
-		b.Fatal(err)
-	}
+	stampPending(b, f, a, roots)
 	stamped, err := evidence.Receipt(ctx, f.Store, f.Log, f.ECDSASession, 1)
 	if err != nil {
 		b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/internal/tsatest"
 	"github.com/acsledger/acsledger/ledger/tlog"
@@ -38,6 +39,17 @@ func startTSA(tb testing.TB) (*tsatest.TSA, *x509.CertPool) {
 		tb.Fatal(err)
 	}
 	return a, roots
+}
+
+// stampPending stamps the fixture's pending checkpoints with a's
+// authority, failing tb when none was stamped, and returns the stamper.
+func stampPending(tb testing.TB, f *evidencetest.Fixture, a *tsatest.TSA, roots *x509.CertPool) *tsa.Stamper {
+	tb.Helper()
+	s := tsa.NewStamper(f.Store.LogStorage().Timestamps, tsa.NewClient(a.URL, roots, nil), tsa.StamperConfig{})
+	if n, err := s.StampPending(context.Background()); err != nil || n == 0 {
+		tb.Fatalf("stamped %d: %v", n, err)
+	}
+	return s
 }
 
 func TestStamperSQLite(t *testing.T)   { testStamper(t, tlogdb.SQLiteDB(t)) }
