@@ -52,18 +52,9 @@ func (g *Guardian) receipt(ctx context.Context, req *request) []byte {
 		return g.errorResponse(req.id, refuse(rpcerr.MethodNotFound, "method_not_found",
 			fmt.Sprintf("method %q: this Guardian issues no receipts (it runs without a Merkle log)", req.method), "method", req.method), nil)
 	}
-	s := g.session(req.sessionID)
+	s, refusal := g.sessionOf(req, " with this Guardian; receipts are given to the session's own key")
 	if s == nil {
-		return g.errorResponse(req.id, refuse(rpcerr.CapabilityNotNegotiated, "no_handshake",
-			fmt.Sprintf("session %s has not completed handshake/hello with this Guardian; receipts are given to the session's own key", req.sessionID),
-			"method", MethodHello), nil)
-	}
-	if _, _, e := g.authenticate(req, s); e != nil {
-		return g.errorResponse(req.id, e, nil)
-	}
-	if req.agentID != s.agentID {
-		return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, "agent_mismatch",
-			fmt.Sprintf("session %s is bound to agent_id %q at handshake, not %q", s.id, s.agentID, req.agentID)), s.signer)
+		return refusal
 	}
 	if e := g.checkFresh(req); e != nil {
 		return g.errorResponse(req.id, e, s.signer)

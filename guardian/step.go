@@ -95,22 +95,33 @@ type entryDecision struct {
 	Ask *acs.AskDetails `json:"ask_details,omitempty"`
 }
 
-// step handles a content-bearing method: steps/*, MCP and agbom/*.
-func (g *Guardian) step(ctx context.Context, req *request) []byte {
+// sessionOf returns the session req is signed for once its signature
+// verified and its agent_id is the session's, or else nil and the refusal
+// to answer; noHandshake ends the message refusing a session without a
+// handshake. Refusals before the signature is verified are signed with
+// the Guardian's own key; after it, with the session's.
+func (g *Guardian) sessionOf(req *request, noHandshake string) (*session, []byte) {
 	s := g.session(req.sessionID)
 	if s == nil {
-		return g.errorResponse(req.id, refuse(rpcerr.CapabilityNotNegotiated, "no_handshake",
-			fmt.Sprintf("session %s has not completed handshake/hello; nothing is negotiated for it (ACS §4)", req.sessionID),
+		return nil, g.errorResponse(req.id, refuse(rpcerr.CapabilityNotNegotiated, "no_handshake",
+			fmt.Sprintf("session %s has not completed handshake/hello%s", req.sessionID, noHandshake),
 			"method", MethodHello), nil)
 	}
-	// Refusals before the signature is verified are signed with the
-	// Guardian's own key; after it, with the session's.
 	if _, _, e := g.authenticate(req, s); e != nil {
-		return g.errorResponse(req.id, e, nil)
+		return nil, g.errorResponse(req.id, e, nil)
 	}
 	if req.agentID != s.agentID {
-		return g.errorResponse(req.id, refuse(rpcerr.SessionRefused, "agent_mismatch",
+		return nil, g.errorResponse(req.id, refuse(rpcerr.SessionRefused, "agent_mismatch",
 			fmt.Sprintf("session %s is bound to agent_id %q at handshake, not %q", s.id, s.agentID, req.agentID)), s.signer)
+	}
+	return s, nil
+}
+
+// step handles a content-bearing method: steps/*, MCP and agbom/*.
+func (g *Guardian) step(ctx context.Context, req *request) []byte {
+	s, refusal := g.sessionOf(req, "; nothing is negotiated for it (ACS §4)")
+	if s == nil {
+		return refusal
 	}
 	if !compatible(req.acsVersion) {
 		return g.errorResponse(req.id, refuse(rpcerr.UnsupportedVersion, "unsupported_version",

@@ -152,16 +152,20 @@ func header(b *buf, c class, v *entryView, ev *Evidence, uidSuffix string) {
 		b.key("profiles").raw([]byte(`["incident"]`))
 	}
 	b.close()
-	// actor: the agent (ACS-Trace: actor.user.type_id 99, "AI Agent") and
-	// its session.
+	actor(b, v, ev)
+	provenanceEnrichment(b, v)
+}
+
+// actor writes the actor: the agent (ACS-Trace: actor.user.type_id 99, "AI
+// Agent") and its session.
+func actor(b *buf, v *entryView, ev *Evidence) {
 	b.obj("actor")
 	if v.agent != "" {
 		b.key("user")
-		agentUser(b, v)
+		agentObject(b, v)
 	}
 	b.obj("session").key("uid").str(ev.SessionID).close()
 	b.close()
-	provenanceEnrichment(b, v)
 }
 
 // provenanceEnrichment writes enrichments when the entry summarises the
@@ -193,23 +197,11 @@ func provenanceEnrichment(b *buf, v *entryView) {
 	b.raw([]byte{']'})
 }
 
-func agentUser(b *buf, v *entryView) {
-	b.open()
-	name := v.agent
-	if name == "" {
-		name = "unknown agent"
-	} else {
-		b.key("uid").str(v.agent)
-	}
-	b.key("name").str(name)
-	b.key("type_id").int(99)
-	b.key("type").str("AI Agent")
-	b.close()
-}
-
-// agentDevice is the device of System Activity and Inventory Info events:
-// the ledger knows the agent, not the host it ran on.
-func agentDevice(b *buf, v *entryView) {
+// agentObject writes the agent as an OCSF user (actor.user, an event's
+// user) or as the device of System Activity and Inventory Info events (the
+// ledger knows the agent, not the host it ran on): both carry the same
+// members.
+func agentObject(b *buf, v *entryView) {
 	b.open()
 	name := v.agent
 	if name == "" {
@@ -232,14 +224,14 @@ func encodeOCSF(ev *Evidence, v *entryView, p *params) []byte {
 	switch c.uid {
 	case 3002:
 		b.key("user")
-		agentUser(b, v)
+		agentObject(b, v)
 		b.obj("session").key("uid").str(ev.SessionID).close()
 		// The service the agent's session opens on: ACS (the class needs a
 		// service or a dst_endpoint).
 		b.obj("service").key("name").str("ACS").close()
 	case 3003:
 		b.key("user")
-		agentUser(b, v)
+		agentObject(b, v)
 		b.obj("session").key("uid").str(ev.SessionID).close()
 		// The capabilities an approver granted (intent_extension); none
 		// for a resolution that granted nothing.
@@ -277,7 +269,7 @@ func encodeOCSF(ev *Evidence, v *entryView, p *params) []byte {
 		b.obj("database").key("name").str(kind).key("type_id").int(99).key("type").str(kind).close()
 	case 1007:
 		b.key("device")
-		agentDevice(b, v)
+		agentObject(b, v)
 		b.obj("process").key("uid").str(v.StepID)
 		if p != nil && p.tool != "" {
 			b.key("name").str(p.tool)
@@ -285,22 +277,30 @@ func encodeOCSF(ev *Evidence, v *entryView, p *params) []byte {
 		b.close()
 	case 1005:
 		b.key("device")
-		agentDevice(b, v)
+		agentObject(b, v)
 		b.obj("module").key("load_type_id").int(99).key("load_type").str("ACS skill").close()
 	case 5001:
 		b.key("device")
-		agentDevice(b, v)
+		agentObject(b, v)
 	}
+	unmapped(b, v, ev, p, v.entry)
+	b.close()
+	return b.b
+}
+
+// unmapped writes the members OCSF has no attribute for: the ACS facts,
+// with the entry itself when entry is not nil, and the evidence handle.
+func unmapped(b *buf, v *entryView, ev *Evidence, p *params, entry json.RawMessage) {
 	b.obj("unmapped")
 	b.obj("acs")
 	acsFacts(b, v, ev, p)
-	b.key("entry").raw(v.entry)
+	if entry != nil {
+		b.key("entry").raw(entry)
+	}
 	b.close()
 	b.key("acsledger")
 	ev.handle(b)
 	b.close()
-	b.close()
-	return b.b
 }
 
 // encodeFinding writes the Detection Finding (2004) of a deny, modify,
@@ -320,26 +320,14 @@ func encodeFinding(ev *Evidence, v *entryView, p *params) []byte {
 	b.key("verdict").str(d)
 	b.key("evidences").raw([]byte{'['})
 	b.open()
-	b.obj("actor")
-	if v.agent != "" {
-		b.key("user")
-		agentUser(b, v)
-	}
-	b.obj("session").key("uid").str(ev.SessionID).close()
-	b.close()
+	actor(b, v, ev)
 	b.key("name").str(v.StepType)
 	b.key("uid").str(v.StepID)
 	b.key("verdict_id").int(99)
 	b.key("verdict").str(d)
 	b.close()
 	b.raw([]byte{']'})
-	b.obj("unmapped")
-	b.obj("acs")
-	acsFacts(b, v, ev, p)
-	b.close()
-	b.key("acsledger")
-	ev.handle(b)
-	b.close()
+	unmapped(b, v, ev, p, nil)
 	b.close()
 	return b.b
 }

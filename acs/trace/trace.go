@@ -201,65 +201,40 @@ func view(ev *Evidence) (*entryView, error) {
 	}
 	v := new(entryView)
 	v.entry = compact(ev.Entry)
-	d := &v.Decision
-	ok := acs.JSONMembers(v.entry, func(name, val []byte) bool {
-		switch string(name) {
-		case "entry_id":
-			v.EntryID = str(val)
-		case "step_id":
-			v.StepID = str(val)
-		case "step_type":
-			v.StepType = str(val)
-		case "timestamp":
-			v.Timestamp = str(val)
-		case "agent_id":
-			v.AgentID = str(val)
-		case "turn_id":
-			v.TurnID = str(val)
-		case "source_format":
-			v.SourceFormat = str(val)
-		case "capabilities":
-			v.Capabilities = val
-		case "provenance_summary":
-			v.ProvenanceSummary = val
-		case "decision":
+	d, r := &v.Decision, &v.Resolution
+	ok := readMembers(v.entry, []member{
+		{name: "entry_id", str: &v.EntryID},
+		{name: "step_id", str: &v.StepID},
+		{name: "step_type", str: &v.StepType},
+		{name: "timestamp", str: &v.Timestamp},
+		{name: "agent_id", str: &v.AgentID},
+		{name: "turn_id", str: &v.TurnID},
+		{name: "source_format", str: &v.SourceFormat},
+		{name: "capabilities", raw: &v.Capabilities},
+		{name: "provenance_summary", raw: &v.ProvenanceSummary},
+		{name: "decision", obj: func(val []byte) {
 			// An object, or, in entries other writers append, the bare
 			// disposition ("decision": "allow").
 			if len(val) > 0 && val[0] == '"' {
 				d.Disposition = str(val)
-				break
+				return
 			}
-			acs.JSONMembers(val, func(name, val []byte) bool {
-				switch string(name) {
-				case "disposition":
-					d.Disposition = str(val)
-				case "reasoning":
-					d.Reasoning = str(val)
-				case "path":
-					d.Path = str(val)
-				case "reason_codes":
-					d.ReasonCodes = val
-				case "policy_references":
-					d.PolicyReferences = val
-				case "policy_versions":
-					d.PolicyVersions = val
-				case "rule_ids":
-					d.RuleIDs = val
-				}
-				return true
+			readMembers(val, []member{
+				{name: "disposition", str: &d.Disposition},
+				{name: "reasoning", str: &d.Reasoning},
+				{name: "path", str: &d.Path},
+				{name: "reason_codes", raw: &d.ReasonCodes},
+				{name: "policy_references", raw: &d.PolicyReferences},
+				{name: "policy_versions", raw: &d.PolicyVersions},
+				{name: "rule_ids", raw: &d.RuleIDs},
 			})
-		case "resolution":
-			acs.JSONMembers(val, func(name, val []byte) bool {
-				switch string(name) {
-				case "resolution":
-					v.Resolution.Resolution = str(val)
-				case "agent_id":
-					v.Resolution.AgentID = str(val)
-				}
-				return true
+		}},
+		{name: "resolution", obj: func(val []byte) {
+			readMembers(val, []member{
+				{name: "resolution", str: &r.Resolution},
+				{name: "agent_id", str: &r.AgentID},
 			})
-		}
-		return true
+		}},
 	})
 	if !ok {
 		return nil, fmt.Errorf("entry %s/%d: not a JSON object", ev.SessionID, ev.Position)
@@ -288,6 +263,39 @@ func view(ev *Evidence) (*entryView, error) {
 		v.agent = v.Resolution.AgentID
 	}
 	return v, nil
+}
+
+// member says where view keeps one member of an object: the string it
+// holds in str, the raw JSON value in raw, or the value handed to obj.
+type member struct {
+	name string
+	str  *string
+	raw  *[]byte
+	obj  func(val []byte)
+}
+
+// readMembers reads the members of obj that ms name, with the tree's one
+// member scanner (acs), and skips the others. It reports whether obj is a
+// JSON object.
+func readMembers(obj []byte, ms []member) bool {
+	return acs.JSONMembers(obj, func(name, val []byte) bool {
+		for i := range ms {
+			m := &ms[i]
+			if string(name) != m.name {
+				continue
+			}
+			switch {
+			case m.str != nil:
+				*m.str = str(val)
+			case m.raw != nil:
+				*m.raw = val
+			default:
+				m.obj(val)
+			}
+			return true
+		}
+		return true
+	})
 }
 
 // str returns the string a JSON value holds, "" for any other value.

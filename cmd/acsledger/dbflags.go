@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"time"
 
+	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
@@ -48,6 +50,25 @@ func (d *dbFlags) keysDir(given string) string {
 		return given
 	}
 	return defaultKeysDir(storeURL(d.named()))
+}
+
+// paramsDBFlags are the store flags with --keys and --master-key-file, for
+// the commands that read request params at rest (replay, whatif).
+type paramsDBFlags struct {
+	db              dbFlags
+	keys, masterKey string
+}
+
+// register registers the flags; keysUsage says what --keys is for.
+func (f *paramsDBFlags) register(fs *flag.FlagSet, keysUsage string) {
+	f.db.register(fs, "store URL (default: embedded store in ./"+storeopen.DefaultDir+")")
+	fs.StringVar(&f.keys, "keys", "", keysUsage)
+	fs.StringVar(&f.masterKey, "master-key-file", "", "FILE holding the master key of request params at rest (default $"+keydir.EnvMasterKey+", else "+keydir.MasterKeyFile+" in --keys)")
+}
+
+// open opens the store with the master key the flags name.
+func (f *paramsDBFlags) open(ctx context.Context) (storeopen.Store, error) {
+	return openSealedStore(ctx, f.db, f.masterKey, f.db.keysDir(f.keys))
 }
 
 // redact hides the password of a store URL before it is printed.

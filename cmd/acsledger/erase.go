@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/user"
 	"strings"
 	"time"
 
@@ -52,12 +51,7 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case strings.TrimSpace(*reason) == "":
 		return fmt.Errorf("%w: --reason is required and must not be blank", errUsage)
 	}
-	erasedBy := *by
-	if erasedBy == "" {
-		if u, err := user.Current(); err == nil {
-			erasedBy = u.Username
-		}
-	}
+	erasedBy := whoami(*by)
 	store, err := openStore(ctx, db, ledger.Options{})
 	if err != nil {
 		return err

@@ -40,15 +40,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	dir := db.keysDir(*keysDir)
 	// The bundle carries source records (and with --params the params),
 	// which are sealed at rest with serve's master key.
-	sealer, err := keydir.ParamsSealer(*masterKey, dir, false, nil)
-	if err != nil {
-		return err
-	}
-	sopts := ledger.Options{}
-	if sealer != nil {
-		sopts.Params = sealer
-	}
-	store, err := openStore(ctx, db, sopts)
+	store, err := openSealedStore(ctx, db, *masterKey, dir)
 	if err != nil {
 		return err
 	}
@@ -137,6 +129,22 @@ func openStore(ctx context.Context, db dbFlags, opts ledger.Options) (storeopen.
 		return nil, fmt.Errorf("couldn't open store %s: %w", redact(url), err)
 	}
 	return st, nil
+}
+
+// openSealedStore opens the store the flags name with the master key of
+// payloads at rest (masterKey, else $ACSLEDGER_MASTER_KEY, else the one in
+// the key directory dir), which seals request params and source records
+// as serve does; with none, payloads are stored and read in clear.
+func openSealedStore(ctx context.Context, db dbFlags, masterKey, dir string) (storeopen.Store, error) {
+	sealer, err := keydir.ParamsSealer(masterKey, dir, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	opts := ledger.Options{}
+	if sealer != nil {
+		opts.Params = sealer
+	}
+	return openStore(ctx, db, opts)
 }
 
 // openLogReadOnly opens the Merkle log over store with the log keys serve

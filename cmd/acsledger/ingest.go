@@ -10,7 +10,6 @@ import (
 	"github.com/acsledger/acsledger/ingest"
 	"github.com/acsledger/acsledger/internal/ingestfiles"
 	"github.com/acsledger/acsledger/internal/keydir"
-	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/web"
 )
@@ -88,15 +87,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	// Source records are kept beside their entries sealed with serve's
 	// master key, when there is one (docs/ingest.md).
-	opts := ledger.Options{}
-	sealer, err := keydir.ParamsSealer(f.masterKey, f.db.keysDir(f.keys), false, nil)
-	if err != nil {
-		return err
-	}
-	if sealer != nil {
-		opts.Params = sealer
-	}
-	st, err := openStore(ctx, f.db, opts)
+	st, err := openSealedStore(ctx, f.db, f.masterKey, f.db.keysDir(f.keys))
 	if err != nil {
 		return err
 	}

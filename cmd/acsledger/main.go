@@ -44,6 +44,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/acsledger/acsledger/internal/logthrottle"
@@ -76,6 +77,25 @@ func commands() []command {
 		{"bench", "measure the Guardian under load beside bare OPA (bench guardian)", runBench},
 		{"demo", "send a short agent workload to a running server and verify its evidence", runDemo},
 	}
+}
+
+// runSubcommand runs the subcommand of cmd that args[0] names among subs
+// (token, retention and hold have several).
+func runSubcommand(ctx context.Context, cmd string, subs []command, args []string, stdout, stderr io.Writer) error {
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.name
+	}
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s needs a subcommand: %s", errUsage, cmd, want)
+	}
+	for _, s := range subs {
+		if s.name == args[0] {
+			return s.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	return fmt.Errorf("%w: unknown %s subcommand %q (want %s)", errUsage, cmd, args[0], want)
 }
 
 // errUsage marks errors caused by how the command was invoked; they exit 2.
@@ -141,13 +161,21 @@ func setUsage(fs *flag.FlagSet, stderr io.Writer, line string) {
 	}
 }
 
-// parseFlags parses args and refuses positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+// parseArgs parses args: -h is flag.ErrHelp, a bad flag a usage error.
+func parseArgs(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}
+
+// parseFlags parses args and refuses positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))

@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	decisionreplay "github.com/acsledger/acsledger/guardian/replay"
-	"github.com/acsledger/acsledger/internal/keydir"
-	"github.com/acsledger/acsledger/ledger"
 )
 
 // errDecisionDiffers is returned when a replay reaches another decision
@@ -21,20 +18,15 @@ var errDecisionDiffers = errors.New("the replayed decision differs from the reco
 // runReplay re-evaluates a recorded decision (guardian/replay).
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("replay", stderr)
-	var db dbFlags
-	db.register(fs, "store URL (default: embedded store in ./acsledger-data)")
+	var db paramsDBFlags
+	db.register(fs, "key directory, as for serve, holding the master key of request params at rest (default: keys/ beside the embedded store or ./acsledger-keys)")
 	version := fs.String("policy-version", "", "evaluate under this recorded version of the cited policy instead of the recorded one")
 	session := fs.String("session", "", "the session of the request (optional; without it every session is scanned)")
 	paramsFile := fs.String("params", "", "FILE holding the request's params as sent, or the whole request envelope (\"-\" for stdin); default: the params stored in the ledger")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	keysDir := fs.String("keys", "", "key directory, as for serve, holding the master key of request params at rest (default: keys/ beside the embedded store or ./acsledger-keys)")
-	masterKey := fs.String("master-key-file", "", "FILE holding the master key of request params at rest (default $"+keydir.EnvMasterKey+", else "+keydir.MasterKeyFile+" in --keys)")
 	setUsage(fs, stderr, "usage: acsledger replay [--db URL] [--policy-version V] [--session ID] [--json] [--params FILE] REQUEST_ID")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want exactly one REQUEST_ID after the flags, got %d arguments", errUsage, fs.NArg())
@@ -46,16 +38,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	dir := db.keysDir(*keysDir)
-	sealer, err := keydir.ParamsSealer(*masterKey, dir, false, nil)
-	if err != nil {
-		return err
-	}
-	opts := ledger.Options{}
-	if sealer != nil {
-		opts.Params = sealer
-	}
-	store, err := openStore(ctx, db, opts)
+	store, err := db.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os/user"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,39 +23,25 @@ import (
 // runRetention is `acsledger retention set|list|delete|sweep`
 // (docs/retention.md).
 func runRetention(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: retention needs a subcommand: set, list, delete or sweep", errUsage)
-	}
-	switch args[0] {
-	case "set":
-		return retentionSet(ctx, args[1:], stdout, stderr)
-	case "list":
-		return retentionList(ctx, args[1:], stdout, stderr)
-	case "delete":
-		return retentionDelete(ctx, args[1:], stdout, stderr)
-	case "sweep":
-		return retentionSweep(ctx, args[1:], stdout, stderr)
-	}
-	return fmt.Errorf("%w: unknown retention subcommand %q (want set, list, delete or sweep)", errUsage, args[0])
+	return runSubcommand(ctx, "retention", []command{
+		{name: "set", run: retentionSet},
+		{name: "list", run: retentionList},
+		{name: "delete", run: retentionDelete},
+		{name: "sweep", run: retentionSweep},
+	}, args, stdout, stderr)
 }
 
 // runHold is `acsledger hold set|list|release`.
 func runHold(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: hold needs a subcommand: set, list or release", errUsage)
-	}
-	switch args[0] {
-	case "set":
-		return holdSet(ctx, args[1:], stdout, stderr)
-	case "list":
-		return holdList(ctx, args[1:], stdout, stderr)
-	case "release":
-		return holdRelease(ctx, args[1:], stdout, stderr)
-	}
-	return fmt.Errorf("%w: unknown hold subcommand %q (want set, list or release)", errUsage, args[0])
+	return runSubcommand(ctx, "hold", []command{
+		{name: "set", run: holdSet},
+		{name: "list", run: holdList},
+		{name: "release", run: holdRelease},
+	}, args, stdout, stderr)
 }
 
-// adminFlagSet is the flag set of an admin subcommand with the store flags.
+// adminFlagSet is the flag set of an admin subcommand (token, retention,
+// hold) with the store flags.
 func adminFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *dbFlags) {
 	fs := newFlagSet(name, stderr)
 	db := new(dbFlags)
@@ -62,13 +49,44 @@ func adminFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *dbFlags) {
 	return fs, db
 }
 
-// openRetention opens the store and a retention service over it.
-func openRetention(ctx context.Context, db dbFlags, opts retention.Options) (*retention.Service, func() error, error) {
+// withRetention opens the store, runs do with a retention service over
+// it and closes the store.
+func withRetention(ctx context.Context, db dbFlags, opts retention.Options, do func(*retention.Service) error) error {
 	st, err := openStore(ctx, db, ledger.Options{})
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	return retention.New(st, opts), st.Close, nil
+	defer st.Close()
+	return do(retention.New(st, opts))
+}
+
+// listAdmin is the body of `retention list` and `hold list`: it reads the
+// records with read and prints them as JSON with --json, else as a table
+// under header with line's cells a row.
+func listAdmin[R, J any](ctx context.Context, db dbFlags, asJSON bool, stdout io.Writer,
+	read func(context.Context, storeopen.Store) ([]R, error), toJSON func(R) J, header string, line func(J) []string) error {
+	st, err := openStore(ctx, db, ledger.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	recs, err := read(ctx, st)
+	if err != nil {
+		return err
+	}
+	out := make([]J, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, toJSON(r))
+	}
+	if asJSON {
+		return printJSON(stdout, out)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, j := range out {
+		fmt.Fprintln(tw, strings.Join(line(j), "\t"))
+	}
+	return tw.Flush()
 }
 
 // whoami is the OS user, the default of --by.
@@ -129,16 +147,13 @@ func retentionSet(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return badInput(err)
 	}
-	svc, closeStore, err := openRetention(ctx, *db, retention.Options{})
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-	r, err := svc.SetRule(ctx, ledger.Rule{Name: *name, AgentPrefix: *agent, SourceFormat: *format, StepType: *stepType, Period: d, Reason: *reason, SetBy: whoami(*by)})
-	if err != nil {
-		return badInput(err)
-	}
-	return printJSON(stdout, retention.NewRuleJSON(r))
+	return withRetention(ctx, *db, retention.Options{}, func(svc *retention.Service) error {
+		r, err := svc.SetRule(ctx, ledger.Rule{Name: *name, AgentPrefix: *agent, SourceFormat: *format, StepType: *stepType, Period: d, Reason: *reason, SetBy: whoami(*by)})
+		if err != nil {
+			return badInput(err)
+		}
+		return printJSON(stdout, retention.NewRuleJSON(r))
+	})
 }
 
 func retentionList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -147,28 +162,11 @@ func retentionList(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	st, err := openStore(ctx, *db, ledger.Options{})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rules, err := st.Rules(ctx)
-	if err != nil {
-		return err
-	}
-	out := []retention.RuleJSON{}
-	for _, r := range rules {
-		out = append(out, retention.NewRuleJSON(r))
-	}
-	if *asJSON {
-		return printJSON(stdout, out)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPERIOD\tAGENT PREFIX\tFORMAT\tSTEP TYPE\tSET BY\tREASON")
-	for _, r := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Period, orAny(r.Scope.AgentPrefix), orAny(r.Scope.SourceFormat), orAny(r.Scope.StepType), r.SetBy, r.Reason)
-	}
-	return tw.Flush()
+	return listAdmin(ctx, *db, *asJSON, stdout, func(ctx context.Context, st storeopen.Store) ([]ledger.Rule, error) { return st.Rules(ctx) },
+		retention.NewRuleJSON, "NAME\tPERIOD\tAGENT PREFIX\tFORMAT\tSTEP TYPE\tSET BY\tREASON",
+		func(r retention.RuleJSON) []string {
+			return []string{r.Name, r.Period, orAny(r.Scope.AgentPrefix), orAny(r.Scope.SourceFormat), orAny(r.Scope.StepType), r.SetBy, r.Reason}
+		})
 }
 
 func orAny(s string) string {
@@ -181,24 +179,18 @@ func orAny(s string) string {
 func retentionDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, db := adminFlagSet("retention delete", stderr)
 	by := fs.String("by", "", "who deletes the rule (default: the OS user name)")
-	name, err := parseOneArg(fs, args)
+	name, err := parseOneArg(fs, args, "usage: acsledger retention delete [--db URL] NAME")
 	if err != nil {
 		return err
 	}
-	if name == "" {
-		return fmt.Errorf("%w: usage: acsledger retention delete [--db URL] NAME", errUsage)
-	}
-	svc, closeStore, err := openRetention(ctx, *db, retention.Options{})
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-	r, err := svc.DeleteRule(ctx, name, whoami(*by))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "deleted retention rule %q\n", r.Name)
-	return nil
+	return withRetention(ctx, *db, retention.Options{}, func(svc *retention.Service) error {
+		r, err := svc.DeleteRule(ctx, name, whoami(*by))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "deleted retention rule %q\n", r.Name)
+		return nil
+	})
 }
 
 // retentionSweep runs every rule once: for cron, with a URL whose role may
@@ -217,37 +209,31 @@ func retentionSweep(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *duty < 0 || *duty >= 1 {
 		return fmt.Errorf("%w: --duty must be in [0, 1)", errUsage)
 	}
-	svc, closeStore, err := openRetention(ctx, *db, retention.Options{Batch: *batch, Pause: *pause, Duty: *duty})
-	if err != nil {
+	return withRetention(ctx, *db, retention.Options{Batch: *batch, Pause: *pause, Duty: *duty}, func(svc *retention.Service) error {
+		reps, err := svc.Sweep(ctx)
+		for _, r := range reps {
+			what := "rule " + r.Rule
+			if r.Rule == "" {
+				what = r.Kind
+			}
+			rec := ""
+			if r.Recovered {
+				rec = " (a run cut short, recorded now)"
+			}
+			fmt.Fprintf(stdout, "%s: erased %d payloads of %d sessions, entries recorded before %s; run %s%s\n", what, r.Erased, len(r.Sessions), r.Before, r.RunID, rec)
+		}
 		return err
-	}
-	defer closeStore()
-	reps, err := svc.Sweep(ctx)
-	for _, r := range reps {
-		what := "rule " + r.Rule
-		if r.Rule == "" {
-			what = r.Kind
-		}
-		rec := ""
-		if r.Recovered {
-			rec = " (a run cut short, recorded now)"
-		}
-		fmt.Fprintf(stdout, "%s: erased %d payloads of %d sessions, entries recorded before %s; run %s%s\n", what, r.Erased, len(r.Sessions), r.Before, r.RunID, rec)
-	}
-	return err
+	})
 }
 
 // parseOneArg parses flags before or after one positional argument and
-// returns it ("" when none).
-func parseOneArg(fs *flag.FlagSet, args []string) (string, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", err
-		}
-		return "", fmt.Errorf("%w: %v", errUsage, err)
+// returns it; without one it is a usage error saying usage.
+func parseOneArg(fs *flag.FlagSet, args []string, usage string) (string, error) {
+	if err := parseArgs(fs, args); err != nil {
+		return "", err
 	}
 	if fs.NArg() == 0 {
-		return "", nil
+		return "", fmt.Errorf("%w: %s", errUsage, usage)
 	}
 	arg := fs.Arg(0)
 	if err := parseFlags(fs, fs.Args()[1:]); err != nil {
@@ -283,16 +269,13 @@ func holdSet(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	svc, closeStore, err := openRetention(ctx, *db, retention.Options{})
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-	h, err := svc.SetHold(ctx, ledger.Hold{Case: *caseName, Sessions: sessions, AgentPrefix: *agent, From: f, Until: u, Reason: *reason, SetBy: whoami(*by)})
-	if err != nil {
-		return badInput(err)
-	}
-	return printJSON(stdout, retention.NewHoldJSON(h))
+	return withRetention(ctx, *db, retention.Options{}, func(svc *retention.Service) error {
+		h, err := svc.SetHold(ctx, ledger.Hold{Case: *caseName, Sessions: sessions, AgentPrefix: *agent, From: f, Until: u, Reason: *reason, SetBy: whoami(*by)})
+		if err != nil {
+			return badInput(err)
+		}
+		return printJSON(stdout, retention.NewHoldJSON(h))
+	})
 }
 
 func holdList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -302,51 +285,28 @@ func holdList(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	st, err := openStore(ctx, *db, ledger.Options{})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	hs, err := st.Holds(ctx, *all)
-	if err != nil {
-		return err
-	}
-	out := []retention.HoldJSON{}
-	for _, h := range hs {
-		out = append(out, retention.NewHoldJSON(h))
-	}
-	if *asJSON {
-		return printJSON(stdout, out)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tSESSIONS\tAGENT PREFIX\tFROM\tUNTIL\tSET BY\tSET AT\tRELEASED AT\tREASON")
-	for _, h := range out {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Case, len(h.Scope.Sessions), orAny(h.Scope.AgentPrefix), h.Scope.From, h.Scope.Until, h.SetBy, h.SetAt, h.ReleasedAt, h.Reason)
-	}
-	return tw.Flush()
+	return listAdmin(ctx, *db, *asJSON, stdout, func(ctx context.Context, st storeopen.Store) ([]ledger.Hold, error) { return st.Holds(ctx, *all) },
+		retention.NewHoldJSON, "CASE\tSESSIONS\tAGENT PREFIX\tFROM\tUNTIL\tSET BY\tSET AT\tRELEASED AT\tREASON",
+		func(h retention.HoldJSON) []string {
+			return []string{h.Case, strconv.Itoa(len(h.Scope.Sessions)), orAny(h.Scope.AgentPrefix), h.Scope.From, h.Scope.Until, h.SetBy, h.SetAt, h.ReleasedAt, h.Reason}
+		})
 }
 
 func holdRelease(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, db := adminFlagSet("hold release", stderr)
 	reason := fs.String("reason", "", "why the hold is lifted (required)")
 	by := fs.String("by", "", "who releases it (default: the OS user name)")
-	caseName, err := parseOneArg(fs, args)
+	caseName, err := parseOneArg(fs, args, "usage: acsledger hold release [--db URL] --reason TEXT CASE")
 	if err != nil {
 		return err
 	}
-	if caseName == "" {
-		return fmt.Errorf("%w: usage: acsledger hold release [--db URL] --reason TEXT CASE", errUsage)
-	}
-	svc, closeStore, err := openRetention(ctx, *db, retention.Options{})
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-	h, err := svc.ReleaseHold(ctx, caseName, whoami(*by), *reason)
-	if err != nil {
-		return badInput(err)
-	}
-	return printJSON(stdout, retention.NewHoldJSON(h))
+	return withRetention(ctx, *db, retention.Options{}, func(svc *retention.Service) error {
+		h, err := svc.ReleaseHold(ctx, caseName, whoami(*by), *reason)
+		if err != nil {
+			return badInput(err)
+		}
+		return printJSON(stdout, retention.NewHoldJSON(h))
+	})
 }
 
 // eraseSubject is `acsledger erase --agent PREFIX --until TIME --reason
@@ -360,18 +320,15 @@ func eraseSubject(ctx context.Context, db dbFlags, agent, until, reason, by stri
 	if u.IsZero() {
 		return fmt.Errorf("%w: --until is required with --agent", errUsage)
 	}
-	svc, closeStore, err := openRetention(ctx, db, retention.Options{})
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-	rep, err := svc.Erase(ctx, retention.Request{AgentPrefix: agent, Until: u.Format(time.RFC3339Nano), Reason: reason, By: whoami(by)})
-	if err != nil {
-		return badInput(err)
-	}
-	fmt.Fprintf(stdout, "erased %d payloads of %d sessions of agents %q recorded before %s (payloads under a legal hold are kept); request %s recorded in %s\n",
-		rep.Erased, len(rep.Sessions), agent, rep.Before, rep.RunID, retention.SessionID(time.Now()))
-	return nil
+	return withRetention(ctx, db, retention.Options{}, func(svc *retention.Service) error {
+		rep, err := svc.Erase(ctx, retention.Request{AgentPrefix: agent, Until: u.Format(time.RFC3339Nano), Reason: reason, By: whoami(by)})
+		if err != nil {
+			return badInput(err)
+		}
+		fmt.Fprintf(stdout, "erased %d payloads of %d sessions of agents %q recorded before %s (payloads under a legal hold are kept); request %s recorded in %s\n",
+			rep.Erased, len(rep.Sessions), agent, rep.Before, rep.RunID, retention.SessionID(time.Now()))
+		return nil
+	})
 }
 
 // retentionFlags are serve's retention flags (docs/retention.md, "Who may

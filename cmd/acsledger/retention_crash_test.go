@@ -6,51 +6,27 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/retention"
+	"github.com/acsledger/acsledger/ledger/retention/retentiontest"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
 // seedParams appends n Guardian steps with params over 16 sessions of
-// agent "crash-agent", recorded two days ago (the store's clock), so a
-// one-day rule covers every one.
+// agent "crash-agent", recorded two days ago (the store's clock), and a
+// one-day rule that covers every one.
 func seedParams(t *testing.T, db string, n int) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := storeopen.Open(ctx, db, ledger.Options{Now: func() time.Time { return time.Now().Add(-48 * time.Hour) }})
+	retentiontest.SeedExpired(t, db, n, 16, "sweep", "crash-agent")
+	st, err := storeopen.Open(context.Background(), db, ledger.Options{Now: func() time.Time { return time.Now().Add(-48 * time.Hour) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for s := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := s; i < n; i += 16 {
-				e := fmt.Appendf(nil, `{"entry_id":"e-%d","step_id":"r-%d","step_type":"steps/toolCallRequest","timestamp":"2026-11-30T10:00:00.000Z"}`, i, i)
-				_, _, err := st.AppendRequest(ctx, ledger.Record{SessionID: fmt.Sprintf("sweep-%02d", s), AgentID: "crash-agent", Entry: e},
-					fmt.Appendf(nil, `{"payload":{"customer":"name %d"}}`, i), ledger.Seen{RequestID: fmt.Sprintf("r-%d", i), At: time.Now()},
-					func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if _, err := st.PutRule(ctx, ledger.Rule{Name: "one-day", Period: 24 * time.Hour, Reason: "test", SetBy: "test"}); err != nil {
+	if _, err := st.PutRule(context.Background(), ledger.Rule{Name: "one-day", Period: 24 * time.Hour, Reason: "test", SetBy: "test"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -63,13 +39,7 @@ func seedParams(t *testing.T, db string, n int) {
 func TestRetentionSweepKill9(t *testing.T) {
 	storeKinds(t, func(t *testing.T, kind string) {
 		ctx := context.Background()
-		db := "sqlite:" + t.TempDir()
-		if kind == "postgres" {
-			db = pgtest.NewDatabase(t)
-			if err := storeopen.Migrate(ctx, db); err != nil {
-				t.Fatal(err)
-			}
-		}
+		db := retentiontest.NewStore(t, kind)
 		const n = 3000
 		seedParams(t, db, n)
 		st, err := storeopen.Open(ctx, db, ledger.Options{})

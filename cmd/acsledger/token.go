@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -19,27 +17,11 @@ import (
 // runToken is `acsledger token create|list|revoke`: API tokens, stored as
 // SHA-256 hashes in the store (docs/operations.md).
 func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: token needs a subcommand: create, list or revoke", errUsage)
-	}
-	switch args[0] {
-	case "create":
-		return tokenCreate(ctx, args[1:], stdout, stderr)
-	case "list":
-		return tokenList(ctx, args[1:], stdout, stderr)
-	case "revoke":
-		return tokenRevoke(ctx, args[1:], stdout, stderr)
-	}
-	return fmt.Errorf("%w: unknown token subcommand %q (want create, list or revoke)", errUsage, args[0])
-}
-
-// tokenFlagSet is the flag set of `token NAME`, with the store flags every
-// token subcommand takes.
-func tokenFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *dbFlags) {
-	fs := newFlagSet("token "+name, stderr)
-	db := new(dbFlags)
-	db.register(fs, "store URL: PostgreSQL or the embedded store's directory")
-	return fs, db
+	return runSubcommand(ctx, "token", []command{
+		{name: "create", run: tokenCreate},
+		{name: "list", run: tokenList},
+		{name: "revoke", run: tokenRevoke},
+	}, args, stdout, stderr)
 }
 
 // openTokens opens the store named by db and its token storage.
@@ -73,7 +55,7 @@ func parseExpiry(s string) (time.Duration, error) {
 // tokenCreate prints the new token alone on stdout, the only time it is
 // shown; what it is goes to stderr.
 func tokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, db := tokenFlagSet("create", stderr)
+	fs, db := adminFlagSet("token create", stderr)
 	role := fs.String("role", "", "admin, writer, auditor, viewer or metrics (required)")
 	name := fs.String("name", "", "a unique name, shown in token list and the access log (default: ROLE-<8 hex digits>)")
 	scope := fs.String("scope", "", "limit the token to sessions whose agent id starts with this prefix")
@@ -117,7 +99,7 @@ func describeExpiry(t time.Time) string {
 }
 
 func tokenList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, db := tokenFlagSet("list", stderr)
+	fs, db := adminFlagSet("token list", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -141,9 +123,7 @@ func tokenList(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		for _, t := range list {
 			out = append(out, tokenOut{access.NewTokenJSON(t), tokenState(t, now)})
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return printJSON(stdout, out)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tROLE\tSCOPE\tCREATED\tEXPIRES\tSTATE")
@@ -172,7 +152,7 @@ func tokenState(t ledger.Token, now time.Time) string {
 }
 
 func tokenRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, db := tokenFlagSet("revoke", stderr)
+	fs, db := adminFlagSet("token revoke", stderr)
 	// NAME may come before or after the flags.
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)

@@ -52,14 +52,16 @@ func testServeTimestamps(t *testing.T, db string) {
 		return string(m), strings.Contains(string(m), "acsledger_tsa_unstamped_checkpoints{") && strings.Contains(string(m), "acsledger_tsa_unstamped_seconds{") &&
 			strings.Contains(string(m), `acsledger_tsa_requests_total{acsledger_result="failed"`)
 	})
-	bundleFile := filepath.Join(t.TempDir(), "bundle.json")
-	saveBundle := func() {
-		code, b := get(t, s.url+"/api/v1/sessions/stamped/bundle")
+	// save writes what the server answers at path to file.
+	save := func(what, path, file string) {
+		code, b := get(t, s.url+path)
 		if code != 200 {
-			t.Fatalf("bundle: %d %s", code, b)
+			t.Fatalf("%s: %d %s", what, code, b)
 		}
-		os.WriteFile(bundleFile, b, 0o600)
+		os.WriteFile(file, b, 0o600)
 	}
+	bundleFile := filepath.Join(t.TempDir(), "bundle.json")
+	saveBundle := func() { save("bundle", "/api/v1/sessions/stamped/bundle", bundleFile) }
 	saveBundle()
 	if out, code := runAcsverify(t, "bundle", "--tsa-cert", a.CACertFile, "--require-timestamp", bundleFile); code != 1 || !strings.Contains(out, "timestamp_missing") {
 		t.Fatalf("acsverify on the unstamped bundle: exit %d\n%s", code, out)
@@ -75,13 +77,7 @@ func testServeTimestamps(t *testing.T, db string) {
 	keyFile := filepath.Join(dir, "log.vkey")
 	os.WriteFile(keyFile, logKey, 0o600)
 	receiptFile := filepath.Join(dir, "step.tlog-proof")
-	saveReceipt := func() {
-		code, b := get(t, s.url+"/api/v1/sessions/stamped/entries/0/receipt")
-		if code != 200 {
-			t.Fatalf("receipt: %d %s", code, b)
-		}
-		os.WriteFile(receiptFile, b, 0o600)
-	}
+	saveReceipt := func() { save("receipt", "/api/v1/sessions/stamped/entries/0/receipt", receiptFile) }
 	saveReceipt()
 	if out, code := runAcsverify(t, "receipt", "--log-key", keyFile, "--tsa-cert", a.CACertFile, "--require-timestamp", receiptFile); code != 1 || !strings.Contains(out, "timestamp_missing") || strings.Contains(out, "time-stamped at") {
 		t.Fatalf("acsverify on the unstamped receipt: exit %d\n%s", code, out)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/acsledger/acsledger/guardian/whatif"
-	"github.com/acsledger/acsledger/internal/keydir"
 	"github.com/acsledger/acsledger/internal/term"
 	"github.com/acsledger/acsledger/ledger"
 )
@@ -26,8 +24,8 @@ var errWhatIfChanged = errors.New("the candidate would change recorded decisions
 // docs/whatif.md).
 func runWhatIf(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("whatif", stderr)
-	var db dbFlags
-	db.register(fs, "store URL (default: embedded store in ./acsledger-data)")
+	var db paramsDBFlags
+	db.register(fs, "key directory, as for serve, holding the master key of request params at rest")
 	pol := fs.String("policy", "", "the candidate policy: a directory of Rego (and data.json) or an OPA bundle archive (.tar.gz)")
 	label := fs.String("policy-version", "candidate", "the label the candidate's decisions cite as their policy version")
 	since := fs.String("since", "", "evaluate steps recorded at or after T (RFC 3339)")
@@ -39,14 +37,9 @@ func runWhatIf(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	source := fs.String("source", "", "evaluate records of one source ("+strings.Join(whatif.Sources, ", ")+")")
 	limit := fs.Int64("limit", 0, fmt.Sprintf("evaluate at most N steps (at most %d)", whatif.DefaultMaxSteps))
 	asJSON := fs.Bool("json", false, "write one JSON object per changed step, then the summary")
-	keysDir := fs.String("keys", "", "key directory, as for serve, holding the master key of request params at rest")
-	masterKey := fs.String("master-key-file", "", "FILE holding the master key of request params at rest (default $"+keydir.EnvMasterKey+", else "+keydir.MasterKeyFile+" in --keys)")
 	setUsage(fs, stderr, "usage: acsledger whatif --policy DIR|BUNDLE.tar.gz [--policy-version LABEL] [--since T] [--until T] [--agent PREFIX] [--session ID] [--tool NAME] [--decision D] [--source S] [--limit N] [--json] [--db URL|DIR]")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected arguments %q (flags only)", errUsage, fs.Args())
@@ -77,15 +70,7 @@ func runWhatIf(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("%w: --policy %s: %w", errUsage, *pol, err)
 	}
 
-	sealer, err := keydir.ParamsSealer(*masterKey, db.keysDir(*keysDir), false, nil)
-	if err != nil {
-		return err
-	}
-	opts := ledger.Options{}
-	if sealer != nil {
-		opts.Params = sealer
-	}
-	store, err := openStore(ctx, db, opts)
+	store, err := db.open(ctx)
 	if err != nil {
 		return err
 	}

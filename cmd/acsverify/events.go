@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,12 +66,7 @@ func events(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		r, err := verify.VerifyEventsFunc(bundles, in, trust, each)
 		if err != nil {
-			var ie *verify.InputError
-			if errors.As(err, &ie) {
-				ie.File = ""
-			}
-			fmt.Fprintf(stderr, "acsverify events: %s: %v\n", name, err)
-			return exitInput
+			return inputFailed(stderr, "events", name, err)
 		}
 		return printEvents(name, bundleFiles, r, n, *asJSON, stdout, stderr)
 	})
@@ -141,11 +134,7 @@ func printEvents(name string, bundleFiles []string, r *verify.EventsReport, n ev
 		for i, b := range r.Bundles {
 			out.Bundles = append(out.Bundles, bundleJSON{File: bundleFiles[i], ReportJSON: b.JSON()})
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out); err != nil {
-			fmt.Fprintf(stderr, "acsverify events: %v\n", err)
+		if !writeJSON("events", out, stdout, stderr) {
 			return exitInput
 		}
 		return status
@@ -155,12 +144,7 @@ func printEvents(name string, bundleFiles []string, r *verify.EventsReport, n ev
 			fmt.Fprintf(stdout, "%s: %s: %s: %s\n", bundleFiles[i], location(f), f.Code, f.Message)
 		}
 	}
-	for _, f := range r.Findings {
-		fmt.Fprintf(stdout, "%s: %s: %s: %s\n\texpected: %s\n\tactual:   %s\n", name, location(f), f.Code, f.Message, orNull(f.Expected), orNull(f.Actual))
-	}
-	for _, f := range r.Notices {
-		fmt.Fprintf(stdout, "%s: %s: notice: %s: %s\n", name, location(f), f.Code, f.Message)
-	}
+	printFindings(stdout, name, r.Findings, r.Notices)
 	if status == exitVerified {
 		fmt.Fprintf(stdout, "%s: verified: %d events match the ledger, %d duplicates, %d outside the bundles\n", name, n.verified, r.Duplicates, n.outside)
 	} else {

@@ -371,12 +371,7 @@ func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			r, err = verify.VerifyBundle(in, trust)
 		}
 		if err != nil {
-			var ie *verify.InputError
-			if errors.As(err, &ie) {
-				ie.File = ""
-			}
-			fmt.Fprintf(stderr, "acsverify bundle: %s: %v\n", name, err)
-			return exitInput
+			return inputFailed(stderr, "bundle", name, err)
 		}
 		return printReport("bundle", name, r, *asJSON, stdout, stderr)
 	})
@@ -394,12 +389,7 @@ func verifyEarlier(path string, trust *verify.Trust, stderr io.Writer) (*verify.
 	defer f.Close()
 	r, err := verify.VerifyBundle(f, trust)
 	if err != nil {
-		var ie *verify.InputError
-		if errors.As(err, &ie) {
-			ie.File = ""
-		}
-		fmt.Fprintf(stderr, "acsverify bundle: --since %s: %v\n", path, err)
-		return nil, exitInput
+		return nil, inputFailed(stderr, "bundle", "--since "+path, err)
 	}
 	if !r.Verified() {
 		fmt.Fprintf(stderr, "acsverify bundle: --since %s does not verify (%d findings): check it on its own first\n", path, len(r.Findings))
@@ -447,25 +437,12 @@ func readTrust(files []string) (*verify.Trust, error) {
 // printReport writes r as text or JSON and returns the exit status.
 func printReport(cmd, name string, r *verify.Report, asJSON bool, stdout, stderr io.Writer) int {
 	if asJSON {
-		out := r.JSON()
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out); err != nil {
-			fmt.Fprintf(stderr, "acsverify %s: %v\n", cmd, err)
+		if !writeJSON(cmd, r.JSON(), stdout, stderr) {
 			return exitInput
 		}
 	} else {
-		for _, f := range r.Findings {
-			fmt.Fprintf(stdout, "%s: %s: %s: %s\n\texpected: %s\n\tactual:   %s\n",
-				name, location(f), f.Code, f.Message, orNull(f.Expected), orNull(f.Actual))
-		}
-		for _, f := range r.Notices {
-			fmt.Fprintf(stdout, "%s: %s: notice: %s: %s\n", name, location(f), f.Code, f.Message)
-		}
-		for _, ts := range r.Timestamps {
-			fmt.Fprintf(stdout, "%s: checkpoint %d time-stamped at %s\n", name, ts.TreeSize, ts.Time.UTC().Format(time.RFC3339))
-		}
+		printFindings(stdout, name, r.Findings, r.Notices)
+		printTimestamps(stdout, name, r.Timestamps)
 		if r.Verified() {
 			fmt.Fprintf(stdout, "%s: verified: %d entries, head %s\n", name, r.Entries, r.Head)
 		} else {
@@ -480,6 +457,50 @@ func printReport(cmd, name string, r *verify.Report, asJSON bool, stdout, stderr
 		return exitFindings
 	}
 	return exitVerified
+}
+
+// inputFailed reports on stderr, as cmd's, that the input name could not
+// be verified (name stands in for the file an InputError names) and
+// returns exitInput.
+func inputFailed(stderr io.Writer, cmd, name string, err error) int {
+	var ie *verify.InputError
+	if errors.As(err, &ie) {
+		ie.File = ""
+	}
+	fmt.Fprintf(stderr, "acsverify %s: %s: %v\n", cmd, name, err)
+	return exitInput
+}
+
+// writeJSON writes v as indented JSON without HTML escaping; it reports
+// a failed write on stderr as cmd's and returns false.
+func writeJSON(cmd string, v any, stdout, stderr io.Writer) bool {
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(stderr, "acsverify %s: %v\n", cmd, err)
+		return false
+	}
+	return true
+}
+
+// printFindings writes each finding with what was expected and what was
+// found, then each notice, a line each prefixed with name.
+func printFindings(w io.Writer, name string, findings, notices []verify.Finding) {
+	for _, f := range findings {
+		fmt.Fprintf(w, "%s: %s: %s: %s\n\texpected: %s\n\tactual:   %s\n",
+			name, location(f), f.Code, f.Message, orNull(f.Expected), orNull(f.Actual))
+	}
+	for _, f := range notices {
+		fmt.Fprintf(w, "%s: %s: notice: %s: %s\n", name, location(f), f.Code, f.Message)
+	}
+}
+
+// printTimestamps writes the checkpoints a trusted TSA time-stamped.
+func printTimestamps(w io.Writer, name string, ts []verify.StampedCheckpoint) {
+	for _, t := range ts {
+		fmt.Fprintf(w, "%s: checkpoint %d time-stamped at %s\n", name, t.TreeSize, t.Time.UTC().Format(time.RFC3339))
+	}
 }
 
 // location names what a finding is about in text output.

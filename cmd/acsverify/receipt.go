@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/acsledger/acsledger/verify"
 )
@@ -203,24 +202,12 @@ func newerCheckpoint(doc []byte, cpFile, proofFile, bundleFile string) (*verify.
 // status.
 func printReceipt(name string, r *verify.ReceiptReport, asJSON bool, stdout, stderr io.Writer) int {
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(r); err != nil {
-			fmt.Fprintf(stderr, "acsverify receipt: %v\n", err)
+		if !writeJSON("receipt", r, stdout, stderr) {
 			return exitInput
 		}
 	} else {
-		for _, f := range r.Findings {
-			fmt.Fprintf(stdout, "%s: %s: %s: %s\n\texpected: %s\n\tactual:   %s\n",
-				name, location(f), f.Code, f.Message, orNull(f.Expected), orNull(f.Actual))
-		}
-		for _, f := range r.Notices {
-			fmt.Fprintf(stdout, "%s: %s: notice: %s: %s\n", name, location(f), f.Code, f.Message)
-		}
-		for _, ts := range r.Timestamps {
-			fmt.Fprintf(stdout, "%s: checkpoint %d time-stamped at %s\n", name, ts.TreeSize, ts.Time.UTC().Format(time.RFC3339))
-		}
+		printFindings(stdout, name, r.Findings, r.Notices)
+		printTimestamps(stdout, name, r.Timestamps)
 		verdict := "verified"
 		if !r.Verified {
 			verdict = fmt.Sprintf("NOT verified (%d findings)", len(r.Findings))

@@ -21,6 +21,20 @@ import (
 // opaDir holds OPA's command when a benchmark builds it.
 var opaDir string
 
+// newPGStore opens a store over a migrated throwaway PostgreSQL database.
+func newPGStore(b *testing.B) storeopen.Store {
+	b.Helper()
+	url := pgtest.NewDatabase(b)
+	if err := storeopen.Migrate(context.Background(), url); err != nil {
+		b.Fatal(err)
+	}
+	store, err := storeopen.Open(context.Background(), url, ledger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return store
+}
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "acsledger-bench-opa-bin-")
 	if err != nil {
@@ -78,14 +92,7 @@ func BenchmarkGuardianToolCall(b *testing.B) {
 	}
 
 	guardianRun := func(b *testing.B, wrap func(guardian.Policy) guardian.Policy) {
-		url := pgtest.NewDatabase(b)
-		if err := storeopen.Migrate(ctx, url); err != nil {
-			b.Fatal(err)
-		}
-		store, err := storeopen.Open(ctx, url, ledger.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		store := newPGStore(b)
 		bg, err := ServeGuardian(ctx, store, wrap)
 		if err != nil {
 			b.Fatal(err)

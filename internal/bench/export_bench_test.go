@@ -12,8 +12,6 @@ import (
 
 	"github.com/acsledger/acsledger/acs/trace"
 	"github.com/acsledger/acsledger/internal/exportsink"
-	"github.com/acsledger/acsledger/internal/pgtest"
-	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/export"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 	"github.com/acsledger/acsledger/ledger/tlog"
@@ -52,14 +50,7 @@ func BenchmarkGuardianExport(b *testing.B) {
 	dead.Close()
 
 	run := func(b *testing.B, sinkURL string) (rate float64, delivered int64) {
-		url := pgtest.NewDatabase(b)
-		if err := storeopen.Migrate(ctx, url); err != nil {
-			b.Fatal(err)
-		}
-		store, err := storeopen.Open(ctx, url, ledger.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		store := newPGStore(b)
 		skey, _, err := tlog.GenerateKey(nil, "bench.example/log", tlog.Ed25519)
 		if err != nil {
 			b.Fatal(err)

@@ -2,6 +2,7 @@ package export
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -23,32 +24,20 @@ func RegisterMetrics(ds []*Deliverer) error {
 		return nil
 	}
 	m := otel.Meter(instrumentationName)
-	behind, err := m.Int64ObservableGauge("acsledger.export.entries_behind",
+	behind, errBehind := m.Int64ObservableGauge("acsledger.export.entries_behind",
 		metric.WithDescription("Ledger entries a sink has not acknowledged yet."))
-	if err != nil {
-		return err
-	}
-	seconds, err := m.Float64ObservableGauge("acsledger.export.seconds_behind", metric.WithUnit("s"),
+	seconds, errSeconds := m.Float64ObservableGauge("acsledger.export.seconds_behind", metric.WithUnit("s"),
 		metric.WithDescription("Age of the oldest entry a sink has not acknowledged (0 when caught up)."))
-	if err != nil {
-		return err
-	}
-	delivered, err := m.Int64ObservableCounter("acsledger.export.delivered",
+	delivered, errDelivered := m.Int64ObservableCounter("acsledger.export.delivered",
 		metric.WithDescription("Entries a sink acknowledged, since its cursor was created."))
-	if err != nil {
-		return err
-	}
-	redelivered, err := m.Int64ObservableCounter("acsledger.export.redelivered",
+	redelivered, errRedelivered := m.Int64ObservableCounter("acsledger.export.redelivered",
 		metric.WithDescription("Entries sent to a sink again after a restart (possible duplicates)."))
-	if err != nil {
-		return err
-	}
-	failing, err := m.Int64ObservableGauge("acsledger.export.failing",
+	failing, errFailing := m.Int64ObservableGauge("acsledger.export.failing",
 		metric.WithDescription("1 while a sink's last delivery attempt failed, else 0."))
-	if err != nil {
+	if err := errors.Join(errBehind, errSeconds, errDelivered, errRedelivered, errFailing); err != nil {
 		return err
 	}
-	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, d := range ds {
 			st := d.Status()
 			set := metric.WithAttributes(attrSink.String(d.Name))

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acsledger/acsledger/internal/pgtest"
 	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/retention"
+	"github.com/acsledger/acsledger/ledger/retention/retentiontest"
 	"github.com/acsledger/acsledger/ledger/storeopen"
 )
 
@@ -108,15 +108,9 @@ func BenchmarkSweepGuardianRate(b *testing.B) {
 	for _, kind := range kinds {
 		b.Run(kind, func(b *testing.B) {
 			ctx := context.Background()
-			db := "sqlite:" + b.TempDir()
-			if kind == "postgres" {
-				db = pgtest.NewDatabase(b)
-				if err := storeopen.Migrate(ctx, db); err != nil {
-					b.Fatal(err)
-				}
-			}
+			db := retentiontest.NewStore(b, kind)
 			n := benchPayloads(b)
-			seed(b, db, n)
+			retentiontest.SeedExpired(b, db, n, 64, "old", "old-agent")
 			st, err := storeopen.Open(ctx, db, ledger.Options{})
 			if err != nil {
 				b.Fatal(err)
@@ -172,41 +166,5 @@ func BenchmarkSweepGuardianRate(b *testing.B) {
 				b.ReportMetric(duty, "duty")
 			}
 		})
-	}
-}
-
-// seed appends n Guardian steps with params recorded two days ago, over
-// 64 sessions of agent "old-agent".
-func seed(b *testing.B, db string, n int) { seedT(b, db, n) }
-
-func seedT(b testing.TB, db string, n int) {
-	b.Helper()
-	ctx := context.Background()
-	st, err := storeopen.Open(ctx, db, ledger.Options{Now: func() time.Time { return time.Now().Add(-48 * time.Hour) }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	for s := range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := s; i < n; i += 64 {
-				e := fmt.Appendf(nil, `{"entry_id":"e-%d","step_id":"r-%d","step_type":"steps/toolCallRequest","timestamp":"2026-11-30T10:00:00.000Z"}`, i, i)
-				_, _, err := st.AppendRequest(ctx, ledger.Record{SessionID: fmt.Sprintf("old-%02d", s), AgentID: "old-agent", Entry: e},
-					fmt.Appendf(nil, `{"payload":{"customer":"name %d"}}`, i), ledger.Seen{RequestID: fmt.Sprintf("r-%d", i), At: time.Now()},
-					func(a ledger.Appended) ([]byte, error) { return []byte(a.EntryHash.String()), nil })
-				if err != nil {
-					failed.Store(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
 	}
 }

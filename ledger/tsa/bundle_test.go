@@ -10,7 +10,6 @@ import (
 	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/internal/tsatest"
 	"github.com/acsledger/acsledger/ledger/evidence"
-	"github.com/acsledger/acsledger/ledger/tsa"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -21,11 +20,7 @@ import (
 func TestBundleTimestamps(t *testing.T) {
 	ctx := context.Background()
 	f := evidencetest.New(t, "sqlite")
-	a := tsatest.Start(t)
-	roots, err := verify.ParseTSACerts(a.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, roots := startTSA(t)
 	build := func() []byte {
 		var b bytes.Buffer
 		opts := f.Options()
@@ -51,10 +46,7 @@ func TestBundleTimestamps(t *testing.T) {
 		t.Fatalf("unstamped bundle with a time-stamp required: %+v", r.Findings)
 	}
 
-	s := tsa.NewStamper(f.Store.LogStorage().Timestamps, tsa.NewClient(a.URL, roots, nil), tsa.StamperConfig{})
-	if n, err := s.StampPending(ctx); err != nil || n == 0 {
-		t.Fatalf("stamped %d: %v", n, err)
-	}
+	stampPending(t, f, a, roots)
 	stamped := build()
 	r := check(stamped, trust)
 	if !r.Verified() || len(r.Timestamps) != 1 || r.Timestamps[0].TreeSize != r.Checkpoint.Size {

@@ -7,10 +7,8 @@ import (
 
 	"github.com/acsledger/acsledger/acs/sig"
 	"github.com/acsledger/acsledger/internal/evidencetest"
-	"github.com/acsledger/acsledger/internal/tsatest"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/ledger/tlog"
-	"github.com/acsledger/acsledger/ledger/tsa"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -23,19 +21,12 @@ import (
 func BenchmarkReceiptTimestamp(b *testing.B) {
 	ctx := context.Background()
 	f := evidencetest.New(b, "sqlite")
-	a := tsatest.Start(b)
-	roots, err := verify.ParseTSACerts(a.CACert)
-	if err != nil {
-		b.Fatal(err)
-	}
+	a, roots := startTSA(b)
 	unstamped, err := evidence.Receipt(ctx, f.Store, f.Log, f.ECDSASession, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := tsa.NewStamper(f.Store.LogStorage().Timestamps, tsa.NewClient(a.URL, roots, nil), tsa.StamperConfig{})
-	if _, err := s.StampPending(ctx); err != nil {
-		b.Fatal(err)
-	}
+	stampPending(b, f, a, roots)
 	stamped, err := evidence.Receipt(ctx, f.Store, f.Log, f.ECDSASession, 1)
 	if err != nil {
 		b.Fatal(err)

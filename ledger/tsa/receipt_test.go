@@ -17,7 +17,6 @@ import (
 	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/internal/tsatest"
 	"github.com/acsledger/acsledger/ledger/evidence"
-	"github.com/acsledger/acsledger/ledger/tsa"
 	"github.com/acsledger/acsledger/verify"
 )
 
@@ -36,11 +35,7 @@ func TestReceiptTimestamp(t *testing.T) {
 func testReceiptTimestamp(t *testing.T, kind string) {
 	ctx := context.Background()
 	f := evidencetest.New(t, kind)
-	a := tsatest.Start(t)
-	roots, err := verify.ParseTSACerts(a.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, roots := startTSA(t)
 	ks, err := sig.NewKeySet(f.HMAC.Public(), f.ECDSA.Public())
 	if err != nil {
 		t.Fatal(err)
@@ -75,10 +70,7 @@ func testReceiptTimestamp(t *testing.T, kind string) {
 	}
 
 	before := time.Now().Add(-time.Minute)
-	s := tsa.NewStamper(f.Store.LogStorage().Timestamps, tsa.NewClient(a.URL, roots, nil), tsa.StamperConfig{})
-	if n, err := s.StampPending(ctx); err != nil || n == 0 {
-		t.Fatalf("stamped %d: %v", n, err)
-	}
+	s := stampPending(t, f, a, roots)
 	stamped := receipt()
 	rep := check(stamped, trust)
 	if !rep.Verified || !rep.TimestampToken || len(rep.Timestamps) != 1 || rep.Timestamps[0].TreeSize != rep.TreeSize ||

@@ -3,6 +3,7 @@ package tsa_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/internal/tlogdb"
 	"github.com/acsledger/acsledger/internal/tsatest"
 	"github.com/acsledger/acsledger/ledger/tlog"
@@ -27,6 +29,29 @@ import (
 
 func TestMain(m *testing.M) { tlogdb.Main(m) }
 
+// startTSA starts a real authority (tsatest) and returns it with its CA
+// as the pool a verifier trusts.
+func startTSA(tb testing.TB) (*tsatest.TSA, *x509.CertPool) {
+	tb.Helper()
+	a := tsatest.Start(tb)
+	roots, err := verify.ParseTSACerts(a.CACert)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a, roots
+}
+
+// stampPending stamps the fixture's pending checkpoints with a's
+// authority, failing tb when none was stamped, and returns the stamper.
+func stampPending(tb testing.TB, f *evidencetest.Fixture, a *tsatest.TSA, roots *x509.CertPool) *tsa.Stamper {
+	tb.Helper()
+	s := tsa.NewStamper(f.Store.LogStorage().Timestamps, tsa.NewClient(a.URL, roots, nil), tsa.StamperConfig{})
+	if n, err := s.StampPending(context.Background()); err != nil || n == 0 {
+		tb.Fatalf("stamped %d: %v", n, err)
+	}
+	return s
+}
+
 func TestStamperSQLite(t *testing.T)   { testStamper(t, tlogdb.SQLiteDB(t)) }
 func TestStamperPostgres(t *testing.T) { testStamper(t, tlogdb.PGDB(t)) }
 
@@ -37,11 +62,7 @@ func TestStamperPostgres(t *testing.T) { testStamper(t, tlogdb.PGDB(t)) }
 // and by openssl's own, and a tampered one is refused.
 func testStamper(t *testing.T, db tlogstoretest.DB) {
 	ctx := context.Background()
-	a := tsatest.Start(t)
-	roots, err := verify.ParseTSACerts(a.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, roots := startTSA(t)
 	st := db.Storage
 	if st.Timestamps == nil {
 		t.Fatal("the store keeps no time-stamps")
@@ -151,11 +172,7 @@ func get(t *testing.T, url, ct string) []byte {
 // signer the trusted CA certified. Most must fail outright.
 func TestTimestampMangled(t *testing.T) {
 	ctx := context.Background()
-	a := tsatest.Start(t)
-	roots, err := verify.ParseTSACerts(a.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, roots := startTSA(t)
 	note := []byte("acsledger.test/log\n5\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n\n\u2014 acsledger.test/log AAAA\n")
 	resp, err := tsa.NewClient(a.URL, roots, nil).Stamp(ctx, note)
 	if err != nil {

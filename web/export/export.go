@@ -192,6 +192,14 @@ func (s *stream) flush() error {
 	return s.rc.Flush()
 }
 
+// heartbeat sends a heartbeat line with the cursor to resume from, next.
+func (s *stream) heartbeat(next export.Cursor) error {
+	if err := s.write(line{Heartbeat: time.Now().UTC().Format(time.RFC3339Nano), Cursor: next.String()}); err != nil {
+		return err
+	}
+	return s.flush()
+}
+
 func (s *stream) events(p export.Page) error {
 	for _, ev := range p.Events {
 		if s.scope != "" && strings.HasPrefix(access.LogAgentID, s.scope) && strings.HasPrefix(ev.SessionID, access.LogAgentID+"-") {
@@ -232,10 +240,7 @@ func (h *Handler) serve(ctx context.Context, s *stream, req request, p export.Pa
 		// A scoped follower scanning a long stretch of other agents'
 		// leaves still hears from the server within the heartbeat.
 		if req.follow && time.Since(s.flushed) >= h.o.Heartbeat {
-			if err := s.write(line{Heartbeat: time.Now().UTC().Format(time.RFC3339Nano), Cursor: p.Next.String()}); err != nil {
-				return err
-			}
-			if err := s.flush(); err != nil {
+			if err := s.heartbeat(p.Next); err != nil {
 				return err
 			}
 		}
@@ -268,10 +273,7 @@ func (h *Handler) waitFor(ctx context.Context, s *stream, p export.Page) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-beat.C:
-			if err := s.write(line{Heartbeat: time.Now().UTC().Format(time.RFC3339Nano), Cursor: p.Next.String()}); err != nil {
-				return err
-			}
-			if err := s.flush(); err != nil {
+			if err := s.heartbeat(p.Next); err != nil {
 				return err
 			}
 			beat.Reset(h.o.Heartbeat)

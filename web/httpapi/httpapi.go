@@ -110,14 +110,19 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
-// WriteList answers 200 with {key: [conv(item), ...]}: an empty array,
-// never null, when there are no items.
-func WriteList[T, J any](w http.ResponseWriter, key string, items []T, conv func(T) J) {
+// List is {key: [conv(item), ...]}: an empty array, never null, when
+// there are no items.
+func List[T, J any](key string, items []T, conv func(T) J) map[string][]J {
 	out := make([]J, 0, len(items))
 	for _, it := range items {
 		out = append(out, conv(it))
 	}
-	WriteJSON(w, http.StatusOK, map[string][]J{key: out})
+	return map[string][]J{key: out}
+}
+
+// WriteList answers 200 with List(key, items, conv).
+func WriteList[T, J any](w http.ResponseWriter, key string, items []T, conv func(T) J) {
+	WriteJSON(w, http.StatusOK, List(key, items, conv))
 }
 
 // RefuseUnread readies the refusal of a request whose body will not be

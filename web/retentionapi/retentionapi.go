@@ -71,18 +71,34 @@ var (
 
 // Mount adds the routes under r (/api/v1).
 func (a *API) Mount(r chi.Router) {
-	r.Get("/admin/retention", a.status)
-	r.Get("/admin/retention/rules", a.rules)
-	r.Put("/admin/retention/rules/{name}", a.setRule)
-	r.Delete("/admin/retention/rules/{name}", a.deleteRule)
+	r.Get("/admin/retention", a.answer(a.status))
+	r.Get("/admin/retention/rules", a.answer(a.rules))
+	r.Put("/admin/retention/rules/{name}", a.answer(a.setRule))
+	r.Delete("/admin/retention/rules/{name}", a.answer(a.deleteRule))
 	r.Post("/admin/retention/sweep", a.sweep)
-	r.Get("/admin/holds", a.holds)
-	r.Post("/admin/holds", a.setHold)
-	r.Post("/admin/holds/{case}/release", a.releaseHold)
+	r.Get("/admin/holds", a.answer(a.holds))
+	r.Post("/admin/holds", a.answer(a.setHold))
+	r.Post("/admin/holds/{case}/release", a.answer(a.releaseHold))
 	r.Post("/admin/erasures", a.erase)
 }
 
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) { httpapi.Fail(a.log, w, r, err) }
+
+// answer serves a route that answers JSON at once: h returns the status
+// and the body, or the error to answer instead.
+func (a *API) answer(h func(w http.ResponseWriter, r *http.Request) (int, any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !a.on(w, r) {
+			return
+		}
+		code, body, err := h(w, r)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		httpapi.WriteJSON(w, code, body)
+	}
+}
 
 func (a *API) on(w http.ResponseWriter, r *http.Request) bool {
 	if a.opts.Reader == nil || a.opts.Admin == nil {
@@ -209,14 +225,10 @@ func opt(t time.Time) *time.Time {
 	return &t
 }
 
-func (a *API) status(w http.ResponseWriter, r *http.Request) {
-	if !a.on(w, r) {
-		return
-	}
+func (a *API) status(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	st, err := a.opts.Reader.RetentionStatus(r.Context())
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out := StatusJSON{ErasedBySweeps: st.ErasedBySweeps, ErasedByRequests: st.ErasedByRequests, LastSweep: opt(st.LastSweep),
 		StandingHolds: st.StandingHolds, Rules: []RuleStatusJSON{}}
@@ -232,40 +244,30 @@ func (a *API) status(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	out.Running = a.running
 	a.mu.Unlock()
-	httpapi.WriteJSON(w, http.StatusOK, out)
+	return http.StatusOK, out, nil
 }
 
-func (a *API) rules(w http.ResponseWriter, r *http.Request) {
-	if !a.on(w, r) {
-		return
-	}
+func (a *API) rules(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	rs, err := a.opts.Reader.Rules(r.Context())
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return 0, nil, err
 	}
-	httpapi.WriteList(w, "rules", rs, retention.NewRuleJSON)
+	return http.StatusOK, httpapi.List("rules", rs, retention.NewRuleJSON), nil
 }
 
 // setRule takes {"scope": {"agent_prefix", "source_format", "step_type"},
 // "period": "180d", "reason"}.
-func (a *API) setRule(w http.ResponseWriter, r *http.Request) {
-	if !a.on(w, r) {
-		return
-	}
+func (a *API) setRule(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	rule, err := parseRule(r, w)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return 0, nil, err
 	}
 	rule.Name, rule.SetBy = httpapi.PathParam(r, "name"), who(r)
-	rule, err = a.opts.Admin.SetRule(r.Context(), rule)
-	if err != nil {
-		a.fail(w, r, err)
-		return
+	if rule, err = a.opts.Admin.SetRule(r.Context(), rule); err != nil {
+		return 0, nil, err
 	}
 	a.log.Info("retention rule set", "name", rule.Name, "period", rule.Period, "by", rule.SetBy)
-	httpapi.WriteJSON(w, http.StatusOK, retention.NewRuleJSON(rule))
+	return http.StatusOK, retention.NewRuleJSON(rule), nil
 }
 
 func parseRule(r *http.Request, w http.ResponseWriter) (ledger.Rule, error) {
@@ -303,55 +305,40 @@ func parseRule(r *http.Request, w http.ResponseWriter) (ledger.Rule, error) {
 	return rule, err
 }
 
-func (a *API) deleteRule(w http.ResponseWriter, r *http.Request) {
-	if !a.on(w, r) {
-		return
-	}
+func (a *API) deleteRule(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	rule, err := a.opts.Admin.DeleteRule(r.Context(), httpapi.PathParam(r, "name"), who(r))
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return 0, nil, err
 	}
 	a.log.Info("retention rule deleted", "name", rule.Name, "by", who(r))
-	httpapi.WriteJSON(w, http.StatusOK, retention.NewRuleJSON(rule))
+	return http.StatusOK, retention.NewRuleJSON(rule), nil
 }
 
-func (a *API) holds(w http.ResponseWriter, r *http.Request) {
-	if !a.on(w, r) {
-		return
-	}
+func (a *API) holds(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	all, err := httpapi.BoolParam(r, "all", false)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return 0, nil, err
 	}
 	hs, err := a.opts.Reader.Holds(r.Context(), all)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return 0, nil, err
 	}
-	httpapi.WriteList(w, "holds", hs, retention.NewHoldJSON)
+	return http.StatusOK, httpapi.List("holds", hs, retention.NewHoldJSON), nil
 }
 
 // setHold takes {"case", "scope": {"sessions", "agent_prefix", "from",
 // "until"}, "reason"}.
-func (a *API) setHold(w http.ResponseWriter, r *http.Request) {
-	if !a.on(w, r) {
-		return
-	}
+func (a *API) setHold(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	h, err := parseHold(r, w)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return 0, nil, err
 	}
 	h.SetBy = who(r)
-	h, err = a.opts.Admin.SetHold(r.Context(), h)
-	if err != nil {
-		a.fail(w, r, err)
-		return
+	if h, err = a.opts.Admin.SetHold(r.Context(), h); err != nil {
+		return 0, nil, err
 	}
 	a.log.Info("legal hold set", "case", h.Case, "by", h.SetBy)
-	httpapi.WriteJSON(w, http.StatusCreated, retention.NewHoldJSON(h))
+	return http.StatusCreated, retention.NewHoldJSON(h), nil
 }
 
 func parseHold(r *http.Request, w http.ResponseWriter) (ledger.Hold, error) {
@@ -390,27 +377,21 @@ func parseHold(r *http.Request, w http.ResponseWriter) (ledger.Hold, error) {
 }
 
 // releaseHold takes {"reason"}.
-func (a *API) releaseHold(w http.ResponseWriter, r *http.Request) {
-	if !a.on(w, r) {
-		return
-	}
+func (a *API) releaseHold(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	m, err := decode(r, w, "", "reason")
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return 0, nil, err
 	}
 	reason, err := str(m, "", "reason")
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return 0, nil, err
 	}
 	h, err := a.opts.Admin.ReleaseHold(r.Context(), httpapi.PathParam(r, "case"), who(r), reason)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return 0, nil, err
 	}
 	a.log.Info("legal hold released", "case", h.Case, "by", h.ReleasedBy)
-	httpapi.WriteJSON(w, http.StatusOK, retention.NewHoldJSON(h))
+	return http.StatusOK, retention.NewHoldJSON(h), nil
 }
 
 // start runs fn in the background, one run at a time: a sweep over a

@@ -192,6 +192,21 @@ func (s *Store) refuseHeld(ctx context.Context, tx Querier, sessionID string, po
 	return nil
 }
 
+// scanCursors reads rows of (session_id, position) and closes them.
+func scanCursors(rows Rows) ([]ledger.Cursor, error) {
+	var out []ledger.Cursor
+	for rows.Next() {
+		var c ledger.Cursor
+		if err := rows.Scan(&c.SessionID, &c.Position); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	rows.Close()
+	return out, rows.Err()
+}
+
 // EraseBatch implements ledger.PayloadSweeper. The transaction reads one
 // page of keys (at most limit), records the erasures of those in scope
 // and under no hold, and deletes them: its work is bounded by limit.
@@ -217,17 +232,8 @@ func (s *Store) EraseBatch(ctx context.Context, kind string, sc ledger.PayloadSc
 		if err != nil {
 			return fmt.Errorf("couldn't read the page of payloads: %w", err)
 		}
-		var page []ledger.Cursor
-		for rows.Next() {
-			var c ledger.Cursor
-			if err := rows.Scan(&c.SessionID, &c.Position); err != nil {
-				rows.Close()
-				return err
-			}
-			page = append(page, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		page, err := scanCursors(rows)
+		if err != nil {
 			return err
 		}
 		b.Done = len(page) < limit
@@ -240,21 +246,12 @@ func (s *Store) EraseBatch(ctx context.Context, kind string, sc ledger.PayloadSc
 			args = append(args, sc.SourceFormat)
 		}
 		query, args := s.withKeys(k.erase(s.q), page, args...)
-		var keys []ledger.Cursor
 		rows, err = tx.Query(ctx, query, args...)
 		if err != nil {
 			return fmt.Errorf("couldn't record the erasures: %w", err)
 		}
-		for rows.Next() {
-			var c ledger.Cursor
-			if err := rows.Scan(&c.SessionID, &c.Position); err != nil {
-				rows.Close()
-				return err
-			}
-			keys = append(keys, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		keys, err := scanCursors(rows)
+		if err != nil {
 			return fmt.Errorf("couldn't record the erasures: %w", err)
 		}
 		for _, c := range keys {
