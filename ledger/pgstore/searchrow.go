@@ -49,41 +49,55 @@ func projectSearch(content []byte) (row searchRow, ok bool) {
 	}
 	ok = true
 	row.reasonCodes, row.policyRefs = []string{}, []string{}
-	d := acs.CanonicalMember(content, "decision")
-	switch {
+	top := members(content, "decision", "source_format", "source", "flags")
+	switch d := top[0]; {
 	case isString(d):
 		row.disposition, ok = jsonText(d)
 	case isObject(d):
-		row.disposition, ok = firstText(d, "disposition", "decision")
+		m := members(d, "disposition", "decision", "reason_codes", "policy_references", "reasoning")
+		row.disposition, ok = firstText(m[0], m[1])
 		if ok {
-			row.reasonCodes = stringElems(acs.CanonicalMember(d, "reason_codes"))
-			row.policyRefs, ok = policyRefs(acs.CanonicalMember(d, "policy_references"))
+			row.reasonCodes = stringElems(m[2])
+			row.policyRefs, ok = policyRefs(m[3])
 		}
-		if r := acs.CanonicalMember(d, "reasoning"); ok && isString(r) {
-			row.reasoning, ok = jsonText(r)
+		if ok && isString(m[4]) {
+			row.reasoning, ok = jsonText(m[4])
 		}
 	}
 	row.source = "guardian"
-	if s := acs.CanonicalMember(content, "source_format"); isString(s) {
-		row.source, _ = jsonText(s)
-	} else if s := acs.CanonicalMember(content, "source"); isString(s) {
-		row.source, _ = jsonText(s)
+	if isString(top[1]) {
+		row.source, _ = jsonText(top[1])
+	} else if isString(top[2]) {
+		row.source, _ = jsonText(top[2])
 	}
-	row.flags = stringElems(acs.CanonicalMember(content, "flags"))
+	row.flags = stringElems(top[3])
 	return row, ok
 }
 
-// firstText is coalesce(o ->> names[0], o ->> names[1], ...), empty when
-// every member is absent or null; ok is false at the first member that is
-// present, not null and not a string.
-func firstText(o []byte, names ...string) (string, bool) {
-	for _, name := range names {
-		v := acs.CanonicalMember(o, name)
+// members returns the values of the named top-level members of obj, a
+// canonical object, in one pass; nil for an absent one.
+func members(obj []byte, names ...string) [][]byte {
+	out := make([][]byte, len(names))
+	left := len(names)
+	acs.CanonicalMembers(obj, func(name, value []byte) bool {
+		for i, n := range names {
+			if out[i] == nil && string(name) == n {
+				out[i] = value
+				left--
+			}
+		}
+		return left > 0
+	})
+	return out
+}
+
+// firstText is coalesce(v0 ->> '{}', v1 ->> '{}', ...) over member
+// values: the first that is present and not null, which must be a string
+// (ok is false otherwise); empty when there is none.
+func firstText(values ...[]byte) (string, bool) {
+	for _, v := range values {
 		if v == nil || string(v) == "null" {
 			continue
-		}
-		if !isString(v) {
-			return "", false
 		}
 		return jsonText(v)
 	}
@@ -123,7 +137,7 @@ func policyRefs(v []byte) ([]string, bool) {
 			return
 		}
 		idText, idOK := jsonText(id)
-		version, vOK := firstText(r, "policy_version")
+		version, vOK := firstText(acs.CanonicalMember(r, "policy_version"))
 		if !idOK || !vOK {
 			ok = false
 			return
@@ -134,13 +148,16 @@ func policyRefs(v []byte) ([]string, bool) {
 	return slices.Compact(out), ok
 }
 
-func isString(v []byte) bool { return len(v) > 0 && v[0] == '"' }
+func isString(v []byte) bool { return len(v) >= 2 && v[0] == '"' }
 func isObject(v []byte) bool { return len(v) > 0 && v[0] == '{' }
 
 // jsonText decodes a JSON string; ok is false for anything else.
 func jsonText(v []byte) (string, bool) {
 	if !isString(v) {
 		return "", false
+	}
+	if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), true // canonical: no escape, no quote inside
 	}
 	var s string
 	if json.Unmarshal(v, &s) != nil {
