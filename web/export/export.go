@@ -168,11 +168,20 @@ type stream struct {
 }
 
 func (s *stream) write(l line) error {
-	b, err := json.Marshal(l)
-	if err != nil {
-		return err
+	if l.Heartbeat == "" && len(l.Event) > 0 && plainCursor(l.Cursor) {
+		// An event line, most of a stream, put together as it stands: the
+		// event is the compact JSON the encoder wrote (json.Marshal would
+		// scan it again to compact and escape it) and the cursor is digits
+		// and dots.
+		s.buf = append(append(s.buf[:0], `{"cursor":"`...), l.Cursor...)
+		s.buf = append(append(append(s.buf, `","event":`...), l.Event...), "}\n"...)
+	} else {
+		b, err := json.Marshal(l)
+		if err != nil {
+			return err
+		}
+		s.buf = append(append(s.buf[:0], b...), '\n')
 	}
-	s.buf = append(append(s.buf[:0], b...), '\n')
 	if _, err := s.bw.Write(s.buf); err != nil {
 		return err
 	}
@@ -180,6 +189,20 @@ func (s *stream) write(l line) error {
 		s.last = l.Cursor
 	}
 	return nil
+}
+
+// plainCursor reports whether c is a cursor as export.Cursor writes it,
+// which needs no escape in JSON.
+func plainCursor(c string) bool {
+	if c == "" {
+		return false
+	}
+	for i := range len(c) {
+		if (c[i] < '0' || c[i] > '9') && c[i] != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *stream) flush() error {
