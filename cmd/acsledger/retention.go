@@ -346,7 +346,7 @@ func (f *retentionFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.eraserDB, "eraser-db", "", "PostgreSQL URL of a role that is a member of acsledger_eraser and acsledger_writer, for the in-process sweeper and the erasure API (the service's own role cannot erase); the embedded store needs none")
 	fs.IntVar(&f.batch, "retention-batch", retention.DefaultBatch, "payloads read per erasing transaction of a sweep")
 	fs.DurationVar(&f.pause, "retention-pause", 0, "pause between two batches of a sweep, leaving the database to the Guardian")
-	fs.Float64Var(&f.duty, "retention-duty", -1, fmt.Sprintf("the most share of the time a sweep spends erasing, in (0, 1); 0: no cap (default %g on the embedded store, whose one writer the sweep shares with the Guardian; no cap on PostgreSQL)", retention.EmbeddedDuty))
+	fs.Float64Var(&f.duty, "retention-duty", -1, fmt.Sprintf("the most share of the time a sweep spends erasing, in (0, 1); 0: no cap (default %g on the embedded store, whose one writer the sweep shares with the Guardian; %g on PostgreSQL)", retention.EmbeddedDuty, retention.PostgresDuty))
 }
 
 // notifier is the Merkle log's wake-up after an append.
@@ -370,7 +370,7 @@ func (f *retentionFlags) open(ctx context.Context, url string, store storeopen.S
 	}
 	opts := retention.Options{Batch: f.batch, Pause: f.pause, Duty: f.duty, Log: log}
 	if f.duty < 0 {
-		opts.Duty = 0
+		opts.Duty = retention.PostgresDuty
 		if t.Postgres == "" {
 			opts.Duty = retention.EmbeddedDuty
 		}

@@ -129,6 +129,8 @@ func BenchmarkSweepGuardianRate(b *testing.B) {
 				}
 			} else if kind == "sqlite" {
 				duty = retention.EmbeddedDuty
+			} else {
+				duty = retention.PostgresDuty // as serve sweeps
 			}
 			ts := &timedStore{Store: st}
 			svc := retention.New(ts, retention.Options{Pause: pause, Duty: duty})
