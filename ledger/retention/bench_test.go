@@ -56,8 +56,10 @@ func benchPayloads(b *testing.B) int {
 
 // guardianLoad appends Guardian steps (AppendRequest, params and a
 // response, the Guardian's store path) from writers sessions until stop
-// is closed, and returns how many it appended.
-func guardianLoad(b testing.TB, st storeopen.Store, tag string, writers int, stop <-chan struct{}) *atomic.Int64 {
+// is closed, and returns how many it appended and a wait for its writers
+// to return, which the caller calls after closing stop and before closing
+// the store.
+func guardianLoad(b testing.TB, st storeopen.Store, tag string, writers int, stop <-chan struct{}) (*atomic.Int64, func()) {
 	n := new(atomic.Int64)
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -84,18 +86,19 @@ func guardianLoad(b testing.TB, st storeopen.Store, tag string, writers int, sto
 			}
 		}()
 	}
-	go func() { <-stop; wg.Wait() }()
-	return n
+	return n, wg.Wait
 }
 
 // rate runs the Guardian's load for d and returns appends per second.
 func rate(b *testing.B, st storeopen.Store, tag string, d time.Duration) float64 {
 	stop := make(chan struct{})
 	t := time.Now()
-	n := guardianLoad(b, st, tag, 16, stop)
+	n, wait := guardianLoad(b, st, tag, 16, stop)
 	time.Sleep(d)
 	close(stop)
-	return float64(n.Load()) / time.Since(t).Seconds()
+	r := float64(n.Load()) / time.Since(t).Seconds()
+	wait()
+	return r
 }
 
 // BenchmarkSweepGuardianRate measures the Guardian's append rate (16
@@ -142,14 +145,15 @@ func BenchmarkSweepGuardianRate(b *testing.B) {
 				before := rate(b, st, fmt.Sprintf("before%d", i), 3*time.Second)
 				stop := make(chan struct{})
 				t0 := time.Now()
-				load := guardianLoad(b, st, fmt.Sprintf("during%d", i), 16, stop)
+				load, wait := guardianLoad(b, st, fmt.Sprintf("during%d", i), 16, stop)
 				reps, err := svc.Sweep(ctx)
 				took := time.Since(t0)
 				close(stop)
+				during := float64(load.Load()) / took.Seconds()
+				wait()
 				if err != nil {
 					b.Fatal(err)
 				}
-				during := float64(load.Load()) / took.Seconds()
 				after := rate(b, st, fmt.Sprintf("after%d", i), 3*time.Second)
 				erased := int64(0)
 				for _, r := range reps {

@@ -460,9 +460,10 @@ func TestSweepBesideAppends(t *testing.T) {
 				t.Fatal(err)
 			}
 			stop := make(chan struct{})
-			appended := guardianLoad(t, st, "old-05x", 16, stop)
+			appended, wait := guardianLoad(t, st, "old-05x", 16, stop)
 			reps, err := svc.Sweep(ctx)
 			close(stop)
+			wait() // before the deferred Close
 			if err != nil {
 				t.Fatal(err)
 			}
