@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/acsledger/acsledger/guardian/policy"
 	"github.com/acsledger/acsledger/internal/evidencetest"
 	"github.com/acsledger/acsledger/internal/pgtest"
+	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/web"
 	"github.com/acsledger/acsledger/web/access"
 	"github.com/acsledger/acsledger/web/internal/webtest"
@@ -166,9 +168,12 @@ func TestWhatIfRoutes(t *testing.T) {
 // cancelled run ends cancelled.
 func TestOneRunAtATime(t *testing.T) {
 	f := evidencetest.New(t, "sqlite")
-	// A slow run: it rests 99 parts in 100.
+	// The first run holds at its first page until it is cancelled, so it
+	// is still running when the second request comes, however fast the
+	// machine or few the fixture's steps.
+	held := &heldSteps{Store: f.Store, hold: make(chan struct{})}
 	base := webtest.Serve(t, web.New(f.Store, web.Options{Auth: webtest.Auth(f.Store),
-		WhatIf: whatifapi.Options{Store: f.Store, Share: 0.0001}})) + "/api/v1"
+		WhatIf: whatifapi.Options{Store: held}})) + "/api/v1"
 	code, h, b := webtest.Do(t, "POST", base+"/whatif", archive(t, nil), "Content-Type", "application/gzip")
 	if code != 202 {
 		t.Fatalf("start: %d %s", code, b)
@@ -183,7 +188,28 @@ func TestOneRunAtATime(t *testing.T) {
 	if run := wait(t, loc); run.State != "cancelled" {
 		t.Fatalf("after cancel: %+v", run)
 	}
-	if code, _, b := webtest.Do(t, "POST", base+"/whatif", archive(t, nil), "Content-Type", "application/gzip"); code != 202 {
+	close(held.hold)
+	code, h, b = webtest.Do(t, "POST", base+"/whatif", archive(t, nil), "Content-Type", "application/gzip")
+	if code != 202 {
 		t.Fatalf("a run after the cancelled one: %d %s", code, b)
 	}
+	if run := wait(t, strings.TrimSuffix(base, "/api/v1")+h.Get("Location")); run.State != "done" {
+		t.Fatalf("the run after the cancelled one: %+v", run)
+	}
+}
+
+// heldSteps is a store whose step pages wait until hold is closed or the
+// run is cancelled.
+type heldSteps struct {
+	whatifapi.Store
+	hold chan struct{}
+}
+
+func (s *heldSteps) RecordedSteps(ctx context.Context, f ledger.StepFilter) ([]ledger.RecordedStep, error) {
+	select {
+	case <-s.hold:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Store.RecordedSteps(ctx, f)
 }
