@@ -32,14 +32,22 @@ const syslogPRI = "<110>"
 // not closed it, so a receiver that went away is noticed before a batch
 // is handed to a dead socket.
 type syslogSink struct {
-	c      Config
-	conn   net.Conn
-	host   string
-	procID string
-	buf    []byte
+	c    Config
+	conn net.Conn
+	msg  rfc5424
+	buf  []byte
 }
 
 func newSyslog(c Config) *syslogSink {
+	return &syslogSink{c: c, msg: newRFC5424(c)}
+}
+
+// rfc5424 builds the RFC 5424 messages the syslog and RELP sinks send.
+type rfc5424 struct {
+	host, procID, msgID string
+}
+
+func newRFC5424(c Config) rfc5424 {
 	host, err := os.Hostname()
 	if err != nil || host == "" || len(host) > 255 {
 		host = "-"
@@ -50,7 +58,7 @@ func newSyslog(c Config) *syslogSink {
 			break
 		}
 	}
-	return &syslogSink{c: c, host: host, procID: strconv.Itoa(os.Getpid())}
+	return rfc5424{host: host, procID: strconv.Itoa(os.Getpid()), msgID: string(c.Format)}
 }
 
 func (s *syslogSink) dial(ctx context.Context) error {
@@ -95,7 +103,7 @@ func (s *syslogSink) Send(ctx context.Context, batch []export.Event) error {
 	}
 	s.buf = s.buf[:0]
 	for _, e := range batch {
-		s.buf = s.frame(s.buf, e)
+		s.buf = s.msg.appendCounted(s.buf, e)
 	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -113,19 +121,21 @@ func (s *syslogSink) Send(ctx context.Context, batch []export.Event) error {
 	return nil
 }
 
-// frame appends e as one octet-counted RFC 5424 message:
-// LEN SP <PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID [SD] MSG.
-func (s *syslogSink) frame(dst []byte, e export.Event) []byte {
-	var m [512]byte
-	msg := m[:0]
+// appendCounted appends e as one RFC 5424 message behind its length:
+// LEN SP <PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID [SD] MSG. That
+// is an octet-counted syslog frame (RFC 6587 §3.4.1) and, behind a txnr
+// and a command, the "DATALEN SP DATA" of a RELP frame.
+func (m *rfc5424) appendCounted(dst []byte, e export.Event) []byte {
+	var hdr [512]byte
+	msg := hdr[:0]
 	msg = append(msg, syslogPRI+"1 "...)
 	msg = e.RecordedAt.UTC().AppendFormat(msg, "2006-01-02T15:04:05.000000Z07:00")
 	msg = append(msg, ' ')
-	msg = append(msg, s.host...)
+	msg = append(msg, m.host...)
 	msg = append(msg, " acsledger "...)
-	msg = append(msg, s.procID...)
+	msg = append(msg, m.procID...)
 	msg = append(msg, ' ')
-	msg = append(msg, s.c.Format...)
+	msg = append(msg, m.msgID...)
 	msg = append(msg, " [acsledger@"+syslogPEN+" session_id=\""...)
 	msg = appendSDValue(msg, e.SessionID)
 	msg = append(msg, "\" position=\""...)
