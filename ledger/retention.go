@@ -252,6 +252,11 @@ type RetentionAdmin interface {
 
 // PayloadSweeper erases payloads in bounded batches and keeps the runs.
 type PayloadSweeper interface {
+	// CanErase returns nil when the store may erase (on PostgreSQL, when
+	// its login can take the eraser role), and otherwise an error naming
+	// what is missing. It writes nothing: a sweep or request asks it
+	// before it records a run.
+	CanErase(ctx context.Context) error
 	// EraseBatch erases, in one transaction, the payloads of kind in scope
 	// among the next limit payloads after from, skipping those a standing
 	// hold covers; each erased payload gets its erasures row (reason, by,

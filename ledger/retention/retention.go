@@ -42,7 +42,11 @@ const (
 // Store is what the service calls: the rules and holds, the batched
 // erasure and its runs, and Append for the admin session.
 type Store interface {
-	ledger.RetentionAdmin
+	PutRule(ctx context.Context, r ledger.Rule) (ledger.Rule, error)
+	DeleteRule(ctx context.Context, name string) (ledger.Rule, error)
+	Rules(ctx context.Context) ([]ledger.Rule, error)
+	PutHold(ctx context.Context, h ledger.Hold) (ledger.Hold, error)
+	ReleaseHold(ctx context.Context, caseName, by, reason string) (ledger.Hold, error)
 	ledger.PayloadSweeper
 	Append(ctx context.Context, r ledger.Record) (ledger.Appended, error)
 }
@@ -299,7 +303,12 @@ type Request struct {
 }
 
 // Sweep first records any run a crash cut short, then runs every rule.
+// A store that cannot erase (a PostgreSQL login that is no member of the
+// eraser role) is refused before anything is recorded: no run, no record.
 func (s *Service) Sweep(ctx context.Context) ([]Report, error) {
+	if err := s.store.CanErase(ctx); err != nil {
+		return nil, fmt.Errorf("couldn't sweep, nothing was recorded: %w", err)
+	}
 	var out []Report
 	rs, err := s.Recover(ctx)
 	out = append(out, rs...)
@@ -336,6 +345,9 @@ func (s *Service) Erase(ctx context.Context, q Request) (Report, error) {
 	by := q.By
 	if by == "" {
 		by = "acsledger erase"
+	}
+	if err := s.store.CanErase(ctx); err != nil {
+		return Report{}, fmt.Errorf("couldn't carry out the erasure request, nothing was recorded: %w", err)
 	}
 	return s.run(ctx, "request", runScope{Request: &q, Before: q.Until},
 		ledger.PayloadScope{AgentPrefix: q.AgentPrefix, Before: until}, "",

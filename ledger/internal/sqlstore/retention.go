@@ -302,6 +302,13 @@ func summarise(keys []ledger.Cursor) []ledger.ErasedRange {
 	return out
 }
 
+// CanErase implements ledger.PayloadSweeper: a transaction that only
+// prepares to erase (Driver.BeginErase: on PostgreSQL, SET LOCAL ROLE to
+// the eraser role) and writes nothing.
+func (s *Store) CanErase(ctx context.Context) error {
+	return s.d.InTx(ctx, func(tx Querier) error { return s.d.BeginErase(ctx, tx) })
+}
+
 // StartRun implements ledger.PayloadSweeper.
 func (s *Store) StartRun(ctx context.Context, r ledger.Run) error {
 	if _, err := s.d.Writer().Exec(ctx, s.q.StartRun, r.ID, r.Kind, r.Scope, s.dl.Time(r.StartedAt)); err != nil {
