@@ -5,6 +5,8 @@
 //
 //   - syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT: RFC 5424 messages,
 //     the event JSON as MSG, framed by octet counting (RFC 6587 §3.4.1);
+//   - relp://HOST:PORT, relp+tls://HOST:PORT: the same messages over RELP,
+//     each acknowledged by the receiver (relp.go);
 //   - http://..., https://...: NDJSON batches by POST;
 //   - otlp+http://HOST:PORT[/PATH]: OTLP/HTTP logs through OpenTelemetry's
 //     own log exporter (otlploghttp), the event JSON as the body;
@@ -33,7 +35,7 @@ import (
 // Config is one parsed --export sink.
 type Config struct {
 	Name   string
-	Kind   string // syslog+tcp, syslog+tls, http, https, otlp+http, otlp+https, file
+	Kind   string // syslog+tcp, syslog+tls, relp, relp+tls, http, https, otlp+http, otlp+https, file
 	Format trace.Format
 	// Redacted is the URL without userinfo and with secrets in the query
 	// masked: what logs, errors and /api/v1/exports may show.
@@ -46,6 +48,8 @@ type Config struct {
 	// file sink
 	dir      string
 	maxBytes int64
+	// relp sink: the most frames awaiting their rsp
+	window int
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -125,17 +129,22 @@ func Parse(name, rawURL, format string) (Config, error) {
 		return c, fmt.Errorf("%s (%s): %w", flag, c.Redacted, err)
 	}
 	switch c.Kind {
-	case "syslog+tcp", "syslog+tls", "otlp+http", "otlp+https", "http", "https":
+	case "syslog+tcp", "syslog+tls", "relp", "relp+tls", "otlp+http", "otlp+https", "http", "https":
 		if u.Host == "" || u.Opaque != "" {
 			return c, fmt.Errorf("%s (%s): want %s://HOST:PORT", flag, c.Redacted, c.Kind)
 		}
-		if strings.HasPrefix(c.Kind, "syslog") || strings.HasPrefix(c.Kind, "otlp") {
+		if strings.HasPrefix(c.Kind, "syslog") || strings.HasPrefix(c.Kind, "relp") || strings.HasPrefix(c.Kind, "otlp") {
 			if _, port, err := net.SplitHostPort(u.Host); err != nil || port == "" {
 				return c, fmt.Errorf("%s (%s): want %s://HOST:PORT with a port", flag, c.Redacted, c.Kind)
 			}
 		}
-		if strings.HasPrefix(c.Kind, "syslog") && u.User != nil {
+		if (strings.HasPrefix(c.Kind, "syslog") || strings.HasPrefix(c.Kind, "relp")) && u.User != nil {
 			return c, fmt.Errorf("%s (%s): syslog takes no user or password", flag, c.Redacted)
+		}
+		if strings.HasPrefix(c.Kind, "relp") {
+			if err := c.parseRELP(q); err != nil {
+				return c, fmt.Errorf("%s (%s): %w", flag, c.Redacted, err)
+			}
 		}
 	case "file":
 		if u.Host != "" && u.Host != "localhost" || u.Path == "" || u.User != nil {
@@ -155,11 +164,11 @@ func Parse(name, rawURL, format string) (Config, error) {
 		}
 		return c, nil
 	case "":
-		return c, fmt.Errorf("%s: %q has no scheme (want syslog+tcp, syslog+tls, http, https, otlp+http or file)", flag, c.Redacted)
+		return c, fmt.Errorf("%s: %q has no scheme (want syslog+tcp, syslog+tls, relp, relp+tls, http, https, otlp+http or file)", flag, c.Redacted)
 	default:
-		return c, fmt.Errorf("%s: unknown scheme %q (want syslog+tcp, syslog+tls, http, https, otlp+http or file)", flag, c.Kind)
+		return c, fmt.Errorf("%s: unknown scheme %q (want syslog+tcp, syslog+tls, relp, relp+tls, http, https, otlp+http or file)", flag, c.Kind)
 	}
-	if c.Kind == "syslog+tls" || c.Kind == "https" || c.Kind == "otlp+https" {
+	if c.Kind == "syslog+tls" || c.Kind == "relp+tls" || c.Kind == "https" || c.Kind == "otlp+https" {
 		tc, err := tlsConfig(u, q)
 		if err != nil {
 			return c, fmt.Errorf("%s (%s): %w", flag, c.Redacted, err)
@@ -229,6 +238,8 @@ func Open(c Config) (export.Sink, error) {
 	switch c.Kind {
 	case "syslog+tcp", "syslog+tls":
 		return newSyslog(c), nil
+	case "relp", "relp+tls":
+		return newRELP(c), nil
 	case "http", "https":
 		return newHTTP(c), nil
 	case "otlp+http", "otlp+https":
