@@ -331,7 +331,7 @@ func TestParseRefusesBadSinks(t *testing.T) {
 		{"siem=syslog+tls://127.0.0.1:6514?ca=" + dir + "/missing.pem", "", "couldn't read the CA file"},
 		{"siem=http://h:1", "xml", `--export-format siem: unknown event format "xml"`},
 		{"siem=file:relative", "", "file:///ABSOLUTE/DIR"},
-		{"siem=syslog+tcp://u:hunter2@h:514", "", "syslog takes no user"},
+		{"siem=syslog+tcp://u:hunter2@h:514", "", "syslog+tcp takes no user or password"},
 		{"siem=http://h:1?allow_tools=maybe", "", "allow_tools"},
 		{"bad name=http://h:1", "", "want NAME=URL"},
 		{"nourl", "", "want NAME=URL"},
