@@ -50,6 +50,12 @@ type Trust struct {
 	// RequireTimestamp makes a bundle whose largest checkpoint has no
 	// valid time-stamp fail with timestamp_missing.
 	RequireTimestamp bool
+	// RequireSignedHeads makes a bundle fail with head_unauthenticated
+	// unless every entry is bound by a head signed with an asymmetric key
+	// of ResponseKeys (HeadChecker.RequireSignedHeads): what a third party
+	// needs, since an HMAC head or a key the bundle carries shows nothing
+	// about who issued it.
+	RequireSignedHeads bool
 }
 
 // BundleKeys is the "keys" member of a bundle, and the format of a trust
@@ -417,6 +423,9 @@ func (s *bundleState) startHeads() {
 			Message: "No trusted response key was given, so the response signatures were checked with the keys the bundle carries: this shows consistency, not authorship."})
 	}
 	s.heads = NewHeadChecker(keys, s.sessionID)
+	if s.trust.RequireSignedHeads {
+		s.heads.RequireSignedHeads(s.trust.ResponseKeys)
+	}
 }
 
 func (s *bundleState) checkpointPolicy() *CheckpointPolicy {
@@ -625,6 +634,8 @@ func (s *bundleState) checkEntry(raw []byte, i int) error {
 	head := s.chain.Head()
 	if !s.noHeads {
 		fs = append(fs, s.heads.CheckEntry(i, e, head, edited)...)
+	} else {
+		s.heads.track(i, e, nil) // no head binds it
 	}
 	fs = append(fs, s.checkAnchors(i, e, head)...)
 	if max(s.anchoredThrough, s.claimedThrough) > uint64(i) {

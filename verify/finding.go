@@ -37,6 +37,11 @@ const (
 	// response publishing its head.
 	CodeEntryWithoutResponse = "entry_without_response"
 
+	// CodeHeadUnauthenticated: with RequireSignedHeads, entries that no
+	// head signed by a trusted asymmetric key binds (ACS §8.6: an HMAC
+	// head does not show a third party who issued it).
+	CodeHeadUnauthenticated = "head_unauthenticated"
+
 	// CodeUnverifiableHMAC (a notice, not a failure): a response is
 	// HMAC-signed and its key's secret was not given.
 	CodeUnverifiableHMAC = "unverifiable_hmac"

@@ -58,6 +58,41 @@ type HeadChecker struct {
 	// a rewrite changes every head after it, and is reported once, at the
 	// first point of divergence.
 	diverged bool
+
+	// authors, set by RequireSignedHeads, are the keys whose signature on
+	// a head tells a third party who issued it. unbound is the run of
+	// entries, from the last head they signed on, that no such head binds
+	// yet; lastIndex is the index of the last entry checked.
+	authors   *sig.KeySet
+	unbound   *unboundRun
+	lastIndex int
+}
+
+// headAuth says what a response's signature shows about who published its
+// head, for RequireSignedHeads; label is its algorithm/key_id.
+type headAuth struct {
+	kind  authKind
+	label string
+}
+
+type authKind uint8
+
+const (
+	authNone         authKind = iota // no response publishes the head
+	authInvalid                      // unsigned, or the signature fails
+	authHMACNotGiven                 // HMAC-SHA256, its IKM or session id not given
+	authHMAC                         // HMAC-SHA256, verified with a given IKM
+	authUntrusted                    // asymmetric, by a key the verifier did not give
+	authTrusted                      // asymmetric, by a key of the verifier's authors
+)
+
+// unboundRun is the first entry that no head signed by an author binds,
+// and what signed the heads published from it on.
+type unboundRun struct {
+	index           int
+	entryID, stepID string
+	responses       int      // steps from index on that have a response
+	auth            headAuth // the first of those responses'
 }
 
 type publishedHead struct {
@@ -67,6 +102,18 @@ type publishedHead struct {
 	// head the step's entry was chained onto, published when entries the
 	// Guardian wrote on its own (approver resolutions) came between.
 	prevs []acs.Hash
+	// With RequireSignedHeads: authentic says a response for the step is
+	// signed by an author; auth is what signed its first response.
+	authentic bool
+	auth      headAuth
+}
+
+// note records what signed one response for the step.
+func (p *publishedHead) note(a headAuth) {
+	if p.auth.kind == authNone {
+		p.auth = a
+	}
+	p.authentic = p.authentic || a.kind == authTrusted
 }
 
 // NewHeadChecker returns a HeadChecker that verifies response signatures
@@ -84,6 +131,41 @@ func NewHeadChecker(keys *sig.KeySet, sessionID string) *HeadChecker {
 		}
 	}
 	return h
+}
+
+// RequireSignedHeads makes the checker fail a session whose entries are not
+// all bound by a head signed with one of authors' asymmetric keys: Finish
+// then reports head_unauthenticated at the first entry that no such head,
+// published for it or for any entry after it, binds (a head commits to every
+// entry before it). An HMAC-SHA256 head never counts, even when its IKM is
+// in the checker's keys: ACS §8.6 bounds the HMAC baseline to "a key-holder
+// can verify the chain" and leaves non-repudiation to asymmetric keys, since
+// whoever holds the secret (the Guardian's operator, and anyone it gave the
+// secret to) can sign a rewritten head. Nor does an asymmetric key that
+// authors do not hold, such as one the evidence carries itself.
+//
+// authors are the keys the verifier itself trusts, usually the checker's own
+// key set; call RequireSignedHeads before the first AddResponse.
+func (h *HeadChecker) RequireSignedHeads(authors *sig.KeySet) {
+	if authors == nil {
+		authors = new(sig.KeySet)
+	}
+	h.authors = authors
+}
+
+// authOf says what the verified signature s shows about who signed.
+func (h *HeadChecker) authOf(s *sig.Signature) headAuth {
+	a := headAuth{kind: authUntrusted, label: string(s.Algorithm) + "/" + s.KeyID}
+	if s.Algorithm.Symmetric() {
+		a.kind = authHMAC
+		return a
+	}
+	author, ok := h.authors.Get(s.KeyID)
+	used, _ := h.keys.Get(s.KeyID)
+	if ok && used != nil && author.Algorithm() == s.Algorithm && author.Equal(used) {
+		a.kind = authTrusted
+	}
+	return a
 }
 
 // AddResponse checks one signed response envelope, exactly as sent, and
@@ -111,7 +193,7 @@ func (h *HeadChecker) AddResponse(envelope []byte) (findings, notices []Finding,
 func (h *HeadChecker) addResponse(envelope []byte) (findings, notices []Finding, err error) {
 	i := h.responses
 	h.responses++
-	rf, verr, err := h.check(envelope)
+	rf, signed, verr, err := h.check(envelope)
 	if err != nil {
 		return nil, nil, fmt.Errorf("response %d: %w", i, err)
 	}
@@ -124,6 +206,10 @@ func (h *HeadChecker) addResponse(envelope []byte) (findings, notices []Finding,
 	}
 
 	trusted := verr == nil
+	var auth headAuth // for RequireSignedHeads
+	if verr == nil && h.authors != nil {
+		auth = h.authOf(signed)
+	}
 	if verr != nil {
 		var se *sig.Error
 		switch {
@@ -131,15 +217,18 @@ func (h *HeadChecker) addResponse(envelope []byte) (findings, notices []Finding,
 			notices = append(notices, mk(CodeUnverifiableHMAC, "", se.KeyID,
 				fmt.Sprintf("The response is signed with HMAC-SHA256 key %q, whose secret was not given, so its signature was not checked.", se.KeyID)))
 			trusted = true // its chain_hash is still compared, unauthenticated
+			auth = headAuth{authHMACNotGiven, sigLabel(se)}
 		case errors.Is(verr, sig.ErrSessionRequired):
 			notices = append(notices, mk(CodeUnverifiableHMAC, "", keyIDOf(se),
 				"The response is signed with HMAC-SHA256, but no session id was given to derive the session key from, so its signature was not checked."))
 			trusted = true
+			auth = headAuth{authHMACNotGiven, sigLabel(se)}
 		case errors.Is(verr, sig.ErrMalformedEnvelope) || errors.Is(verr, sig.ErrNotEnvelope):
 			return nil, nil, fmt.Errorf("response %d: %w", i, verr)
 		default:
 			findings = append(findings, mk(CodeResponseSignatureInvalid, "a valid signature", sigLabel(se),
 				fmt.Sprintf("The response's signature check failed: %s.", sigCause(verr))))
+			auth = headAuth{authInvalid, sigLabel(se)}
 		}
 	}
 	if !rf.result || rf.chainHash == nil || rf.requestID == "" {
@@ -150,7 +239,10 @@ func (h *HeadChecker) addResponse(envelope []byte) (findings, notices []Finding,
 	if !trusted {
 		// Its head is not to be trusted, but its step did get a
 		// response: the entry is not also reported as without one.
-		h.record(rf.requestID, i)
+		p := h.record(rf.requestID, i)
+		if h.authors != nil {
+			p.note(auth)
+		}
 		return findings, notices, nil
 	}
 	head, err := acs.ParseHash(*rf.chainHash)
@@ -159,6 +251,9 @@ func (h *HeadChecker) addResponse(envelope []byte) (findings, notices []Finding,
 	}
 	p := h.record(rf.requestID, i)
 	p.heads = append(p.heads, head)
+	if h.authors != nil {
+		p.note(auth)
+	}
 	if rf.prevHash != nil {
 		prev, err := acs.ParseHash(*rf.prevHash)
 		if err != nil {
@@ -182,35 +277,35 @@ type responseFields struct {
 }
 
 // check reads the envelope's result.request_id and result.chain_hash and
-// verifies its signature: verr is what sig.VerifyEnvelope returns. err
-// says the envelope could not be read.
+// verifies its signature: verr is what sig.VerifyEnvelope returns, signed
+// the signature when it verified. err says the envelope could not be read.
 //
 // A signed result that verifies is checked from one canonicalization:
 // sig.Split's output is canonical and is the signed input. Everything else
 // (error responses, signatures that fail, keys not given) goes to
 // sig.VerifyEnvelope, whose error says why.
-func (h *HeadChecker) check(envelope []byte) (rf responseFields, verr, err error) {
+func (h *HeadChecker) check(envelope []byte) (rf responseFields, signed *sig.Signature, verr, err error) {
 	input, s, serr := sig.Split(envelope, sig.Result)
 	if serr == nil {
 		if rf, err = readResponseFields(input); err != nil {
-			return rf, nil, err
+			return rf, nil, nil, err
 		}
 		// Signed in result, as sig.MemberOf classifies it, and verified.
 		if !rf.methodOrError && s != nil && h.verifies(input, s) {
-			return rf, nil, nil
+			return rf, s, nil, nil
 		}
-		_, verr = sig.VerifyEnvelope(envelope, h.keys, h.sessionID)
-		return rf, verr, nil
+		signed, verr = sig.VerifyEnvelope(envelope, h.keys, h.sessionID)
+		return rf, signed, verr, nil
 	}
 	canon, err := acs.Canonicalize(envelope)
 	if err != nil {
-		return rf, nil, &sig.Error{Kind: sig.ErrMalformedEnvelope, Err: err}
+		return rf, nil, nil, &sig.Error{Kind: sig.ErrMalformedEnvelope, Err: err}
 	}
 	if rf, err = readResponseFields(canon); err != nil {
-		return rf, nil, err
+		return rf, nil, nil, err
 	}
-	_, verr = sig.VerifyEnvelope(envelope, h.keys, h.sessionID)
-	return rf, verr, nil
+	signed, verr = sig.VerifyEnvelope(envelope, h.keys, h.sessionID)
+	return rf, signed, verr, nil
 }
 
 // verifies reports whether s, by a key of h.keys, verifies input. The
@@ -330,6 +425,7 @@ func sigCause(err error) string {
 // entry_hash as wrong; a published head equal to the stated hash is then
 // the same problem and not reported again.
 func (h *HeadChecker) CheckEntry(index int, e *acs.Entry, head acs.Hash, hashEdited bool) []Finding {
+	h.track(index, e, h.published[e.StepID])
 	// The findings about the responses to this step are the entry's.
 	var fs []Finding
 	if held, ok := h.held[e.StepID]; ok {
@@ -407,11 +503,70 @@ func contentBearing(stepType string) bool {
 		strings.HasPrefix(stepType, "wrapped:") || strings.HasPrefix(stepType, "agbom/")
 }
 
+// track follows, for RequireSignedHeads, which entries a head signed by an
+// author binds: p is what was published for the entry's step, nil for none.
+// A bundle without responses tracks its entries with p nil.
+func (h *HeadChecker) track(index int, e *acs.Entry, p *publishedHead) {
+	if h.authors == nil {
+		return
+	}
+	h.lastIndex = index
+	if p != nil && p.authentic {
+		// This head binds every entry up to here, whatever signed the
+		// heads before it.
+		h.unbound = nil
+		return
+	}
+	if h.unbound == nil {
+		h.unbound = &unboundRun{index: index, entryID: e.EntryID, stepID: e.StepID}
+	}
+	if p != nil {
+		h.unbound.responses++
+		if h.unbound.auth.kind == authNone {
+			h.unbound.auth = p.auth
+		}
+	}
+}
+
+// unauthenticated is the head_unauthenticated finding of the entries that
+// no head signed by an author binds, or nil.
+func (h *HeadChecker) unauthenticated() *Finding {
+	u := h.unbound
+	if h.authors == nil || u == nil {
+		return nil
+	}
+	span := fmt.Sprintf("entry %d", u.index)
+	if h.lastIndex > u.index {
+		span = fmt.Sprintf("entries %d to %d", u.index, h.lastIndex)
+	}
+	keyID := u.auth.label[strings.IndexByte(u.auth.label, '/')+1:]
+	var why string
+	switch u.auth.kind {
+	case authNone:
+		why = "no response publishes a head for them"
+	case authInvalid:
+		why = "the responses that publish their heads carry no valid signature"
+	case authHMACNotGiven:
+		why = fmt.Sprintf("the heads published for them are signed with HMAC-SHA256 key %q, whose secret was not given", keyID)
+	case authHMAC:
+		why = fmt.Sprintf("the heads published for them are signed with HMAC-SHA256 key %q: the signatures verify, but whoever holds that secret, the Guardian's operator included, could have signed them", keyID)
+	case authUntrusted:
+		why = fmt.Sprintf("the heads published for them are signed with %s key %q, which the verifier was not given as trusted (a key the evidence carries shows consistency, not authorship)", u.auth.label[:strings.IndexByte(u.auth.label, '/')], keyID)
+	}
+	return &Finding{Code: CodeHeadUnauthenticated, EntryIndex: u.index, EntryID: u.entryID, StepID: u.stepID,
+		Expected: "a head signed by a trusted asymmetric key", Actual: u.auth.label,
+		Message: fmt.Sprintf("No head signed by a trusted asymmetric key binds %s: %s, so nothing shows a third party which Guardian issued them (ACS §8.6).", span, why)}
+}
+
 // Finish returns the findings held about responses whose request_id names
 // no entry that CheckEntry saw (entry_index -1), and response_without_entry
-// for every validly signed one of them.
+// for every validly signed one of them. With RequireSignedHeads, it adds
+// head_unauthenticated at the first entry no head signed by an author binds.
 func (h *HeadChecker) Finish() []Finding {
 	var fs []Finding
+	if f := h.unauthenticated(); f != nil {
+		fs = append(fs, *f)
+	}
 	for _, id := range h.heldOrder {
 		fs = append(fs, h.held[id]...)
 		delete(h.held, id)
@@ -445,7 +600,13 @@ func (h *HeadChecker) Responses() int { return h.responses }
 // and chain_hash; then the chain streams past. An input error names the
 // file ("entries" or "responses") and the 1-based line.
 func VerifyChainHeads(entries, responses io.Reader, keys *sig.KeySet, sessionID string) (*Report, error) {
-	hc := NewHeadChecker(keys, sessionID)
+	return NewHeadChecker(keys, sessionID).VerifyChain(entries, responses)
+}
+
+// VerifyChain is VerifyChainHeads with the checker h, which is used up:
+// call RequireSignedHeads on a new checker first to require heads signed by
+// trusted asymmetric keys.
+func (h *HeadChecker) VerifyChain(entries, responses io.Reader) (*Report, error) {
 	var findings, notices []Finding
 	lr := newLineReader(responses)
 	blank := 0
@@ -466,8 +627,8 @@ func VerifyChainHeads(entries, responses io.Reader, keys *sig.KeySet, sessionID 
 		if blank != 0 {
 			return nil, &InputError{File: "responses", Line: blank, Err: errors.New("blank line between responses")}
 		}
-		hc.line = lr.n
-		fs, ns, err := hc.AddResponse(bytes.Clone(line))
+		h.line = lr.n
+		fs, ns, err := h.AddResponse(bytes.Clone(line))
 		if err != nil {
 			return nil, &InputError{File: "responses", Line: lr.n, Err: err}
 		}
@@ -480,7 +641,7 @@ func VerifyChainHeads(entries, responses io.Reader, keys *sig.KeySet, sessionID 
 		for _, f := range fs {
 			edited = edited || f.Code == CodeEntryHashMismatch
 		}
-		return append(fs, hc.CheckEntry(i, e, v.Head(), edited)...)
+		return append(fs, h.CheckEntry(i, e, v.Head(), edited)...)
 	})
 	if err != nil {
 		if ie, ok := err.(*InputError); ok {
@@ -489,7 +650,7 @@ func VerifyChainHeads(entries, responses io.Reader, keys *sig.KeySet, sessionID 
 		return nil, err
 	}
 	r.Findings = append(findings, r.Findings...)
-	r.Findings = append(r.Findings, hc.Finish()...)
+	r.Findings = append(r.Findings, h.Finish()...)
 	r.Notices = notices
 	return r, nil
 }

@@ -8,8 +8,8 @@
 //
 //	acsverify entry-hash [--prev HEX] < entry.json
 //	acsverify request-hash < params.json
-//	acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
-//	acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] [--tsa-cert FILE] [--require-timestamp] FILE
+//	acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] [--require-signed-heads] FILE
+//	acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] [--tsa-cert FILE] [--require-timestamp] [--require-signed-heads] FILE
 //	acsverify events --bundle BUNDLE [--bundle BUNDLE ...] [--json] [--trust KEYFILE ...] EVENTS
 //	acsverify receipt --log-key KEY [--trust KEYFILE ...] [--checkpoint NEWER (--consistency PROOF | --bundle B)] [--tsa-cert FILE] [--require-timestamp] [--json] FILE.tlog-proof
 //
@@ -43,15 +43,17 @@ const (
 const usage = `usage:
   acsverify entry-hash [--prev HEX] < entry.json
   acsverify request-hash < params.json
-  acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE
-  acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] [--tsa-cert FILE] [--require-timestamp] FILE
+  acsverify chain [--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] [--require-signed-heads] FILE
+  acsverify bundle [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] [--tsa-cert FILE] [--require-timestamp] [--require-signed-heads] FILE
   acsverify events --bundle BUNDLE [--bundle BUNDLE ...] [--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] EVENTS
   acsverify receipt ` + receiptArgs + `
 
 entry-hash    print the entry_hash of one ContextEntry read from stdin
 request-hash  print the request_hash of a request's params read from stdin
 chain         replay a session's chain from JSON Lines (FILE "-" is stdin),
-              and with --responses check the chain heads the Guardian signed
+              and with --responses check the chain heads the Guardian signed;
+              --require-signed-heads: only heads signed by a trusted
+              asymmetric key count (not HMAC), as a third party needs
 bundle        check an evidence bundle: chain, signed heads, checkpoints,
               witness cosignatures, inclusion and consistency proofs, policies;
               with --since, that FILE extends an earlier bundle EARLIER
@@ -258,13 +260,14 @@ func hmacKeys(keys *sig.KeySet, flags []string) error {
 }
 
 func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("chain", "[--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] FILE", stderr)
+	fs := newFlags("chain", "[--json] [--responses FILE] [--session ID] [--hmac-ikm KEY_ID=HEX ...] [--keys DIR] [--require-signed-heads] FILE", stderr)
 	asJSON := fs.Bool("json", false, "print a machine-readable JSON report")
 	responses := fs.String("responses", "", "JSON Lines file of the signed response envelopes, as sent; checks the chain_hash each publishes")
 	session := fs.String("session", "", "the session id, from which HMAC-SHA256 session keys are derived")
 	keyDir := fs.String("keys", "", "directory of key files (*.pub.json, *.key.json) that verify response signatures")
 	var ikms multiFlag
 	fs.Var(&ikms, "hmac-ikm", "HMAC-SHA256 input keying material as KEY_ID=HEX (repeatable); without it HMAC-signed responses are reported as unverifiable_hmac")
+	requireSigned := requireSignedHeadsFlag(fs)
 	if !parseFileArg(fs, args) {
 		return exitInput
 	}
@@ -272,8 +275,8 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "acsverify chain: the entries and --responses cannot both be stdin")
 		return exitInput
 	}
-	if *responses == "" && (*session != "" || *keyDir != "" || len(ikms) > 0) {
-		fmt.Fprintln(stderr, "acsverify chain: --session, --keys and --hmac-ikm need --responses")
+	if *responses == "" && (*session != "" || *keyDir != "" || len(ikms) > 0 || *requireSigned) {
+		fmt.Fprintln(stderr, "acsverify chain: --session, --keys, --hmac-ikm and --require-signed-heads need --responses")
 		return exitInput
 	}
 	return withArg("chain", fs.Arg(0), stdin, stderr, func(in io.Reader, name string) int {
@@ -305,7 +308,12 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				return exitInput
 			}
 			defer closeR()
-			r, err = verify.VerifyChainHeads(in, rin, keys, *session)
+			hc := verify.NewHeadChecker(keys, *session)
+			if *requireSigned {
+				// Every key here is one the auditor gave.
+				hc.RequireSignedHeads(keys)
+			}
+			r, err = hc.VerifyChain(in, rin)
 			if err != nil {
 				var ie *verify.InputError
 				if errors.As(err, &ie) && ie.File == "responses" {
@@ -325,7 +333,7 @@ func chain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("bundle", "[--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] [--tsa-cert FILE] [--require-timestamp] FILE", stderr)
+	fs := newFlags("bundle", "[--json] [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--since EARLIER] [--tsa-cert FILE] [--require-timestamp] [--require-signed-heads] FILE", stderr)
 	tsaCert := fs.String("tsa-cert", "", "PEM file of the RFC 3161 time-stamping authority's certificate or its CA: the checkpoints' time-stamps must chain to it (timestamp_invalid)")
 	requireTS := fs.Bool("require-timestamp", false, "fail with timestamp_missing unless the bundle's largest checkpoint has a valid RFC 3161 time-stamp")
 	asJSON := fs.Bool("json", false, "print a machine-readable JSON report")
@@ -333,6 +341,7 @@ func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var trustFiles, ikms multiFlag
 	fs.Var(&trustFiles, "trust", "a trust file (the shape of a bundle's \"keys\") or a .pub.json key file (repeatable); for each kind of key none names, the bundle's own keys are used and a keys_from_bundle notice says so")
 	fs.Var(&ikms, "hmac-ikm", "HMAC-SHA256 input keying material as KEY_ID=HEX (repeatable); without it HMAC-signed responses are reported as unverifiable_hmac")
+	requireSigned := requireSignedHeadsFlag(fs)
 	if !parseFileArg(fs, args) {
 		return exitInput
 	}
@@ -342,6 +351,7 @@ func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err == nil {
 		trust.RequireTimestamp = *requireTS
+		trust.RequireSignedHeads = *requireSigned
 	}
 	if err == nil && *tsaCert != "" {
 		var b []byte
@@ -375,6 +385,11 @@ func bundle(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return printReport("bundle", name, r, *asJSON, stdout, stderr)
 	})
+}
+
+// requireSignedHeadsFlag defines --require-signed-heads on fs.
+func requireSignedHeadsFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("require-signed-heads", false, "fail with head_unauthenticated unless every entry is bound by a head signed with a trusted asymmetric key (--keys, --trust); HMAC heads never count, the IKM given or not (ACS §8.6): for a third party who must know which Guardian issued the heads")
 }
 
 // verifyEarlier verifies the --since bundle. It returns its report, or nil

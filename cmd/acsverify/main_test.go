@@ -18,15 +18,16 @@ func TestMain(m *testing.M) {
 }
 
 // TestScript runs acsverify as a binary through the scripts in
-// testdata/script. Each script's $WORK/corpus and $WORK/bundles hold the
-// tamper corpora of package verify (verify/testdata/corpus, bundles and events), and `exitcode N command args...`
+// testdata/script. Each script's $WORK/corpus, $WORK/bundles, $WORK/events
+// and $WORK/heads hold the tamper corpora of package verify
+// (verify/testdata/corpus, bundles, events and heads), and `exitcode N command args...`
 // runs a command and requires exit status N.
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
-			for _, dir := range []string{"corpus", "bundles", "events"} {
+			for _, dir := range []string{"corpus", "bundles", "events", "heads"} {
 				if err := copyDir(filepath.Join("..", "..", "verify", "testdata", dir), filepath.Join(env.WorkDir, dir)); err != nil {
 					return err
 				}
