@@ -49,20 +49,25 @@ type ExportFilter struct {
 	WithParams bool
 }
 
-// ExportCursor is the durable delivery state of one export sink.
+// ExportCursor is the durable delivery state of one export sink
+// (docs/export.md, "Counters").
 type ExportCursor struct {
 	Name string
-	// Next is the first leaf index the sink has not acknowledged.
+	// Next is where delivery resumes after a restart: the first leaf the
+	// sink has not acknowledged, or, for a sink whose receiver never
+	// confirms (plain TCP syslog), the start of its re-send window.
 	Next uint64
-	// SendingTo is the end of the batch last handed to the sink: after a
-	// crash the leaves in [Next, SendingTo) are delivered again.
-	SendingTo uint64
-	// Delivered counts acknowledged entries, Redelivered those of them
-	// that had been handed to the sink before (a failed attempt, or a
-	// batch in flight when the process stopped): at-least-once, the
-	// receiver may hold them twice.
-	Delivered, Redelivered int64
-	UpdatedAt              time.Time
+	// SentTo is the end of what has been written to a receiver at least
+	// once (column sending_to): a leaf below it that is sent again counts
+	// in Resent.
+	SentTo uint64
+	// Acknowledged counts entries the receiver confirmed (RELP rsp, HTTP
+	// 2xx, HEC ack, OTLP success, file fsync), each once. SentUnconfirmed
+	// counts entries written to a receiver that never confirms, each
+	// once. Resent counts every send of an entry that had been sent
+	// before: the receiver may hold that many duplicates.
+	Acknowledged, SentUnconfirmed, Resent int64
+	UpdatedAt                             time.Time
 }
 
 // ErrCursorMoved is returned by ExportStore.PutExportCursor when the
@@ -70,13 +75,13 @@ type ExportCursor struct {
 // delivers for the same sink name.
 var ErrCursorMoved = errors.New("export cursor moved concurrently")
 
-// ExportStore is the store's part of export (migration 0020).
+// ExportStore is the store's part of export (migrations 0020, 0023).
 //
 //   - ExportEntries returns the page f selects, possibly empty.
 //   - ExportCursor returns ErrNotFound for a sink that never saved one.
 //   - PutExportCursor creates c, or moves the stored cursor of c.Name
 //     whose Next is expectNext to c; it returns ErrCursorMoved otherwise.
-//     A cursor never moves back.
+//     A cursor never moves back, nor does SentTo or a count.
 //   - LogSize is the number of leaves of the Merkle log.
 type ExportStore interface {
 	ExportEntries(ctx context.Context, f ExportFilter) ([]ExportEntry, error)

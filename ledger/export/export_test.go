@@ -141,19 +141,27 @@ func TestReadResumesExactly(t *testing.T) {
 	}
 }
 
-// flakySink fails while down and records what it took.
+// flakySink fails while down and records what it took. While down it
+// fails before sending (a refused connection) unless halfway is set: then
+// it fails after the receiver may have read part of the batch.
 type flakySink struct {
-	mu     sync.Mutex
-	down   bool
-	got    []string
-	closed bool
+	mu       sync.Mutex
+	down     bool
+	halfway  bool
+	attempts int
+	got      []string
+	closed   bool
 }
 
 func (s *flakySink) Send(ctx context.Context, batch []export.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.attempts++
 	if s.down {
-		return errors.New("receiver down")
+		if s.halfway {
+			return errors.New("receiver reset the connection")
+		}
+		return fmt.Errorf("receiver down: %w", export.ErrNotSent)
 	}
 	for _, e := range batch {
 		s.got = append(s.got, e.Cursor)
@@ -163,9 +171,9 @@ func (s *flakySink) Send(ctx context.Context, batch []export.Event) error {
 
 func (s *flakySink) Close() error { s.closed = true; return nil }
 
-func (s *flakySink) set(down bool) {
+func (s *flakySink) set(down, halfway bool) {
 	s.mu.Lock()
-	s.down = down
+	s.down, s.halfway = down, halfway
 	s.mu.Unlock()
 }
 
@@ -175,9 +183,15 @@ func (s *flakySink) count() int {
 	return len(s.got)
 }
 
+func (s *flakySink) tries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -186,8 +200,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// A sink that fails lags and then catches up; its cursor is durable, and
-// a batch handed out when the process stopped is sent again and counted.
+// A sink that fails lags and then catches up; its cursor is durable. A
+// batch refused before anything was sent is not counted as resent however
+// often it is tried; one that failed after the receiver may have read it
+// is, once, when it is sent again; a restart sends again only what was
+// sent and not acknowledged.
 func TestDeliverer(t *testing.T) {
 	t.Parallel()
 	l := exporttest.New(t)
@@ -199,15 +216,23 @@ func TestDeliverer(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- d.Run(ctx) }()
 	waitFor(t, "30 entries", func() bool { return sink.count() == 30 })
-	sink.set(true)
+	sink.set(true, false)
 	l.Append(t, 10)
-	waitFor(t, "an error", func() bool { return d.Status().LastError != "" })
-	if st := d.Status(); st.EntriesBehind != 10 || st.NextLeaf != 30 || st.Delivered != 30 || !strings.Contains(st.LastError, "receiver down") {
+	tries := sink.tries()
+	waitFor(t, "three refused attempts", func() bool { return sink.tries() >= tries+3 })
+	if st := d.Status(); !st.Failing || st.EntriesBehind != 10 || st.NextLeaf != 30 || st.Acknowledged != 30 || st.Resent != 0 ||
+		st.Delivery != "acknowledged" || !strings.Contains(st.LastError, "receiver down") {
 		t.Errorf("while down: %+v", st)
 	}
-	sink.set(false)
+	sink.set(true, true)
+	tries = sink.tries()
+	waitFor(t, "a failure after sending", func() bool { return sink.tries() >= tries+2 })
+	sink.set(false, false)
 	waitFor(t, "40 entries", func() bool { return sink.count() == 40 })
 	waitFor(t, "caught up", func() bool { return d.Status().EntriesBehind == 0 })
+	if st := d.Status(); st.Failing || st.Resent != 7 || st.Acknowledged != 40 || st.SentUnconfirmed != 0 {
+		t.Errorf("caught up: %+v", st)
+	}
 	cancel()
 	<-done
 	if !sink.closed {
@@ -219,17 +244,17 @@ func TestDeliverer(t *testing.T) {
 		}
 	}
 	c, err := l.ExportCursor(context.Background(), "siem")
-	// The batch of 7 that failed was sent again: it counts as
-	// redelivered (the receiver may hold part of a failed batch).
-	if err != nil || c.Next != 40 || c.Delivered != 40 || c.Redelivered != 7 {
+	// The batch of 7 that failed after it may have been read went out
+	// again: resent; the refused attempts before it sent nothing.
+	if err != nil || c.Next != 40 || c.SentTo != 40 || c.Acknowledged != 40 || c.Resent != 7 {
 		t.Fatalf("stored cursor %+v, %v", c, err)
 	}
 
-	// A crash between handing out [40, 45) and moving the cursor: the
-	// next run sends them again and counts them.
+	// Killed after [40, 45) was sent and before its acknowledgement was
+	// recorded: the next run sends them again and counts them.
 	l.Append(t, 5)
 	crashed := c
-	crashed.SendingTo = 45
+	crashed.SentTo = 45
 	if err := l.PutExportCursor(context.Background(), crashed, 40); err != nil {
 		t.Fatal(err)
 	}
@@ -243,8 +268,8 @@ func TestDeliverer(t *testing.T) {
 	if sink2.count() != 5 || sink2.got[0] != "40" {
 		t.Errorf("after the crash the sink got %v", sink2.got)
 	}
-	if c, _ := l.ExportCursor(context.Background(), "siem"); c.Redelivered != 12 || c.Delivered != 45 {
-		t.Errorf("after the crash: %+v, want 7+5 redelivered of 45", c)
+	if c, _ := l.ExportCursor(context.Background(), "siem"); c.Resent != 12 || c.Acknowledged != 45 {
+		t.Errorf("after the crash: %+v, want 7+5 resent of 45", c)
 	}
 }
 
@@ -259,10 +284,10 @@ func TestCursorCompareAndSwap(t *testing.T) {
 	if err := l.PutExportCursor(ctx, ledger.ExportCursor{Name: "x", UpdatedAt: now}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.PutExportCursor(ctx, ledger.ExportCursor{Name: "x", Next: 3, SendingTo: 3, UpdatedAt: now}, 0); err != nil {
+	if err := l.PutExportCursor(ctx, ledger.ExportCursor{Name: "x", Next: 3, SentTo: 3, UpdatedAt: now}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.PutExportCursor(ctx, ledger.ExportCursor{Name: "x", Next: 2, SendingTo: 2, UpdatedAt: now}, 0); !errors.Is(err, ledger.ErrCursorMoved) {
+	if err := l.PutExportCursor(ctx, ledger.ExportCursor{Name: "x", Next: 2, SentTo: 2, UpdatedAt: now}, 0); !errors.Is(err, ledger.ErrCursorMoved) {
 		t.Fatalf("stale writer: %v", err)
 	}
 }

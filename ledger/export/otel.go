@@ -11,30 +11,36 @@ import (
 
 // Telemetry of delivery: the figures of GET /api/v1/exports, per sink,
 // labelled by the sink's name (an operator's flag value, a small fixed
-// set), read when /metrics is scraped.
+// set), read when /metrics is scraped. The names are the API's words
+// (docs/export.md, "Counters").
 const instrumentationName = "github.com/acsledger/acsledger/ledger/export"
 
 var attrSink = attribute.Key("acsledger.sink")
 
 // RegisterMetrics publishes ds' state through the global meter provider:
-// acsledger.export.entries_behind, .seconds_behind, .delivered,
-// .redelivered and .errors (1 while the last attempt failed).
+// acsledger.export.entries_behind, .seconds_behind, .resend_window,
+// .acknowledged, .sent_unconfirmed, .resent and .failing (1 while the
+// last attempt failed).
 func RegisterMetrics(ds []*Deliverer) error {
 	if len(ds) == 0 {
 		return nil
 	}
 	m := otel.Meter(instrumentationName)
 	behind, errBehind := m.Int64ObservableGauge("acsledger.export.entries_behind",
-		metric.WithDescription("Ledger entries a sink has not acknowledged yet."))
+		metric.WithDescription("Ledger entries a sink has not acknowledged yet (a sink that never confirms: not sent yet)."))
 	seconds, errSeconds := m.Float64ObservableGauge("acsledger.export.seconds_behind", metric.WithUnit("s"),
-		metric.WithDescription("Age of the oldest entry a sink has not acknowledged (0 when caught up)."))
-	delivered, errDelivered := m.Int64ObservableCounter("acsledger.export.delivered",
-		metric.WithDescription("Entries a sink acknowledged, since its cursor was created."))
-	redelivered, errRedelivered := m.Int64ObservableCounter("acsledger.export.redelivered",
-		metric.WithDescription("Entries sent to a sink again after a restart (possible duplicates)."))
+		metric.WithDescription("Age of the oldest entry counted in entries_behind (0 when caught up)."))
+	window, errWindow := m.Int64ObservableGauge("acsledger.export.resend_window",
+		metric.WithDescription("Entries a sink that never confirms (plain TCP syslog) would send again if its connection failed now."))
+	acked, errAcked := m.Int64ObservableCounter("acsledger.export.acknowledged",
+		metric.WithDescription("Entries the receiver acknowledged (RELP rsp, HTTP 2xx, HEC ack, OTLP success, file fsync), since the sink's cursor was created."))
+	unconfirmed, errUnconfirmed := m.Int64ObservableCounter("acsledger.export.sent_unconfirmed",
+		metric.WithDescription("Entries written to a receiver that never confirms (plain TCP syslog), each once."))
+	resent, errResent := m.Int64ObservableCounter("acsledger.export.resent",
+		metric.WithDescription("Sends of entries that had been sent before (possible duplicates at the receiver)."))
 	failing, errFailing := m.Int64ObservableGauge("acsledger.export.failing",
-		metric.WithDescription("1 while a sink's last delivery attempt failed, else 0."))
-	if err := errors.Join(errBehind, errSeconds, errDelivered, errRedelivered, errFailing); err != nil {
+		metric.WithDescription("1 while a sink's last attempt to send or to check its connection failed, else 0."))
+	if err := errors.Join(errBehind, errSeconds, errWindow, errAcked, errUnconfirmed, errResent, errFailing); err != nil {
 		return err
 	}
 	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -43,15 +49,17 @@ func RegisterMetrics(ds []*Deliverer) error {
 			set := metric.WithAttributes(attrSink.String(d.Name))
 			o.ObserveInt64(behind, int64(st.EntriesBehind), set)
 			o.ObserveFloat64(seconds, st.SecondsBehind, set)
-			o.ObserveInt64(delivered, st.Delivered, set)
-			o.ObserveInt64(redelivered, st.Redelivered, set)
+			o.ObserveInt64(window, int64(st.ResendWindow), set)
+			o.ObserveInt64(acked, st.Acknowledged, set)
+			o.ObserveInt64(unconfirmed, st.SentUnconfirmed, set)
+			o.ObserveInt64(resent, st.Resent, set)
 			f := int64(0)
-			if d.failing() {
+			if st.Failing {
 				f = 1
 			}
 			o.ObserveInt64(failing, f, set)
 		}
 		return nil
-	}, behind, seconds, delivered, redelivered, failing)
+	}, behind, seconds, window, acked, unconfirmed, resent, failing)
 	return err
 }

@@ -107,19 +107,19 @@ func RunExport(t *testing.T, s ExportTarget, integrate func(t *testing.T), exec 
 		t.Errorf("unknown cursor: %v, want ErrNotFound", err)
 	}
 	now := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
-	c := ledger.ExportCursor{Name: "siem", Next: 0, SendingTo: 3, UpdatedAt: now}
+	c := ledger.ExportCursor{Name: "siem", Next: 0, SentTo: 3, UpdatedAt: now}
 	if err := s.PutExportCursor(ctx, c, 0); err != nil {
 		t.Fatal(err)
 	}
-	c = ledger.ExportCursor{Name: "siem", Next: 3, SendingTo: 3, Delivered: 3, UpdatedAt: now.Add(time.Second)}
+	c = ledger.ExportCursor{Name: "siem", Next: 3, SentTo: 5, Acknowledged: 3, SentUnconfirmed: 2, Resent: 1, UpdatedAt: now.Add(time.Second)}
 	if err := s.PutExportCursor(ctx, c, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutExportCursor(ctx, ledger.ExportCursor{Name: "siem", Next: 4, SendingTo: 4, Delivered: 4, UpdatedAt: now}, 0); !errors.Is(err, ledger.ErrCursorMoved) {
+	if err := s.PutExportCursor(ctx, ledger.ExportCursor{Name: "siem", Next: 4, SentTo: 4, Acknowledged: 4, UpdatedAt: now}, 0); !errors.Is(err, ledger.ErrCursorMoved) {
 		t.Errorf("stale compare-and-swap: %v, want ErrCursorMoved", err)
 	}
-	if err := s.PutExportCursor(ctx, ledger.ExportCursor{Name: "siem", Next: 5, SendingTo: 4, UpdatedAt: now}, 3); err == nil {
-		t.Error("a cursor with sending_to before next was saved")
+	if err := s.PutExportCursor(ctx, ledger.ExportCursor{Name: "siem", Next: 5, SentTo: 4, UpdatedAt: now}, 3); err == nil {
+		t.Error("a cursor sent to a leaf before its next was saved")
 	}
 	got, err := s.ExportCursor(ctx, "siem")
 	if err != nil || got != c {
@@ -134,5 +134,10 @@ func RunExport(t *testing.T, s ExportTarget, integrate func(t *testing.T), exec 
 	}
 	if err := exec(`UPDATE export_cursors SET next_leaf = 1, sending_to = 1 WHERE name = 'siem'`); err == nil {
 		t.Error("a cursor moved back")
+	}
+	for _, set := range []string{"sending_to = 4", "sent_unconfirmed = 1"} {
+		if err := exec(`UPDATE export_cursors SET ` + set + ` WHERE name = 'siem'`); err == nil {
+			t.Errorf("SET %s: moved back", set)
+		}
 	}
 }

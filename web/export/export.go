@@ -18,7 +18,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/acsledger/acsledger/acs/trace"
-	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/export"
 	"github.com/acsledger/acsledger/web/access"
 	"github.com/acsledger/acsledger/web/httpapi"
@@ -347,16 +346,8 @@ func (h *Handler) exports(w http.ResponseWriter, r *http.Request) {
 			if seen[c.Name] {
 				continue
 			}
-			out.Sinks = append(out.Sinks, sinkState{Status: stored(c, size)})
+			out.Sinks = append(out.Sinks, sinkState{Status: export.StoredStatus(c, size)})
 		}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
-}
-
-// stored is the state of a sink known only by its stored cursor.
-func stored(c ledger.ExportCursor, size uint64) export.Status {
-	st := export.Status{Name: c.Name, NextLeaf: c.Next, Cursor: export.Cursor{Leaf: c.Next}.String(),
-		LogSize: max(size, c.Next), Delivered: c.Delivered, Redelivered: c.Redelivered}
-	st.EntriesBehind = st.LogSize - c.Next
-	return st
 }

@@ -120,11 +120,11 @@ func TestExportsList(t *testing.T) {
 	t.Parallel()
 	l := exporttest.New(t)
 	l.Append(t, 5)
-	if err := l.PutExportCursor(context.Background(), ledger.ExportCursor{Name: "old", Next: 2, SendingTo: 2, Delivered: 2, UpdatedAt: time.Now()}, 0); err != nil {
+	if err := l.PutExportCursor(context.Background(), ledger.ExportCursor{Name: "old", Next: 2, SentTo: 4, SentUnconfirmed: 4, Resent: 1, UpdatedAt: time.Now()}, 0); err != nil {
 		t.Fatal(err)
 	}
 	url := serve(t, export.Options{Store: l, Sinks: func() []lexport.Status {
-		return []lexport.Status{{Name: "siem", NextLeaf: 5, LogSize: 5, Delivered: 5}}
+		return []lexport.Status{{Name: "siem", Delivery: "acknowledged", NextLeaf: 5, SentTo: 5, LogSize: 5, Acknowledged: 5}}
 	}})
 	resp, err := http.Get(url + "/exports")
 	if err != nil {
@@ -136,14 +136,21 @@ func TestExportsList(t *testing.T) {
 			Name          string `json:"name"`
 			Cursor        string `json:"cursor"`
 			EntriesBehind uint64 `json:"entries_behind"`
+			ResendWindow  uint64 `json:"resend_window"`
+			Acknowledged  int64  `json:"acknowledged"`
+			Unconfirmed   int64  `json:"sent_unconfirmed"`
+			Resent        int64  `json:"resent"`
 			Configured    bool   `json:"configured"`
 		} `json:"sinks"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Sinks) != 2 || got.Sinks[0].Name != "siem" || !got.Sinks[0].Configured ||
-		got.Sinks[1].Name != "old" || got.Sinks[1].Configured || got.Sinks[1].EntriesBehind != 3 || got.Sinks[1].Cursor != "1" {
+	// "old" was a plain syslog sink: 4 entries sent, never confirmed,
+	// the re-send window from leaf 2.
+	if len(got.Sinks) != 2 || got.Sinks[0].Name != "siem" || !got.Sinks[0].Configured || got.Sinks[0].Acknowledged != 5 ||
+		got.Sinks[1].Name != "old" || got.Sinks[1].Configured || got.Sinks[1].EntriesBehind != 1 || got.Sinks[1].Cursor != "1" ||
+		got.Sinks[1].ResendWindow != 2 || got.Sinks[1].Acknowledged != 0 || got.Sinks[1].Unconfirmed != 4 || got.Sinks[1].Resent != 1 {
 		t.Errorf("exports = %+v", got)
 	}
 }

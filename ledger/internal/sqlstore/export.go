@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-
 	"fmt"
 
 	"github.com/acsledger/acsledger/ledger"
@@ -77,18 +76,18 @@ func (s *Store) ExportCursors(ctx context.Context) ([]ledger.ExportCursor, error
 func (s *Store) scanCursor(row Row) (ledger.ExportCursor, error) {
 	var c ledger.ExportCursor
 	var next, to int64
-	err := row.Scan(&c.Name, &next, &to, &c.Delivered, &c.Redelivered, s.dl.ScanTime(&c.UpdatedAt))
-	c.Next, c.SendingTo, c.UpdatedAt = uint64(next), uint64(to), c.UpdatedAt.UTC()
+	err := row.Scan(&c.Name, &next, &to, &c.Acknowledged, &c.SentUnconfirmed, &c.Resent, s.dl.ScanTime(&c.UpdatedAt))
+	c.Next, c.SentTo, c.UpdatedAt = uint64(next), uint64(to), c.UpdatedAt.UTC()
 	return c, err
 }
 
 // PutExportCursor implements ledger.ExportStore.
 func (s *Store) PutExportCursor(ctx context.Context, c ledger.ExportCursor, expectNext uint64) error {
-	if c.SendingTo < c.Next {
-		return fmt.Errorf("export cursor %q: sending_to %d before next %d", c.Name, c.SendingTo, c.Next)
+	if c.SentTo < c.Next {
+		return fmt.Errorf("export cursor %q: sent to leaf %d, before its next leaf %d", c.Name, c.SentTo, c.Next)
 	}
-	n, err := s.d.Writer().Exec(ctx, s.q.PutExportCursor, c.Name, int64(c.Next), int64(c.SendingTo),
-		c.Delivered, c.Redelivered, s.dl.Time(c.UpdatedAt), int64(expectNext))
+	n, err := s.d.Writer().Exec(ctx, s.q.PutExportCursor, c.Name, int64(c.Next), int64(c.SentTo),
+		c.Acknowledged, c.SentUnconfirmed, c.Resent, s.dl.Time(c.UpdatedAt), int64(expectNext))
 	if err != nil {
 		return fmt.Errorf("couldn't save export cursor %q at leaf %d: %w", c.Name, c.Next, err)
 	}

@@ -119,18 +119,21 @@ ORDER BY seq
 LIMIT $3;
 
 -- name: ExportCursor
-SELECT name, next_leaf, sending_to, delivered, redelivered, updated_at
+SELECT name, next_leaf, sending_to, delivered, sent_unconfirmed, redelivered, updated_at
 FROM export_cursors WHERE name = $1;
 
 -- name: ExportCursors
-SELECT name, next_leaf, sending_to, delivered, redelivered, updated_at
+SELECT name, next_leaf, sending_to, delivered, sent_unconfirmed, redelivered, updated_at
 FROM export_cursors ORDER BY name;
 
 -- name: PutExportCursor
--- Compare-and-swap on next_leaf ($7, the cursor the caller read); a row
--- that is not there yet is created whatever $7 says.
-INSERT INTO export_cursors (name, next_leaf, sending_to, delivered, redelivered, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+-- Compare-and-swap on next_leaf ($8, the cursor the caller read); a row
+-- that is not there yet is created whatever $8 says. The columns keep
+-- their 0020 names: delivered is ledger.ExportCursor.Acknowledged,
+-- redelivered Resent, sending_to SentTo (migration 0023).
+INSERT INTO export_cursors (name, next_leaf, sending_to, delivered, sent_unconfirmed, redelivered, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (name) DO UPDATE SET next_leaf = excluded.next_leaf, sending_to = excluded.sending_to,
-    delivered = excluded.delivered, redelivered = excluded.redelivered, updated_at = excluded.updated_at
-WHERE export_cursors.next_leaf = $7;
+    delivered = excluded.delivered, sent_unconfirmed = excluded.sent_unconfirmed,
+    redelivered = excluded.redelivered, updated_at = excluded.updated_at
+WHERE export_cursors.next_leaf = $8;
