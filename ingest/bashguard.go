@@ -46,7 +46,11 @@ type bashGuardDecision struct {
 	DecisionID  string `json:"decision_id"`
 }
 
-// bashGuardEntry is the ContextEntry of a bash-guard decision or audit line.
+// bashGuardEntry is the ContextEntry of a bash-guard decision or audit
+// line. The host the decision was made on (metadata.hostname) identifies
+// the client and stays in the source record only, sealed and erasable
+// (docs/ingest.md); entries ingested before this held it as "hostname",
+// and the verifier lists them (client_in_entry).
 type bashGuardEntry struct {
 	EntryID       string          `json:"entry_id"`
 	StepID        string          `json:"step_id"`
@@ -57,7 +61,6 @@ type bashGuardEntry struct {
 	DecisionEntry *entryRef       `json:"decision_entry,omitempty"`
 	sourceRef
 	SourceSchema  string `json:"source_schema,omitempty"`
-	Hostname      string `json:"hostname,omitempty"`
 	PolicyPath    string `json:"policy_path,omitempty"`
 	EngineVersion string `json:"engine_version,omitempty"`
 }
@@ -141,7 +144,7 @@ func (BashGuardMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
 			PolicyVersions: []policyVersion{{PolicyID: bashGuardPolicy, Version: d.Metadata.RulebookDigest}},
 		},
 		Flags: flags, sourceRef: newSourceRef(BashGuard, d.DecisionID, raw), SourceSchema: filepath.Base(schema),
-		Hostname: d.Metadata.Hostname, PolicyPath: d.Metadata.PolicyPath, EngineVersion: d.Metadata.OPAVersion,
+		PolicyPath: d.Metadata.PolicyPath, EngineVersion: d.Metadata.OPAVersion,
 	})
 	if err != nil {
 		return quarantine(BashGuard, raw, key, ReasonSchemaInvalid, "%v", err)

@@ -19,13 +19,40 @@ import (
 const DefaultOPASessionPath = "input.session_id"
 
 // OPAMapper maps OPA decision-log events. The zero value uses
-// DefaultOPASessionPath.
+// DefaultOPASessionPath and maps no subject.
 type OPAMapper struct {
 	// SessionPath is a dotted path into the event ("input.session_id",
 	// "labels.session"); its value, a non-empty string, names the
 	// session. Events without one go to one session per OPA instance,
 	// "opa:" + labels.id.
 	SessionPath string
+	// SubjectPath, when set, is a dotted path into the event's input or
+	// labels ("input.user", "labels.tenant"; CheckOPASubjectPath) whose
+	// value, a non-empty string, is the decision's subject: the agent id
+	// of its session, which `acsledger erase --agent` and retention rules
+	// and holds match. An event without a value there has no subject.
+	SubjectPath string
+}
+
+// CheckOPASubjectPath refuses a subject path that is not a dotted path
+// into the event's input ("input.user", "input.subject.id") or one of its
+// labels ("labels.tenant"), naming what is wrong.
+func CheckOPASubjectPath(path string) error {
+	parts := strings.Split(path, ".")
+	for i, p := range parts {
+		if p == "" {
+			return fmt.Errorf("subject path %q: part %d is empty (want a dotted path such as input.user or labels.NAME)", path, i+1)
+		}
+	}
+	switch {
+	case parts[0] == "input" && len(parts) >= 2:
+	case parts[0] == "labels" && len(parts) == 2:
+	case parts[0] == "labels":
+		return fmt.Errorf("subject path %q: a label is one name, labels.NAME (labels are strings)", path)
+	default:
+		return fmt.Errorf("subject path %q: want a member of the decision's input (input.user, input.subject.id) or a label (labels.NAME)", path)
+	}
+	return nil
 }
 
 // opaEvent is an OPA decision-log event (OPA's logs.EventV1 as
@@ -44,7 +71,6 @@ type opaEvent struct {
 	Erased         []string             `json:"erased"`
 	Masked         []string             `json:"masked"`
 	NDBuiltinCache json.RawMessage      `json:"nd_builtin_cache"`
-	RequestedBy    string               `json:"requested_by"`
 	Timestamp      *string              `json:"timestamp"`
 }
 
@@ -62,7 +88,11 @@ type opaEntry struct {
 	sourceRef
 }
 
-// opaDecision keeps what OPA wrote. Result is absent when the decision was
+// opaDecision keeps what OPA wrote of the decision, not of its client:
+// requested_by (the address of the client that asked OPA) and input stay
+// in the source record only, sealed and erasable (docs/ingest.md).
+// Entries ingested before this held requested_by; they stay as they are,
+// and the verifier lists them (client_in_entry). Result is absent when the decision was
 // undefined (OPA wrote no result member), and null only when OPA wrote
 // null. NDBuiltinCache is the cache's exact JSON text, as a string, for
 // the reason the Guardian stores its own that way: the ledger stores
@@ -78,7 +108,6 @@ type opaDecision struct {
 	Masked         []string          `json:"masked,omitempty"`
 	NDBuiltinCache string            `json:"nd_builtin_cache,omitempty"`
 	Labels         map[string]string `json:"labels,omitempty"`
-	RequestedBy    string            `json:"requested_by,omitempty"`
 }
 
 // policyVersion names the policy a decision was made under. It is not a
@@ -115,9 +144,13 @@ func (m OPAMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
 	if err != nil {
 		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s: %v", key, err)
 	}
+	subject, err := m.subject(raw.Bytes, *ev)
+	if err != nil {
+		return quarantine(OPA, raw, key, ReasonSchemaInvalid, "decision %s: %v", key, err)
+	}
 	d := opaDecision{
 		DecisionID: key, Path: ev.Path, Query: ev.Query, Result: ev.Result,
-		Erased: ev.Erased, Masked: ev.Masked, Labels: ev.Labels, RequestedBy: ev.RequestedBy,
+		Erased: ev.Erased, Masked: ev.Masked, Labels: ev.Labels,
 		PolicyVersions: []policyVersion{},
 	}
 	if len(ev.NDBuiltinCache) > 0 && string(ev.NDBuiltinCache) != "null" {
@@ -145,7 +178,7 @@ func (m OPAMapper) Map(_ context.Context, raw Raw) ledger.IngestRecord {
 	return ledger.IngestRecord{
 		Source: string(OPA), Key: key, Digest: sha256.Sum256(raw.Bytes),
 		File: raw.File, Record: raw.Record, Raw: raw.Bytes, KeepSource: true,
-		Entry: ledger.Record{SessionID: session, Entry: entry},
+		Entry: ledger.Record{SessionID: session, AgentID: subject, Entry: entry},
 	}
 }
 
@@ -156,6 +189,43 @@ func (m OPAMapper) session(event []byte, ev opaEvent) (string, error) {
 	if path == "" {
 		path = DefaultOPASessionPath
 	}
+	if v, found := lookup(event, ev, path); found && firstByte(v) != 'n' {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil || s == "" {
+			return "", fmt.Errorf("the session at %s is not a non-empty string", path)
+		}
+		return s, nil
+	}
+	id := ev.Labels["id"]
+	if id == "" {
+		return "", fmt.Errorf("no session at %s and no labels.id naming the OPA instance", path)
+	}
+	return "opa:" + id, nil
+}
+
+// subject finds the event's subject, the string at SubjectPath: "" when
+// none is mapped or the event has none there (absent, null or "").
+func (m OPAMapper) subject(event []byte, ev opaEvent) (string, error) {
+	if m.SubjectPath == "" {
+		return "", nil
+	}
+	v, found := lookup(event, ev, m.SubjectPath)
+	if !found || firstByte(v) == 'n' {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", fmt.Errorf("the subject at %s is not a string", m.SubjectPath)
+	}
+	if len(s) > ledger.MaxAgentIDBytes {
+		return "", fmt.Errorf("the subject at %s is longer than %d bytes", m.SubjectPath, ledger.MaxAgentIDBytes)
+	}
+	return s, nil
+}
+
+// lookup returns the value at a dotted path into the event, and whether
+// there is one.
+func lookup(event []byte, ev opaEvent, path string) (json.RawMessage, bool) {
 	parts := strings.Split(path, ".")
 	// The first step is taken from the decoded event where it can be,
 	// which spares decoding the whole event again.
@@ -184,18 +254,7 @@ func (m OPAMapper) session(event []byte, ev opaEvent) (string, error) {
 			break
 		}
 	}
-	if found && firstByte(v) != 'n' {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil || s == "" {
-			return "", fmt.Errorf("the session at %s is not a non-empty string", path)
-		}
-		return s, nil
-	}
-	id := ev.Labels["id"]
-	if id == "" {
-		return "", fmt.Errorf("no session at %s and no labels.id naming the OPA instance", path)
-	}
-	return "opa:" + id, nil
+	return v, found
 }
 
 // firstByte returns the first non-space byte of b, or 0.
@@ -264,8 +323,6 @@ func decodeOPAEvent(event []byte) (*opaEvent, error) {
 			ev.Path, err = jsonString(v)
 		case "query":
 			ev.Query, err = jsonString(v)
-		case "requested_by":
-			ev.RequestedBy, err = jsonString(v)
 		case "revision":
 			ev.Revision, err = jsonString(v)
 		case "input":

@@ -146,6 +146,8 @@ type bundleState struct {
 	// inline counts the entries holding their source record inline, the
 	// first at index inlineFirst (source_inline).
 	inline, inlineFirst int
+	// clients counts the entries holding a client member (client_in_entry).
+	clients clientNotes
 
 	// since is the report of an earlier bundle of the session that this
 	// one must extend (VerifyBundleSince), or nil.
@@ -626,6 +628,7 @@ func (s *bundleState) checkEntry(raw []byte, i int) error {
 	}
 	s.entry = e
 	s.noteInline(i, e)
+	s.clients.note(i, e)
 	fs := s.chain.Add(e)
 	edited := false
 	for _, f := range fs {
@@ -853,6 +856,7 @@ func (s *bundleState) finishTimestamps() {
 // finish adds what only the end of the bundle shows.
 func (s *bundleState) finish() {
 	s.finishInline()
+	s.notices = append(s.notices, s.clients.finish()...)
 	s.findings = append(s.findings, s.finishSince()...)
 	s.finishTimestamps()
 	if s.heads != nil {

@@ -51,6 +51,7 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 // HTTP (serve takes them too).
 func (f *ingestFlags) registerPush(fs *flag.FlagSet) {
 	fs.StringVar(&f.src.OPASessionPath, "opa-session-path", ingest.DefaultOPASessionPath, "opa: dotted path of the session id in a decision event")
+	fs.Func("opa-subject-path", "opa: dotted `PATH` in a decision's input or labels (input.user, labels.NAME) whose string is the entry's subject (its session's agent id, which erase --agent matches); default: none", f.src.SetOPASubjectPath)
 	fs.Func("a2h-hmac", "a2h: a Hub's HMAC-SHA256 secret, `KEY_ID=HEX` (repeatable)", f.src.AddA2HHMAC)
 	fs.Func("a2h-ed25519", "a2h: a Hub's raw 32-byte Ed25519 public key, `KEY_ID=HEX` (repeatable)", f.src.AddA2HEd25519)
 	fs.DurationVar(&f.src.A2HWindow, "a2h-window", ingest.DefaultA2HWindow, "a2h: replay window around received_at")
@@ -158,7 +159,7 @@ func (s *ingestServeFlags) register(fs *flag.FlagSet) {
 
 func (s *ingestServeFlags) options() web.IngestOptions {
 	return web.IngestOptions{
-		OPASessionPath: s.f.src.OPASessionPath, A2HKeys: s.f.src.A2HKeys, A2HWindow: s.f.src.A2HWindow,
+		OPASessionPath: s.f.src.OPASessionPath, OPASubjectPath: s.f.src.OPASubjectPath, A2HKeys: s.f.src.A2HKeys, A2HWindow: s.f.src.A2HWindow,
 		A2HCallbackURL: s.callbackURL, MaxInFlight: s.maxInFlight,
 	}
 }

@@ -139,6 +139,9 @@ func Run(ctx context.Context, store ingest.Store, m ingest.Mapper, names []strin
 // and message types, and the other Guardian's keys for ACS records.
 type Sources struct {
 	OPASessionPath string
+	// OPASubjectPath maps a member of a decision's input or labels to the
+	// entry's subject (ingest.OPAMapper.SubjectPath); "" maps none.
+	OPASubjectPath string
 	A2HKeys        []ingest.A2HKey
 	A2HWindow      time.Duration
 	A2HTypes       map[string]string
@@ -151,7 +154,12 @@ type Sources struct {
 func (f *Sources) Mapper(format string, store ingest.Store) (ingest.Mapper, error) {
 	switch ingest.Format(format) {
 	case ingest.OPA:
-		return ingest.OPAMapper{SessionPath: f.OPASessionPath}, nil
+		if f.OPASubjectPath != "" {
+			if err := ingest.CheckOPASubjectPath(f.OPASubjectPath); err != nil {
+				return nil, fmt.Errorf("--opa-subject-path: %w", err)
+			}
+		}
+		return ingest.OPAMapper{SessionPath: f.OPASessionPath, SubjectPath: f.OPASubjectPath}, nil
 	case ingest.BashGuard:
 		return ingest.BashGuardMapper{}, nil
 	case ingest.BashGuardAudit:
@@ -170,6 +178,16 @@ func (f *Sources) Mapper(format string, store ingest.Store) (ingest.Mapper, erro
 		return nil, errors.New("--format is required")
 	}
 	return nil, fmt.Errorf("unknown --format %q (want opa, bash-guard, bash-guard-audit, a2h or acs)", format)
+}
+
+// SetOPASubjectPath sets OPASubjectPath, refusing a path
+// ingest.CheckOPASubjectPath refuses.
+func (f *Sources) SetOPASubjectPath(v string) error {
+	if err := ingest.CheckOPASubjectPath(v); err != nil {
+		return err
+	}
+	f.OPASubjectPath = v
+	return nil
 }
 
 // AddA2HHMAC adds an A2H Hub's HMAC-SHA256 secret, KEY_ID=HEX.

@@ -45,6 +45,10 @@ type Options struct {
 	// OPASessionPath is where an OPA decision names its session (default
 	// ingest.DefaultOPASessionPath).
 	OPASessionPath string
+	// OPASubjectPath maps a member of a decision's input or labels to the
+	// entry's subject (ingest.OPAMapper.SubjectPath, checked by
+	// ingest.CheckOPASubjectPath); "" maps none.
+	OPASubjectPath string
 	// A2HKeys verify pushed A2H Responses; A2HWindow is the replay window
 	// (default ingest.DefaultA2HWindow). A2HCallbackURL is the URL the Hub
 	// was given and signs (spec §9.2); "" rebuilds it from the request.
@@ -175,7 +179,7 @@ func (ir *Routes) opaLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	m := ingest.OPAMapper{SessionPath: ir.opts.OPASessionPath}
+	m := ingest.OPAMapper{SessionPath: ir.opts.OPASessionPath, SubjectPath: ir.opts.OPASubjectPath}
 	ir.run(w, r, m, ingest.ArrayElements(in, "opa upload"))
 }
 
