@@ -54,6 +54,8 @@ type Config struct {
 	maxBytes int64
 	// relp sink: the most frames awaiting their rsp
 	window int
+	// syslog sink (syslog.go)
+	syslog syslogOptions
 	// hec sink
 	hec hecConfig
 }
@@ -82,8 +84,8 @@ type scheme struct {
 // (?cafile= for ?ca=) never passes silently. A parameter's value shows in
 // messages only when the parameter is listed here and isSecret is false.
 var schemes = map[string]scheme{
-	"syslog+tcp": {port: true},
-	"syslog+tls": {tls: true, port: true},
+	"syslog+tcp": {port: true, params: []string{"resend_window"}},
+	"syslog+tls": {tls: true, port: true, params: []string{"resend_window"}},
 	"relp":       {port: true, params: []string{"window"}},
 	"relp+tls":   {tls: true, port: true, params: []string{"window"}},
 	"http":       {userinfo: true, params: []string{"token"}},
@@ -134,10 +136,7 @@ func schemeNames() string {
 	return strings.Join(out, ", ")
 }
 
-var (
-	nameRE      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	paramNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
-)
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // ParseFlag splits a --export value NAME=URL.
 func ParseFlag(v string) (name, rawURL string, err error) {
@@ -171,7 +170,6 @@ const masked = "REDACTED"
 // not public, any fragment, and control characters.
 func redactRaw(s string) string {
 	var b strings.Builder
-	inQuery := false
 	if at := strings.LastIndex(s, "@"); at >= 0 {
 		pre := s[:at]
 		sch, _, ok := strings.Cut(pre, ":")
@@ -184,31 +182,13 @@ func redactRaw(s string) string {
 		}
 		b.WriteString(masked + "@")
 		s = s[at+1:]
-		// The '@' may have been in the query or the fragment: what
-		// follows it is then still in there.
-		switch {
-		case strings.Contains(pre, "#"):
-			if s != "" {
-				b.WriteString(masked)
-			}
-			return oneLine(b.String())
-		case strings.Contains(pre, "?"):
-			inQuery = true
-		}
 	}
 	s, frag, hasFrag := strings.Cut(s, "#")
-	if !inQuery {
-		var query string
-		var hasQuery bool
-		s, query, hasQuery = strings.Cut(s, "?")
-		b.WriteString(s)
-		if hasQuery {
-			b.WriteByte('?')
-		}
-		s, inQuery = query, hasQuery
-	}
-	if inQuery {
-		for i, part := range strings.Split(s, "&") {
+	s, query, hasQuery := strings.Cut(s, "?")
+	b.WriteString(s)
+	if hasQuery {
+		b.WriteByte('?')
+		for i, part := range strings.Split(query, "&") {
 			if i > 0 {
 				b.WriteByte('&')
 			}
@@ -226,17 +206,12 @@ func redactRaw(s string) string {
 	if hasFrag && frag != "" {
 		b.WriteString("#" + masked)
 	}
-	return oneLine(b.String())
-}
-
-// oneLine replaces control characters, so a message stays one line.
-func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return '?'
 		}
 		return r
-	}, s)
+	}, b.String())
 }
 
 // urlProblem says what url.Parse found wrong without its message, which
@@ -310,6 +285,10 @@ func Parse(name, rawURL, format string) (Config, error) {
 		}
 	}
 	switch c.Kind {
+	case "syslog+tcp", "syslog+tls":
+		if err := c.parseResendWindow(q); err != nil {
+			return fail(err)
+		}
 	case "relp", "relp+tls":
 		if err := c.parseRELP(q); err != nil {
 			return fail(err)
@@ -365,11 +344,9 @@ func checkQuery(kind string, sch scheme, u *url.URL) (url.Values, error) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		// A name is shown only when it could be one: a password with an
-		// unescaped '?' before it makes the rest of the URL a "name".
-		name := strconv.Quote(k)
-		if !paramNameRE.MatchString(k) {
-			name = "(its name is not shown: it holds characters no parameter name has)"
+		name := k
+		if len(name) > 40 {
+			name = "(a parameter whose name is not shown)"
 		}
 		switch {
 		case k == "":
@@ -381,7 +358,7 @@ func checkQuery(kind string, sch scheme, u *url.URL) (url.Values, error) {
 			if near := nearest(k, takes); near != "" {
 				hint = fmt.Sprintf("; did you mean %s?", near)
 			}
-			return nil, fmt.Errorf("unknown parameter %s for %s (it takes %s%s)", name, kind, strings.Join(takes, ", "), hint)
+			return nil, fmt.Errorf("unknown parameter %s for %s (it takes %s%s)", strconv.Quote(name), kind, strings.Join(takes, ", "), hint)
 		case len(q[k]) > 1:
 			return nil, fmt.Errorf("parameter %s is given %d times", k, len(q[k]))
 		}

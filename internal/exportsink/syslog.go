@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
@@ -27,15 +28,48 @@ const syslogPRI = "<110>"
 // syslogSink writes each event as one RFC 5424 message over TCP or TLS,
 // framed by octet counting (RFC 6587 §3.4.1): "LEN SP MSG", no trailer,
 // so an event may hold any byte. Plain syslog has no application
-// acknowledgement: a batch counts as delivered once written to the
-// connection, and before each batch the sink checks that the receiver has
-// not closed it, so a receiver that went away is noticed before a batch
-// is handed to a dead socket.
+// acknowledgement: a write succeeds into a socket whose peer is already
+// gone. So the sink is an export.UnconfirmedSink: its entries count as
+// sent_unconfirmed, never acknowledged, and the Deliverer keeps a
+// re-send window of what it wrote (?resend_window=, docs/export.md).
+// Before each batch, and when the Deliverer checks, the sink looks
+// whether the receiver closed the connection; if it did, the batch is
+// not written and what the window holds is sent again on a new one.
 type syslogSink struct {
-	c    Config
-	conn net.Conn
-	msg  rfc5424
-	buf  []byte
+	c      Config
+	conn   net.Conn
+	connID uint64 // counts the connections made
+	msg    rfc5424
+	buf    []byte
+}
+
+var _ export.UnconfirmedSink = (*syslogSink)(nil)
+
+// defaultResendWindow is how long written entries stay in the re-send
+// window once the connection was found open after them.
+const defaultResendWindow = time.Minute
+
+// syslogOptions are a syslog sink's own query parameters.
+type syslogOptions struct {
+	// resendWindow is how long written entries stay in the re-send window
+	// once the connection was found open after them.
+	resendWindow time.Duration
+}
+
+// parseResendWindow reads the ?resend_window=DURATION of a syslog sink
+// (0s to 24h).
+func (c *Config) parseResendWindow(q url.Values) error {
+	c.syslog.resendWindow = defaultResendWindow
+	v := q.Get("resend_window")
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > 24*time.Hour {
+		return fmt.Errorf("resend_window=%q: want a duration from 0s to 24h, like 60s or 5m", v)
+	}
+	c.syslog.resendWindow = d
+	return nil
 }
 
 func newSyslog(c Config) *syslogSink {
@@ -72,9 +106,10 @@ func (s *syslogSink) dial(ctx context.Context) error {
 		conn, err = d.DialContext(ctx, "tcp", s.c.url.Host)
 	}
 	if err != nil {
-		return fmt.Errorf("export sink %s: couldn't connect to %s: %w", s.c.Name, s.c.Redacted, err)
+		return fmt.Errorf("export sink %s: couldn't connect to %s: %w (%w)", s.c.Name, s.c.Redacted, err, export.ErrNotSent)
 	}
 	s.conn = conn
+	s.connID++
 	return nil
 }
 
@@ -91,10 +126,38 @@ func (s *syslogSink) alive() bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
+// Conn implements export.UnconfirmedSink.
+func (s *syslogSink) Conn() uint64 { return s.connID }
+
+// ResendWindow implements export.UnconfirmedSink.
+func (s *syslogSink) ResendWindow() time.Duration { return s.c.syslog.resendWindow }
+
+// Check implements export.UnconfirmedSink: the connection is still open,
+// or a new one could be made.
+func (s *syslogSink) Check(ctx context.Context) error {
+	if err := s.closedByPeer(); err != nil {
+		return err
+	}
+	if s.conn == nil {
+		return s.dial(ctx)
+	}
+	return nil
+}
+
+// closedByPeer drops a connection the receiver closed, with an error
+// saying so.
+func (s *syslogSink) closedByPeer() error {
+	if s.conn == nil || s.alive() {
+		return nil
+	}
+	s.conn.Close()
+	s.conn = nil
+	return fmt.Errorf("export sink %s: %s closed the connection; what was written to it is sent again (%w)", s.c.Name, s.c.Redacted, export.ErrNotSent)
+}
+
 func (s *syslogSink) Send(ctx context.Context, batch []export.Event) error {
-	if s.conn != nil && !s.alive() {
-		s.conn.Close()
-		s.conn = nil
+	if err := s.closedByPeer(); err != nil {
+		return err
 	}
 	if s.conn == nil {
 		if err := s.dial(ctx); err != nil {
