@@ -136,7 +136,10 @@ func schemeNames() string {
 	return strings.Join(out, ", ")
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var (
+	nameRE      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	paramNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,40}$`)
+)
 
 // ParseFlag splits a --export value NAME=URL.
 func ParseFlag(v string) (name, rawURL string, err error) {
@@ -170,6 +173,7 @@ const masked = "REDACTED"
 // not public, any fragment, and control characters.
 func redactRaw(s string) string {
 	var b strings.Builder
+	inQuery := false
 	if at := strings.LastIndex(s, "@"); at >= 0 {
 		pre := s[:at]
 		sch, _, ok := strings.Cut(pre, ":")
@@ -182,13 +186,31 @@ func redactRaw(s string) string {
 		}
 		b.WriteString(masked + "@")
 		s = s[at+1:]
+		// The '@' may have been in the query or the fragment: what
+		// follows it is then still in there.
+		switch {
+		case strings.Contains(pre, "#"):
+			if s != "" {
+				b.WriteString(masked)
+			}
+			return oneLine(b.String())
+		case strings.Contains(pre, "?"):
+			inQuery = true
+		}
 	}
 	s, frag, hasFrag := strings.Cut(s, "#")
-	s, query, hasQuery := strings.Cut(s, "?")
-	b.WriteString(s)
-	if hasQuery {
-		b.WriteByte('?')
-		for i, part := range strings.Split(query, "&") {
+	if !inQuery {
+		var query string
+		var hasQuery bool
+		s, query, hasQuery = strings.Cut(s, "?")
+		b.WriteString(s)
+		if hasQuery {
+			b.WriteByte('?')
+		}
+		s, inQuery = query, hasQuery
+	}
+	if inQuery {
+		for i, part := range strings.Split(s, "&") {
 			if i > 0 {
 				b.WriteByte('&')
 			}
@@ -206,12 +228,17 @@ func redactRaw(s string) string {
 	if hasFrag && frag != "" {
 		b.WriteString("#" + masked)
 	}
+	return oneLine(b.String())
+}
+
+// oneLine replaces control characters, so a message stays one line.
+func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return '?'
 		}
 		return r
-	}, b.String())
+	}, s)
 }
 
 // urlProblem says what url.Parse found wrong without its message, which
@@ -344,9 +371,11 @@ func checkQuery(kind string, sch scheme, u *url.URL) (url.Values, error) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		name := k
-		if len(name) > 40 {
-			name = "(a parameter whose name is not shown)"
+		// A name is shown only when it could be one: a password with an
+		// unescaped '?' before it makes the rest of the URL a "name".
+		name := strconv.Quote(k)
+		if !paramNameRE.MatchString(k) {
+			name = "(its name is not shown: it holds characters no parameter name has)"
 		}
 		switch {
 		case k == "":
@@ -358,7 +387,7 @@ func checkQuery(kind string, sch scheme, u *url.URL) (url.Values, error) {
 			if near := nearest(k, takes); near != "" {
 				hint = fmt.Sprintf("; did you mean %s?", near)
 			}
-			return nil, fmt.Errorf("unknown parameter %s for %s (it takes %s%s)", strconv.Quote(name), kind, strings.Join(takes, ", "), hint)
+			return nil, fmt.Errorf("unknown parameter %s for %s (it takes %s%s)", name, kind, strings.Join(takes, ", "), hint)
 		case len(q[k]) > 1:
 			return nil, fmt.Errorf("parameter %s is given %d times", k, len(q[k]))
 		}
