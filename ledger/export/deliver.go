@@ -348,6 +348,12 @@ func (d *Deliverer) step(ctx context.Context, c *ledger.ExportCursor) (bool, err
 				marked.SentUnconfirmed += int64(to - max(from, c.SentTo))
 			}
 			if perr := d.Store.PutExportCursor(context.WithoutCancel(ctx), marked, c.Next); perr != nil {
+				// The mark stays known here when the store did not
+				// record it (a failover took the write; its Next is the
+				// stored one, so the next write records it): the batch
+				// sent again still counts as resent.
+				*c = marked
+				d.setCursor(marked)
 				return false, errors.Join(err, perr)
 			}
 			*c = marked
