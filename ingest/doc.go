@@ -12,10 +12,15 @@
 //     archived [A2H] (spec §6, §9.2);
 //   - another ACS Guardian's traffic, as request/response envelope pairs.
 //
-// Every entry carries the source record's exact text (member
-// "source_record"), so the chain commits to it and an auditor can re-check
-// a source signature offline from an exported bundle alone. Records are
-// idempotent on each source's natural key (ledger.IngestStore).
+// Every entry commits to the source record's exact bytes by their SHA-256
+// (member "source_sha256"); the bytes are stored beside the entry, sealed
+// and erasable, and an exported bundle carries them while they exist, so
+// an auditor can re-check a source signature offline. An entry holds what
+// the decision was, never what identifies the client (OPA's requested_by,
+// bash-guard's hostname): that stays in the source record. OPAMapper.
+// SubjectPath makes a decision's subject its session's agent id, which
+// erasure by subject matches. Records are idempotent on each source's
+// natural key (ledger.IngestStore).
 //
 // [OPA decision logs]: https://www.openpolicyagent.org/docs/management-decision-logs
 // [A2H]: https://a2hprotocol.org
