@@ -277,7 +277,7 @@ follow:
 	var list struct {
 		Sinks []struct {
 			Name          string `json:"name"`
-			Delivered     int64  `json:"delivered"`
+			Acknowledged  int64  `json:"acknowledged"`
 			EntriesBehind uint64 `json:"entries_behind"`
 			Configured    bool   `json:"configured"`
 		} `json:"sinks"`
@@ -287,12 +287,12 @@ follow:
 	}
 	for _, sk := range list.Sinks {
 		// The access log's entries of the reads above are delivered too.
-		if sk.Delivered < 21 || !sk.Configured {
+		if sk.Acknowledged < 21 || !sk.Configured {
 			t.Errorf("sink %+v", sk)
 		}
 	}
 	code, metrics := get(t, s.url+"/metrics")
-	if code != 200 || !strings.Contains(string(metrics), `acsledger_export_delivered_total{acsledger_sink="siem"`) {
+	if code != 200 || !strings.Contains(string(metrics), `acsledger_export_acknowledged_total{acsledger_sink="siem"`) {
 		t.Errorf("/metrics has no export figures:\n%.2000s", metrics)
 	}
 

@@ -62,7 +62,8 @@ func journeyServerWith(t *testing.T, f *evidencetest.Fixture, lag func() web.Rep
 		// One push sink, failing, as serve --export reports it.
 		Export: web.ExportOptions{Store: f.Store, Sinks: func() []export.Status {
 			at := time.Now().Add(-time.Minute)
-			return []export.Status{{Name: "siem", NextLeaf: 3, LogSize: 6, EntriesBehind: 3, SecondsBehind: 61, Delivered: 3,
+			return []export.Status{{Name: "siem", Delivery: "sent_unconfirmed", NextLeaf: 1, SentTo: 3, LogSize: 6, EntriesBehind: 3, SecondsBehind: 61,
+				ResendWindow: 2, SentUnconfirmed: 3, Resent: 2, Failing: true,
 				LastError: "export sink siem: couldn't connect to syslog+tcp://siem.example:514", LastErrorAt: &at}}
 		}},
 		WhatIf: whatifapi.Options{Store: f.Store, Share: 1},
@@ -465,7 +466,7 @@ func TestJourneyDashboard(t *testing.T) {
 	// The push sink's tile: how far behind, and why.
 	wait(t, b, "the export tile", `document.getElementById("tile-export-siem") !== null`)
 	if got := eval[string](t, b, `(document.getElementById("tile-export-siem") || {}).textContent || ""`); !strings.Contains(got, "Export siem3 behind") ||
-		!strings.Contains(got, "61.0 s behind; 3 delivered") || !strings.Contains(got, "Failing: export sink siem: couldn't connect") {
+		!strings.Contains(got, "61.0 s behind; 3 sent_unconfirmed (plain TCP: never confirmed), 2 in the resend window, 2 resent") || !strings.Contains(got, "Failing: export sink siem: couldn't connect") {
 		t.Errorf("export tile %q", got)
 	}
 	// Today's bars: 6 entries, 2 denied.

@@ -87,23 +87,27 @@ async function dashboardCharts() {
   }
   await retentionTiles(glance, now);
   // One tile per push sink (serve --export, GET /api/v1/exports): how far
-  // it trails the ledger and whether its last attempt failed.
+  // it trails the ledger, what the receiver confirmed (the API's words:
+  // acknowledged, sent_unconfirmed, resent; docs/export.md "Counters")
+  // and whether its last attempt failed.
   try {
     const ex = await getJSON(`${API}/exports`);
     for (const sk of ex.sinks.filter((x) => x.configured)) {
-      const value = sk.entries_behind === 0 ? "caught up" : `${sk.entries_behind.toLocaleString("en")} behind`;
-      let note = `${sk.delivered.toLocaleString("en")} delivered`;
+      const n = (x) => x.toLocaleString("en");
+      const value = sk.entries_behind === 0 ? "caught up" : `${n(sk.entries_behind)} behind`;
+      let note = sk.delivery === "sent_unconfirmed"
+        ? `${n(sk.sent_unconfirmed)} sent_unconfirmed (plain TCP: never confirmed), ${n(sk.resend_window)} in the resend window`
+        : `${n(sk.acknowledged)} acknowledged`;
       if (sk.seconds_behind > 0) {
         note = `${sk.seconds_behind.toFixed(1)} s behind; ${note}`;
       }
-      if (sk.redelivered > 0) {
-        note += `, ${sk.redelivered.toLocaleString("en")} sent again`;
+      if (sk.resent > 0) {
+        note += `, ${n(sk.resent)} resent`;
       }
-      const failing = sk.last_error && (!sk.last_sent_at || new Date(sk.last_error_at) > new Date(sk.last_sent_at));
-      if (failing) {
+      if (sk.failing) {
         note += `. Failing: ${sk.last_error}`;
       }
-      glance.append(tile(`tile-export-${sk.name}`, `Export ${sk.name}`, value, note, failing ? "bad" : sk.seconds_behind > 60 ? "warn" : "ok"));
+      glance.append(tile(`tile-export-${sk.name}`, `Export ${sk.name}`, value, note, sk.failing ? "bad" : sk.seconds_behind > 60 ? "warn" : "ok"));
     }
   } catch (e) {
     // A server without export answers 501: no tile.
