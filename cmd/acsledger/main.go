@@ -7,7 +7,7 @@
 //	acsledger token    create --role ROLE [--name N] [--scope AGENT_PREFIX] [--expires DURATION] [--db URL]
 //	                                                        make an API token (printed once)
 //	acsledger token    list [--db URL] | revoke [--db URL] NAME
-//	acsledger log-key  [--db URL] [--keys DIR]              print the Merkle log's origin and verifier keys
+//	acsledger log-key  [--db URL] [--keys DIR] [--trust-file] print the Merkle log's origin and verifier keys (or an acsverify trust file)
 //	acsledger witness  --state FILE --log-origin O --log-key VKEY [--addr ADDR]
 //	                                                        run a minimal tlog-witness for one log
 //	acsledger export   --session ID [--out FILE] [--db URL] [--keys DIR]

@@ -260,11 +260,13 @@ func (f *logFlags) evidenceOptions(store evidence.Store, l evidence.Log, keySet 
 	return ev
 }
 
-// runLogKey prints the log's origin and note verifier keys.
+// runLogKey prints the log's origin and note verifier keys, or with
+// --trust-file the trust file an auditor gives acsverify --trust.
 func runLogKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := newFlagSet("log-key", stderr)
 	keys := flags.String("keys", "", "key directory, as for serve (default: keys/ beside the embedded store)")
 	db := flags.String("db", "", "store URL, to find the default key directory")
+	trustFile := flags.Bool("trust-file", false, "print instead a trust file for acsverify --trust: the log's verifier keys (log_keys) and the public response keys of the key directory (response_keys; never an HMAC secret)")
 	if err := parseFlags(flags, args); err != nil {
 		return err
 	}
@@ -287,11 +289,36 @@ func runLogKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if *trustFile {
+		return printTrustFile(stdout, dir, vkeys)
+	}
 	fmt.Fprintf(stdout, "origin: %s\n", origin)
 	for _, v := range vkeys {
 		fmt.Fprintln(stdout, v)
 	}
 	return nil
+}
+
+// printTrustFile prints the trust file (verify.BundleKeys) of the log's
+// verifier keys vkeys and the asymmetric public response keys in dir.
+func printTrustFile(stdout io.Writer, dir string, vkeys []string) error {
+	kd, err := sig.LoadKeyDir(dir)
+	if err != nil {
+		return err
+	}
+	t := verify.BundleKeys{LogKeys: vkeys}
+	for _, id := range kd.KeySet.KeyIDs() {
+		k, _ := kd.KeySet.Get(id)
+		if k.Algorithm().Symmetric() {
+			continue // a secret: an auditor's --hmac-ikm, never a trust file
+		}
+		b, err := k.MarshalPublic()
+		if err != nil {
+			return err
+		}
+		t.ResponseKeys = append(t.ResponseKeys, b)
+	}
+	return printJSON(stdout, t)
 }
 
 // runWitness runs a minimal c2sp.org/tlog-witness witness for one log.
