@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -147,4 +148,42 @@ func TestRequireSignedHeadsMessage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRequireSignedHeads feeds arbitrary bytes as the response file of the
+// valid chain, checked with RequireSignedHeads and the ECDSA-P256 key of
+// testdata/heads: it must never panic, a report must be consistent, and
+// head_unauthenticated comes at most once, at an entry.
+func FuzzRequireSignedHeads(f *testing.F) {
+	entries := readTestFile(f, "testdata", "corpus", "valid.jsonl")
+	for _, name := range []string{"ecdsa.responses.jsonl", "ecdsa_then_hmac.responses.jsonl", "hmac_then_ecdsa.responses.jsonl", "ecdsa_last_missing.responses.jsonl"} {
+		f.Add(readTestFile(f, "testdata", "heads", name))
+	}
+	f.Add(readTestFile(f, "testdata", "corpus", "valid.responses.jsonl"))
+	kd, err := sig.LoadKeyDir(filepath.Join("testdata", "heads"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		hc := NewHeadChecker(kd.KeySet, corpusSession)
+		hc.RequireSignedHeads(kd.KeySet)
+		r, err := hc.VerifyChain(bytes.NewReader(entries), bytes.NewReader(data))
+		if err != nil {
+			return // input errors are FuzzVerifyChainHeads's
+		}
+		checkReport(t, r)
+		n := 0
+		for _, f := range r.Findings {
+			if f.Code != CodeHeadUnauthenticated {
+				continue
+			}
+			n++
+			if f.EntryIndex < 0 || f.EntryIndex >= r.Entries || f.EntryID == "" {
+				t.Fatalf("head_unauthenticated not at an entry: %+v", f)
+			}
+		}
+		if n > 1 {
+			t.Fatalf("%d head_unauthenticated findings, want at most one", n)
+		}
+	})
 }
