@@ -209,6 +209,9 @@ func (m OPAMapper) subject(event []byte, ev opaEvent) (string, error) {
 	if m.SubjectPath == "" {
 		return "", nil
 	}
+	if err := CheckOPASubjectPath(m.SubjectPath); err != nil {
+		return "", err // the flags check it; a library caller may not have
+	}
 	v, found := lookup(event, ev, m.SubjectPath)
 	if !found || firstByte(v) == 'n' {
 		return "", nil

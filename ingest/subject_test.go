@@ -253,6 +253,8 @@ func TestOPASubjectPath(t *testing.T) {
 		{"input not an object", "input.user", `"alice"`, `{"id":"o"}`, "", ""},
 		{"number", "input.user", `{"user":42}`, `{"id":"o"}`, "", "u.json:3: decision d: the subject at input.user is not a string"},
 		{"object", "input.user", `{"user":{"id":"a"}}`, `{"id":"o"}`, "", "u.json:3: decision d: the subject at input.user is not a string"},
+		{"bad path", "user", `{"user":"alice"}`, `{"id":"o"}`, "",
+			`u.json:3: decision d: subject path "user": want a member of the decision's input (input.user, input.subject.id) or a label (labels.NAME)`},
 		{"too long", "input.user", `{"user":"` + strings.Repeat("a", ledger.MaxAgentIDBytes+1) + `"}`, `{"id":"o"}`, "",
 			"u.json:3: decision d: the subject at input.user is longer than 256 bytes"},
 	} {
