@@ -13,6 +13,9 @@
 //   - [HeadChecker] and [VerifyChainHeads] check the chain heads the Guardian
 //     published in its signed responses (ACS §8.6). A chain rewritten and
 //     re-hashed forward is internally consistent; only these expose it.
+//     [HeadChecker.RequireSignedHeads] (and [Trust].RequireSignedHeads)
+//     accepts only heads signed by the verifier's asymmetric keys, what a
+//     third party needs: an HMAC head does not show who issued it.
 //   - [VerifyCheckpoint] checks a C2SP tlog-checkpoint note against the log's
 //     keys and a k-of-n witness policy; [LeafHash], [VerifyInclusion] and
 //     [VerifyConsistency] are the RFC 6962 pieces that anchor a chain in the
