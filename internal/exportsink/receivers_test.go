@@ -36,7 +36,7 @@ import (
 // Collector from its Go modules is far past CI's time budget here).
 
 // freePort returns a loopback port nobody listens on now.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -46,8 +46,9 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// tlsFiles are a throwaway CA and a server certificate for 127.0.0.1
-// signed by it, as PEM files.
+// tlsFiles are a throwaway CA and a certificate for 127.0.0.1 signed by
+// it, as PEM files; the certificate serves as a client's too (imrelp
+// over TLS asks for one).
 type tlsFiles struct{ CA, Cert, Key string }
 
 func newTLSFiles(t *testing.T) tlsFiles {
@@ -72,7 +73,7 @@ func newTLSFiles(t *testing.T) tlsFiles {
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func newTLSFiles(t *testing.T) tlsFiles {
 // rsyslog is a real rsyslogd receiving on a loopback port and writing
 // each message as "MSGID|STRUCTURED-DATA|MSG" lines to a file.
 type rsyslog struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	port int
 	out  string
