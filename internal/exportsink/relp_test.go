@@ -24,10 +24,11 @@ import (
 // tf) on a loopback port and writing each message as
 // "MSGID|STRUCTURED-DATA|MSG" lines to r.out.
 //
-// Its configuration makes imrelp's acknowledgement mean "written to the
-// file". imrelp answers a syslog command "200 OK" once it has handed the
-// message to its ruleset's queue; rsyslog's default main queue is in
-// memory, so a kill -9 would lose what it had acknowledged. With the main
+// Its configuration (the one docs/export.md gives) makes imrelp's
+// acknowledgement mean "written to the file". imrelp answers a syslog
+// command "200 OK" once it has handed the message to its ruleset's queue;
+// rsyslog's default queue is in memory, so a kill -9 would lose what it
+// had acknowledged (and with it, a SIGTERM did here). With the ruleset's
 // queue Direct, handing a message over runs the ruleset in imrelp's own
 // thread: the omfile action (on a direct action queue, the default)
 // takes each message as a transaction of its own and, with flushOnTXEnd
@@ -53,7 +54,7 @@ func startRELP(tb testing.TB, tf *tlsFiles) *rsyslog {
 	}
 	r := &rsyslog{t: tb, dir: tb.TempDir(), port: freePort(tb), bin: bin}
 	r.out = filepath.Join(r.dir, "received.log")
-	input := fmt.Sprintf(`input(type="imrelp" address="127.0.0.1" port="%d" maxDataSize="1m"`, r.port)
+	input := fmt.Sprintf(`input(type="imrelp" address="127.0.0.1" port="%d" maxDataSize="1m" ruleset="acsledger"`, r.port)
 	if tf != nil {
 		// imrelp with a certificate of its own asks for the client's and,
 		// by default, checks it against a fingerprint list; "name" checks
@@ -61,7 +62,6 @@ func startRELP(tb testing.TB, tf *tlsFiles) *rsyslog {
 		input += fmt.Sprintf(` tls="on" tls.caCert=%q tls.myCert=%q tls.myPrivKey=%q tls.authMode="name" tls.permittedPeer=["127.0.0.1"]`, tf.CA, tf.Cert, tf.Key)
 	}
 	conf := fmt.Sprintf(`global(workDirectory=%q maxMessageSize="1m")
-main_queue(queue.type="Direct")
 module(load="imrelp")
 %s)
 template(name="fields" type="list") {
@@ -69,7 +69,9 @@ template(name="fields" type="list") {
   property(name="structured-data") constant(value="|")
   property(name="msg") constant(value="\n")
 }
-action(type="omfile" file=%q template="fields" asyncWriting="off" flushOnTXEnd="on")
+ruleset(name="acsledger" queue.type="Direct") {
+  action(type="omfile" file=%q template="fields" asyncWriting="off" flushOnTXEnd="on")
+}
 `, r.dir, input, r.out)
 	r.conf = filepath.Join(r.dir, "rsyslog.conf")
 	if err := os.WriteFile(r.conf, []byte(conf), 0o600); err != nil {
