@@ -92,9 +92,9 @@ type opaEntry struct {
 // requested_by (the address of the client that asked OPA) and input stay
 // in the source record only, sealed and erasable (docs/ingest.md).
 // Entries ingested before this held requested_by; they stay as they are,
-// and the verifier lists them (client_in_entry). Result is absent when the decision was
-// undefined (OPA wrote no result member), and null only when OPA wrote
-// null. NDBuiltinCache is the cache's exact JSON text, as a string, for
+// and the verifier lists them (client_in_entry). Result is absent when
+// the decision was undefined (OPA wrote no result member), and null only
+// when OPA wrote null. NDBuiltinCache is the cache's exact JSON text, as a string, for
 // the reason the Guardian stores its own that way: the ledger stores
 // entries in RFC 8785 form, which would turn integers above 2^53 into
 // doubles.
