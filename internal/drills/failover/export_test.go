@@ -31,7 +31,8 @@ const sinkName = "rec"
 // never ahead of what the receiver acknowledged; delivery goes on from it,
 // every entry hash of the final log arrives at least once, and the
 // receiver holds no more duplicates than the sink's resent counter says.
-// The receiver keeps the batch in flight at the kill and loses its
+// A serve started afterwards reads the cursor from the new primary and
+// sends nothing before it again. The receiver keeps the batch in flight at the kill and loses its
 // acknowledgement: it answers 503 only once the primary is dead, so the
 // sink must remember through the outage that the batch went out, and the
 // drill always has duplicates to count.
@@ -50,8 +51,8 @@ func TestExportCursorFailover(t *testing.T) {
 	rec := startReceiver(t)
 	keys := drills.Keygen(t, bin)
 	drills.Run(t, bin, "migrate", "--db", db)
-	srv := drills.Serve(t, bin, "--db", multi, "--keys", keys,
-		"--export", sinkName+"="+rec.url, "--export-format", sinkName+"=acs")
+	serveArgs := []string{"--db", multi, "--keys", keys, "--export", sinkName + "=" + rec.url, "--export-format", sinkName + "=acs"}
+	srv := drills.Serve(t, bin, serveArgs...)
 	agentKeys := drills.MustLoadAgentKeys(t, keys)
 
 	tally, stopLoad := drills.Load{URL: srv.URL, Keys: agentKeys, Sessions: agents, Steps: maxSteps, Calls: calls, KeepGoing: true, BackOff: true}.Start(ctx)
@@ -61,6 +62,15 @@ func TestExportCursorFailover(t *testing.T) {
 	// a cursor past them, which the standby holds (it is synchronous).
 	standbyConn := connect(ctx, t, onStandby)
 	defer standbyConn.Close(context.Background())
+	// A synchronous commit waits for the standby's flush, not its replay:
+	// the migrations may not be visible there yet.
+	waitFor(t, "the standby to replay the migrations", func() bool {
+		var ok bool
+		if err := standbyConn.QueryRow(ctx, "SELECT to_regclass('export_cursors') IS NOT NULL").Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	})
 	var committed uint64
 	waitFor(t, "a committed export cursor before the failover", func() bool {
 		if errs := tally.Errs(); len(errs) > 0 {
@@ -125,6 +135,41 @@ func TestExportCursorFailover(t *testing.T) {
 	}
 	t.Logf("export failover: cursor %d committed before the kill, %d on the promoted standby; final log %d leaves, %d missed", committed, resumed, size, len(missing))
 	t.Logf("export failover: receiver took %d events, %d distinct entries, %d duplicates (a lost acknowledgement of %d); sink counts acknowledged %d, resent %d, cursor at %d", events, distinct, duplicates, rec.lostAck(), st.Acknowledged, st.Resent, st.NextLeaf)
+
+	// A serve started after the failover reads the cursor from the new
+	// primary and goes on from it: no entry before it is sent again, and
+	// what comes after it arrives.
+	srv.Stop(t)
+	stored := cursorNext(ctx, t, standbyConn)
+	beforeCursor := final[:min(stored, size)]
+	counts := rec.counts(beforeCursor)
+	srv = drills.Serve(t, bin, serveArgs...)
+	tally, stopLoad = drills.Load{URL: srv.URL, Keys: agentKeys, Sessions: 2, Steps: maxSteps, Calls: calls, KeepGoing: true, BackOff: true}.Start(ctx)
+	waitFor(t, "acknowledged decisions after the restart", func() bool { return tally.Recorded() >= 50 })
+	stopLoad()
+	if err := standbyConn.QueryRow(ctx, "SELECT coalesce(max(idx) + 1, 0) FROM tlog_leaves").Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	final = leafHashes(ctx, t, standbyConn, size)
+	drills.WaitFor(t, 90*time.Second, 100*time.Millisecond, "every entry at the receiver after the restart", func() bool {
+		missing = rec.missing(final)
+		return len(missing) == 0
+	})
+	waitFor(t, "the restarted sink's cursor past the log", func() bool {
+		st = sinkStatus(t, srv)
+		return st.NextLeaf >= size
+	})
+	for i, n := range rec.counts(beforeCursor) {
+		if n != counts[i] {
+			t.Errorf("leaf %d, before the stored cursor %d, arrived again after the restart (%d times, %d before)", i, stored, n, counts[i])
+			break
+		}
+	}
+	events, distinct = rec.events(), rec.distinct()
+	if duplicates = events - distinct; int64(duplicates) > st.Resent {
+		t.Errorf("after the restart the receiver holds %d duplicate events, but the sink counts %d resent", duplicates, st.Resent)
+	}
+	t.Logf("export failover: restarted on the new primary at cursor %d; log %d leaves, %d missed; %d events, %d distinct, %d duplicates, resent %d", stored, size, len(missing), events, distinct, duplicates, st.Resent)
 	t.Logf("export failover: drill took %v", time.Since(began).Round(time.Second))
 	srv.Stop(t)
 }
@@ -295,6 +340,17 @@ func (r *receiver) distinct() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.count)
+}
+
+// counts returns how often each hash of want arrived.
+func (r *receiver) counts(want []string) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]int, len(want))
+	for i, h := range want {
+		out[i] = r.count[h]
+	}
+	return out
 }
 
 // missing returns the hashes of want that never arrived.
