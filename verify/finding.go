@@ -118,6 +118,11 @@ const (
 	// the policy versions its entry's decision cites.
 	CodeReceiptPolicyMismatch = "receipt_policy_mismatch"
 
+	// CodeCOSESignatureInvalid: a COSE receipt's signature (over the root
+	// its inclusion path leads to) or its statement's signature does not
+	// verify under a trusted log key, or names a key not trusted.
+	CodeCOSESignatureInvalid = "cose_signature_invalid"
+
 	// CodeResponseNotChecked (a notice): a receipt's signed response was
 	// not checked, since no response key was given.
 	CodeResponseNotChecked = "response_not_checked"

@@ -50,17 +50,10 @@ var _ ReceiptLog = (*tlog.Log)(nil)
 // An unknown session or position is an error wrapping ledger.ErrNotFound;
 // an entry no checkpoint covers yet, ErrNotAnchored.
 func Receipt(ctx context.Context, store ReceiptStore, log ReceiptLog, sessionID string, position int64) ([]byte, error) {
-	if position < 0 {
-		return nil, fmt.Errorf("%w: position %d", ledger.ErrNotFound, position)
-	}
-	es, err := store.Entries(ctx, sessionID, position, 1)
+	e, err := receiptEntry(ctx, store, sessionID, position)
 	if err != nil {
-		return nil, fmt.Errorf("couldn't load session %s position %d: %w", sessionID, position, err)
+		return nil, err
 	}
-	if len(es) == 0 || es[0].Position != position {
-		return nil, fmt.Errorf("%w: session %s has no entry at position %d", ledger.ErrNotFound, sessionID, position)
-	}
-	e := es[0]
 	resp, err := store.Response(ctx, sessionID, position)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
@@ -68,15 +61,9 @@ func Receipt(ctx context.Context, store ReceiptStore, log ReceiptLog, sessionID 
 	case err != nil:
 		return nil, fmt.Errorf("couldn't read the response of session %s position %d: %w", sessionID, position, err)
 	}
-	if log == nil {
-		return nil, fmt.Errorf("%w: this ledger runs without a Merkle log", ErrNotAnchored)
-	}
-	a, err := log.FirstAnchorOf(ctx, sessionID, position)
-	if errors.Is(err, tlog.ErrNotFound) {
-		return nil, fmt.Errorf("%w: session %s position %d", ErrNotAnchored, sessionID, position)
-	}
+	a, err := firstAnchor(ctx, log, sessionID, position)
 	if err != nil {
-		return nil, fmt.Errorf("couldn't anchor session %s position %d: %w", sessionID, position, err)
+		return nil, err
 	}
 	token, err := checkpointToken(ctx, log, a.Checkpoint)
 	if err != nil {
@@ -87,6 +74,38 @@ func Receipt(ctx context.Context, store ReceiptStore, log ReceiptLog, sessionID 
 		return nil, err
 	}
 	return verify.FormatReceipt(extra, a.Index, a.Proof, a.Checkpoint), nil
+}
+
+// receiptEntry loads the entry at position of sessionID; an unknown
+// session or position is an error wrapping ledger.ErrNotFound.
+func receiptEntry(ctx context.Context, store ReceiptStore, sessionID string, position int64) (ledger.Entry, error) {
+	if position < 0 {
+		return ledger.Entry{}, fmt.Errorf("%w: position %d", ledger.ErrNotFound, position)
+	}
+	es, err := store.Entries(ctx, sessionID, position, 1)
+	if err != nil {
+		return ledger.Entry{}, fmt.Errorf("couldn't load session %s position %d: %w", sessionID, position, err)
+	}
+	if len(es) == 0 || es[0].Position != position {
+		return ledger.Entry{}, fmt.Errorf("%w: session %s has no entry at position %d", ledger.ErrNotFound, sessionID, position)
+	}
+	return es[0], nil
+}
+
+// firstAnchor is the signed checkpoint that first covered the entry, its
+// leaf index and inclusion proof; ErrNotAnchored while there is none.
+func firstAnchor(ctx context.Context, log ReceiptLog, sessionID string, position int64) (tlog.FirstAnchor, error) {
+	if log == nil {
+		return tlog.FirstAnchor{}, fmt.Errorf("%w: this ledger runs without a Merkle log", ErrNotAnchored)
+	}
+	a, err := log.FirstAnchorOf(ctx, sessionID, position)
+	if errors.Is(err, tlog.ErrNotFound) {
+		return tlog.FirstAnchor{}, fmt.Errorf("%w: session %s position %d", ErrNotAnchored, sessionID, position)
+	}
+	if err != nil {
+		return tlog.FirstAnchor{}, fmt.Errorf("couldn't anchor session %s position %d: %w", sessionID, position, err)
+	}
+	return a, nil
 }
 
 // ReceiptExtra is the extra data of the receipt of entry e with its signed

@@ -74,6 +74,7 @@ type Log struct {
 	s         Storage
 	origin    string
 	signers   []note.Signer
+	cose      *coseKey // the first (Ed25519) key, for COSE receipts
 	verifiers note.Verifiers
 	vkeys     []string
 	batch     int
@@ -159,6 +160,11 @@ func New(ctx context.Context, s Storage, cfg Config) (*Log, error) {
 		v, err := verify.NoteVerifier(vkey)
 		if err != nil {
 			return nil, fmt.Errorf("tlog: key %d: %w", i, err)
+		}
+		if i == 0 {
+			if l.cose, err = newCOSEKey(k, vkey); err != nil {
+				return nil, fmt.Errorf("tlog: key %d: %w", i, err)
+			}
 		}
 		l.signers = append(l.signers, signer)
 		l.vkeys = append(l.vkeys, vkey)
