@@ -52,6 +52,8 @@ type Config struct {
 	// file sink
 	dir      string
 	maxBytes int64
+	// parquet sinks (parquet.go)
+	parquet *parquetConfig
 	// relp sink: the most frames awaiting their rsp
 	window int
 	// syslog sink (syslog.go)
@@ -95,6 +97,10 @@ var schemes = map[string]scheme{
 	"hec+http":   {port: true, params: hecParams},
 	"hec+https":  {tls: true, port: true, params: hecParams},
 	"file":       {local: true, params: []string{"max_bytes"}},
+	// parquet.go checks its host, bucket, credentials and TLS itself.
+	"parquet":         {local: true, params: parquetParams},
+	"parquet+s3":      {userinfo: true, params: parquetParams},
+	"parquet+s3+http": {userinfo: true, params: parquetParams},
 }
 
 var (
@@ -324,6 +330,10 @@ func Parse(name, rawURL, format string) (Config, error) {
 		if err := c.parseHEC(u, q); err != nil {
 			return fail(err)
 		}
+	case "parquet", "parquet+s3", "parquet+s3+http":
+		if err := c.parseParquet(u, q); err != nil {
+			return fail(err)
+		}
 	case "file":
 		if u.Host != "" && u.Host != "localhost" || u.Path == "" {
 			return fail(errors.New("want file:///ABSOLUTE/DIR"))
@@ -530,6 +540,8 @@ func Open(c Config) (export.Sink, error) {
 		return newOTLP(c)
 	case "hec+http", "hec+https":
 		return newHEC(c)
+	case "parquet", "parquet+s3", "parquet+s3+http":
+		return newParquet(c)
 	case "file":
 		return newFile(c)
 	}
