@@ -14,11 +14,13 @@ import (
 	"github.com/acsledger/acsledger/web/api"
 )
 
-// runReceipt writes one entry's receipt (docs/receipts.md).
+// runReceipt writes one entry's receipt (docs/receipts.md), in the
+// c2sp.org/tlog-proof form or, with --format cose, the COSE form.
 func runReceipt(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("receipt", stderr)
 	session := fs.String("session", "", "the entry's session (required)")
 	position := fs.Int64("position", -1, "the entry's 0-based position in the session's chain (required)")
+	format := fs.String("format", "tlog-proof", "tlog-proof (c2sp.org/tlog-proof text) or cose (a COSE_Sign1 transparent statement with an RFC 9942 receipt, binary)")
 	out := fs.String("out", "", "write the receipt to FILE (written whole or not at all); default stdout")
 	var db dbFlags
 	db.register(fs, "store URL (default: embedded store in ./"+storeopen.DefaultDir+")")
@@ -28,6 +30,14 @@ func runReceipt(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *session == "" || *position < 0 {
 		return fmt.Errorf("%w: --session and --position (0 or more) are required", errUsage)
+	}
+	build := evidence.Receipt
+	switch *format {
+	case "tlog-proof":
+	case "cose":
+		build = evidence.COSEReceipt
+	default:
+		return fmt.Errorf("%w: --format %q is neither tlog-proof nor cose", errUsage, *format)
 	}
 	store, err := openStore(ctx, db, ledger.Options{})
 	if err != nil {
@@ -42,7 +52,7 @@ func runReceipt(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if l != nil {
 		rl = l
 	}
-	doc, err := evidence.Receipt(ctx, store, rl, *session, *position)
+	doc, err := build(ctx, store, rl, *session, *position)
 	if errors.Is(err, evidence.ErrNotAnchored) && l != nil {
 		return fmt.Errorf("%w; retry in %d s, once `acsledger serve` has integrated and signed it", err, api.RetryAfter(l))
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,16 +19,17 @@ func TestMain(m *testing.M) {
 }
 
 // TestScript runs acsverify as a binary through the scripts in
-// testdata/script. Each script's $WORK/corpus, $WORK/bundles, $WORK/events
-// and $WORK/heads hold the tamper corpora of package verify
-// (verify/testdata/corpus, bundles, events and heads), and `exitcode N command args...`
-// runs a command and requires exit status N.
+// testdata/script. Each script's $WORK/corpus, $WORK/bundles, $WORK/events,
+// $WORK/heads and $WORK/cose hold the tamper corpora and COSE receipt
+// vectors of package verify (verify/testdata/corpus, bundles, events, heads
+// and cose), `exitcode N command args...` runs a command and requires exit
+// status N, and `flipbyte FILE N` changes byte N of FILE.
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
-			for _, dir := range []string{"corpus", "bundles", "events", "heads"} {
+			for _, dir := range []string{"corpus", "bundles", "events", "heads", "cose"} {
 				if err := copyDir(filepath.Join("..", "..", "verify", "testdata", dir), filepath.Join(env.WorkDir, dir)); err != nil {
 					return err
 				}
@@ -40,6 +42,23 @@ func TestScript(t *testing.T) {
 					ts.Fatalf("usage: exitcode N command [args...]")
 				}
 				launch.ExitCode(ts, args[0], args[1], args[2:]...)
+			},
+			// flipbyte FILE N: flip the low bit of byte N of FILE (from the
+			// end when N is negative), for the mangling cases of binary
+			// receipts.
+			"flipbyte": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: flipbyte FILE N")
+				}
+				n, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				b, err := os.ReadFile(ts.MkAbs(args[0]))
+				ts.Check(err)
+				if n < 0 {
+					n += len(b)
+				}
+				b[n] ^= 1
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o644))
 			},
 		},
 	})

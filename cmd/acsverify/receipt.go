@@ -12,12 +12,13 @@ import (
 	"github.com/acsledger/acsledger/verify"
 )
 
-const receiptArgs = "--log-key KEY [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--checkpoint NEWER (--consistency PROOF | --bundle B)] [--tsa-cert FILE] [--require-timestamp] [--json] FILE.tlog-proof"
+const receiptArgs = "[--format auto|tlog-proof|cose] --log-key KEY [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--checkpoint NEWER (--consistency PROOF | --bundle B)] [--tsa-cert FILE] [--require-timestamp] [--json] FILE.tlog-proof|FILE.cose"
 
 // receipt verifies one entry's receipt (docs/receipts.md) offline.
 func receipt(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("receipt", receiptArgs, stderr)
 	asJSON := fs.Bool("json", false, "print a machine-readable JSON report")
+	format := fs.String("format", "auto", "the receipt's form: tlog-proof (c2sp.org/tlog-proof text), cose (a COSE_Sign1 transparent statement with an RFC 9942 receipt) or auto (a tagged COSE_Sign1 is cose, anything else tlog-proof)")
 	var logKeys, trustFiles, ikms multiFlag
 	fs.Var(&logKeys, "log-key", "the log's note verifier key as `acsledger log-key` prints it, or a file holding that output (repeatable; every key given must have signed)")
 	fs.Var(&trustFiles, "trust", "a .pub.json response key file, or a trust file (the shape of a bundle's \"keys\": response keys, log keys, witnesses and quorum) (repeatable)")
@@ -33,6 +34,11 @@ func receipt(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "acsverify receipt: "+format+"\n", a...)
 		return exitInput
+	}
+	switch *format {
+	case "auto", "tlog-proof", "cose":
+	default:
+		return fail("--format %q is none of auto, tlog-proof, cose", *format)
 	}
 	if len(logKeys) == 0 {
 		return fail("--log-key is required: the receipt's checkpoint is only as good as the key that signed it")
@@ -82,6 +88,16 @@ func receipt(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	closeIn()
 	if err != nil {
 		return fail("%s: %v", name, err)
+	}
+	if *format == "cose" || *format == "auto" && verify.IsCOSE(doc) {
+		if *newer != "" || *bundleFile != "" || *tsaCert != "" || *requireTS {
+			return fail("%s: a COSE receipt carries no checkpoint note or time-stamp: --checkpoint, --bundle, --tsa-cert and --require-timestamp apply to the tlog-proof form only", name)
+		}
+		rep, err := verify.VerifyCOSEReceipt(doc, trust)
+		if err != nil {
+			return fail("%s: %v", name, err)
+		}
+		return printReceipt(name, rep, *asJSON, stdout, stderr)
 	}
 	var nc *verify.NewerCheckpoint
 	if *newer != "" || *bundleFile != "" {

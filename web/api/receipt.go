@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acsledger/acsledger/ledger/evidence"
@@ -15,6 +16,10 @@ import (
 // ReceiptContentType is the media type of a receipt (docs/receipts.md):
 // c2sp.org/tlog-proof text.
 const ReceiptContentType = "text/plain; charset=utf-8"
+
+// COSEReceiptContentType is the media type of a receipt's COSE form: a
+// COSE_Sign1 (RFC 9052 §2).
+const COSEReceiptContentType = `application/cose; cose-type="cose-sign1"`
 
 // RetryAfter is how long a client asking for the receipt of an entry no
 // checkpoint covers yet should wait: the log's batch delay (the longest an
@@ -28,7 +33,7 @@ func RetryAfter(log any) int {
 }
 
 // receipt serves GET /api/v1/sessions/{session_id}/entries/{position}/receipt:
-// the entry's receipt, or 409 with Retry-After while no signed checkpoint
+// the entry's receipt (?format=cose: its COSE form), or 409 with Retry-After while no signed checkpoint
 // covers it.
 func (a *API) receipt(w http.ResponseWriter, r *http.Request) {
 	id := httpapi.PathParam(r, "session_id")
@@ -38,8 +43,17 @@ func (a *API) receipt(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, fmt.Errorf("%w: position %q is not a non-negative integer", httpapi.ErrBadRequest, raw))
 		return
 	}
+	build, ctype, ext := evidence.Receipt, ReceiptContentType, ".tlog-proof"
+	switch f := r.URL.Query().Get("format"); f {
+	case "", "tlog-proof":
+	case "cose":
+		build, ctype, ext = evidence.COSEReceipt, COSEReceiptContentType, ".cose"
+	default:
+		a.fail(w, r, fmt.Errorf("%w: format %q is neither tlog-proof (the default) nor cose", httpapi.ErrBadRequest, f))
+		return
+	}
 	rl, _ := a.opts.Log.(evidence.ReceiptLog)
-	doc, err := evidence.Receipt(r.Context(), a.store, rl, id, pos)
+	doc, err := build(r.Context(), a.store, rl, id, pos)
 	if errors.Is(err, evidence.ErrNotAnchored) {
 		secs := RetryAfter(a.opts.Log)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
@@ -50,8 +64,9 @@ func (a *API) receipt(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", ReceiptContentType)
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", ReceiptFileName(id, pos)))
+	w.Header().Set("Content-Type", ctype)
+	name := strings.TrimSuffix(ReceiptFileName(id, pos), ".tlog-proof") + ext
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Write(doc)
 }
