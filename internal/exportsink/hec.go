@@ -144,8 +144,12 @@ func jsonString(s string) []byte {
 	return b
 }
 
-// renew starts a new channel.
-func (s *hecSink) renew() { s.channel = acs.NewUUID() }
+// renew starts a new channel, on new connections: a failure may mean the
+// indexer restarted, closing the ones kept alive.
+func (s *hecSink) renew() {
+	s.channel = acs.NewUUID()
+	s.client.CloseIdleConnections()
+}
 
 func (s *hecSink) Send(ctx context.Context, batch []export.Event) error {
 	var ids []uint64
@@ -158,6 +162,12 @@ func (s *hecSink) Send(ctx context.Context, batch []export.Event) error {
 		id, err := s.post(ctx)
 		if err != nil {
 			s.renew()
+			var he *hecError
+			if len(ids) == 0 && errors.As(err, &he) {
+				// HEC refused the first post whole: it holds nothing of
+				// the batch, and sending it again is not a re-send.
+				return notSent{err}
+			}
 			return err
 		}
 		ids = append(ids, id)
@@ -235,6 +245,13 @@ func (s *hecSink) do(ctx context.Context, target string, body []byte) (int, []by
 	}
 	return resp.StatusCode, raw, nil
 }
+
+// notSent marks an error after which the receiver holds nothing of the
+// batch (export.ErrNotSent); its message is err's.
+type notSent struct{ err error }
+
+func (e notSent) Error() string   { return e.err.Error() }
+func (e notSent) Unwrap() []error { return []error{e.err, export.ErrNotSent} }
 
 // hecError is a refusal by HEC: its HTTP status and HEC status code.
 type hecError struct {
