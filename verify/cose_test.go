@@ -262,21 +262,26 @@ type coseManifest struct {
 // coseVectors reads testdata/cose (gen_cose.go) and the log's Ed25519 key.
 func coseVectors(t *testing.T) (coseManifest, ed25519.PublicKey, []byte) {
 	t.Helper()
-	b, err := os.ReadFile("testdata/cose/manifest.json")
-	if err != nil {
-		t.Fatal(err)
+	m, pub, kid := coseVectorsFromDir("testdata/cose")
+	if len(m.Receipts) != 3 || pub == nil {
+		t.Fatalf("manifest lists %d receipts, want 3, and log key %q must be an Ed25519 note key", len(m.Receipts), m.LogKey)
 	}
+	return m, pub, kid
+}
+
+func coseVectorsFromDir(dir string) (coseManifest, ed25519.PublicKey, []byte) {
 	var m coseManifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		return m, nil, nil
 	}
 	parts := strings.SplitN(m.LogKey, "+", 3)
+	if len(parts) != 3 {
+		return m, nil, nil
+	}
 	raw, err := base64.StdEncoding.DecodeString(parts[2])
 	if err != nil || len(raw) != 33 || raw[0] != 1 {
-		t.Fatalf("log key %q is not an Ed25519 note key", m.LogKey)
-	}
-	if len(m.Receipts) != 3 {
-		t.Fatalf("manifest lists %d receipts, want 3", len(m.Receipts))
+		return m, nil, nil
 	}
 	return m, ed25519.PublicKey(raw[1:]), []byte(parts[0] + "+" + parts[1])
 }
@@ -453,4 +458,39 @@ func genSplit(n int) int {
 func noteVKey(name string, pub ed25519.PublicKey) string {
 	id := sha256.Sum256(append([]byte(name+"\n\x01"), pub...))
 	return fmt.Sprintf("%s+%x+%s", name, id[:4], base64.StdEncoding.EncodeToString(append([]byte{1}, pub...)))
+}
+
+// FuzzCOSEReceipt: whatever the bytes, VerifyCOSEReceipt returns an input
+// error or a report, never panics; a report that verifies is one the
+// independent reader accepts too, for the same leaf.
+func FuzzCOSEReceipt(f *testing.F) {
+	m, pub, kid := coseVectorsFromDir("testdata/cose")
+	for _, v := range m.Receipts {
+		b, err := os.ReadFile(filepath.Join("testdata/cose", v.File))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	trust := &verify.ReceiptTrust{Checkpoint: verify.CheckpointPolicy{LogKeys: []string{m.LogKey}}}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		rep, err := verify.VerifyCOSEReceipt(doc, trust)
+		if err != nil {
+			var ie *verify.InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("not an InputError: %v", err)
+			}
+			return
+		}
+		if !rep.Verified {
+			return
+		}
+		got, err := rfcVerify(doc, pub, kid)
+		if err != nil {
+			t.Fatalf("VerifyCOSEReceipt verified what the independent reader refuses: %v", err)
+		}
+		if got.Session != rep.SessionID || got.Position != rep.Position || got.Index != rep.LeafIndex || got.Size != rep.TreeSize {
+			t.Fatalf("the readers disagree: %+v and %+v", got, rep)
+		}
+	})
 }

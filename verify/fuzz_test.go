@@ -66,7 +66,7 @@ func knownCode(code string) bool {
 		CodePolicyUnresolved, CodePolicyRecordedAfterDecision, CodePolicyDigestMismatch, CodeKeysFromBundle, CodeHeadsNotChecked,
 		CodeLoggedEntryMissing, CodeLoggedEntryMismatch, CodeTruncated, CodeRewritten, CodeLogFork,
 		CodePayloadMissing, CodePayloadMismatch, CodePayloadErased, CodeSourceInline,
-		CodeReceiptSessionMismatch, CodeReceiptPolicyMismatch, CodeResponseNotChecked:
+		CodeReceiptSessionMismatch, CodeReceiptPolicyMismatch, CodeCOSESignatureInvalid, CodeResponseNotChecked:
 		return true
 	}
 	return false
