@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -29,7 +30,7 @@ type exportFlags struct {
 }
 
 func (f *exportFlags) register(fs *flag.FlagSet) {
-	fs.Var(&f.sinks, "export", "push every ledger event to the sink NAME=URL (repeatable): syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT?ca=FILE, http(s)://..., otlp+http://HOST:PORT, file:///DIR (docs/export.md)")
+	fs.Var(&f.sinks, "export", "push every ledger event to the sink NAME=URL (repeatable): syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT?ca=FILE, http(s)://..., otlp+http://HOST:PORT, file:///DIR, parquet:///DIR, parquet+s3://HOST/BUCKET/PREFIX (docs/export.md)")
 	fs.Var(&f.formats, "export-format", "the encoding of sink NAME: NAME=ocsf|cloudevents|acs (default ocsf; repeatable)")
 }
 
@@ -58,6 +59,14 @@ func (f *exportFlags) start(ctx context.Context, g *errgroup.Group, st export.St
 		}
 		d := &export.Deliverer{Name: c.Name, Store: st, Sink: sink, Logger: log,
 			Encoder: export.Encoder{Format: c.Format, Options: c.Options, Origin: origin}}
+		// A sink that writes files (Parquet) asks for bigger batches and
+		// a slower poll, so a lake gets few big files.
+		if b, ok := sink.(interface{ BatchSize() int }); ok {
+			d.Batch = b.BatchSize()
+		}
+		if p, ok := sink.(interface{ PollInterval() time.Duration }); ok {
+			d.Poll = p.PollInterval()
+		}
 		ds = append(ds, d)
 		log.Info("exporting events", "sink", c.Name, "to", c.Redacted, "format", c.Format)
 	}

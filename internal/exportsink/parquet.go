@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/acsledger/acsledger/acs/trace"
 	"github.com/acsledger/acsledger/ledger/export"
@@ -38,6 +39,9 @@ const (
 	parquetBatch    = 10000
 	parquetMaxBatch = 10000
 	parquetInterval = time.Minute
+	// parquetParallel is how many files of a batch are encoded and put
+	// at once.
+	parquetParallel = 4
 )
 
 // parquetConfig is what a Parquet sink's URL says.
@@ -177,7 +181,6 @@ type parquetSink struct {
 	p     *parquetConfig
 	store objectStore
 	opts  []parquet.WriterOption
-	buf   bytes.Buffer
 }
 
 func newParquet(c Config) (*parquetSink, error) {
@@ -237,20 +240,24 @@ func (s *parquetSink) Send(ctx context.Context, batch []export.Event) error {
 	// again after a failure replaces its own files rather than adding
 	// copies beside them.
 	name := fmt.Sprintf("%s-%d-%d.parquet", s.c.Name, eventLeaf(&batch[0]), eventLeaf(&batch[len(batch)-1]))
+	// The files are encoded and put a few at a time: encoding takes the
+	// cores, and fsyncs or uploads overlap.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parquetParallel)
 	for _, k := range keys {
-		s.buf.Reset()
-		if err := writeParquet(&s.buf, k.class, groups[k], s.opts); err != nil {
-			return fmt.Errorf("export sink %s: class %d: %w", s.c.Name, k.class, err)
-		}
-		key := s.p.partitionPath(k) + "/" + name
-		if err := s.store.put(ctx, key, s.buf.Bytes()); err != nil {
-			return fmt.Errorf("export sink %s: couldn't put %s: %w", s.c.Name, key, err)
-		}
+		g.Go(func() error {
+			var buf bytes.Buffer
+			if err := writeParquet(&buf, k.class, groups[k], s.opts); err != nil {
+				return fmt.Errorf("export sink %s: class %d: %w", s.c.Name, k.class, err)
+			}
+			key := s.p.partitionPath(k) + "/" + name
+			if err := s.store.put(gctx, key, buf.Bytes()); err != nil {
+				return fmt.Errorf("export sink %s: couldn't put %s: %w", s.c.Name, key, err)
+			}
+			return nil
+		})
 	}
-	if s.buf.Cap() > 64<<20 {
-		s.buf = bytes.Buffer{}
-	}
-	return nil
+	return g.Wait()
 }
 
 // partitionPath is the directory of k's files under the sink's root.

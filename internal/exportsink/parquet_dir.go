@@ -50,7 +50,16 @@ func (d *dirStore) put(ctx context.Context, key string, data []byte) error {
 		os.Remove(tmp)
 		return err
 	}
+	// The rename is durable once the partition directory is synced, and
+	// a partition directory made here once its parent is, up to the root.
 	dir := filepath.Dir(final)
+	made := []string{}
+	for p := dir; p != d.root && strings.HasPrefix(p, d.root); p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil {
+			break
+		}
+		made = append(made, filepath.Dir(p))
+	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		os.Remove(tmp)
 		return err
@@ -59,16 +68,12 @@ func (d *dirStore) put(ctx context.Context, key string, data []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	// The rename, and the partition directories it may have created,
-	// are durable once their parents are synced.
-	for p := dir; ; p = filepath.Dir(p) {
+	for _, p := range append([]string{dir}, made...) {
 		if err := syncDir(p); err != nil {
 			return err
 		}
-		if p == d.root || !strings.HasPrefix(p, d.root) {
-			return nil
-		}
 	}
+	return nil
 }
 
 // writeSynced writes data to a new file at name and fsyncs it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path"
 
@@ -47,7 +48,12 @@ func openS3Store(c Config) (*s3Store, error) {
 }
 
 func (s *s3Store) put(ctx context.Context, key string, data []byte) error {
-	_, err := s.client.PutObject(ctx, s.bucket, path.Clean(key), bytes.NewReader(data), int64(len(data)),
-		minio.PutObjectOptions{ContentType: "application/vnd.apache.parquet"})
+	return s.putFrom(ctx, key, bytes.NewReader(data), int64(len(data)), 0)
+}
+
+// putFrom uploads size bytes from r; partSize 0 is minio-go's (16 MiB).
+func (s *s3Store) putFrom(ctx context.Context, key string, r io.Reader, size int64, partSize uint64) error {
+	_, err := s.client.PutObject(ctx, s.bucket, path.Clean(key), r, size,
+		minio.PutObjectOptions{ContentType: "application/vnd.apache.parquet", PartSize: partSize})
 	return err
 }

@@ -1,9 +1,11 @@
 package exportsink_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/acsledger/acsledger/internal/exportsink"
 )
 
 // The S3 tests run SeaweedFS, an S3-compatible server, built from its Go
@@ -203,5 +207,65 @@ func TestParquetS3(t *testing.T) {
 			t.Fatal(u.Err)
 		}
 		t.Errorf("an unfinished upload is left: %s", u.Key)
+	}
+}
+
+// failAfter reads from r and fails after n bytes, as a crashed writer or a
+// broken connection would end an upload.
+type failAfter struct {
+	r io.Reader
+	n int
+}
+
+func (f *failAfter) Read(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, errors.New("injected failure mid-upload")
+	}
+	if len(p) > f.n {
+		p = p[:f.n]
+	}
+	k, err := f.r.Read(p)
+	f.n -= k
+	return k, err
+}
+
+// TestParquetS3NothingPartial: an upload that fails part-way, as a single
+// PUT or as a multipart upload after some parts, leaves no object in the
+// bucket, and a whole upload beside them is there whole.
+func TestParquetS3NothingPartial(t *testing.T) {
+	t.Parallel()
+	w := startWeed(t, "lake")
+	c, err := exportsink.Parse("s3lake", fmt.Sprintf("parquet+s3+http://%s:%s@%s/lake/acs", w.access, w.secret, w.endpoint), "ocsf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const mib = 1 << 20
+	data := bytes.Repeat([]byte("0123456789abcdef"), 24*mib/16)
+	for _, tc := range []struct {
+		name      string
+		size, cut int
+		partSize  uint64
+	}{
+		{"single PUT", mib, mib / 2, 0},
+		{"multipart after two parts", 24 * mib, 12 * mib, 5 * mib},
+	} {
+		key := "class_uid=1007/event_day=20261201/" + strings.ReplaceAll(tc.name, " ", "-") + ".parquet"
+		r := &failAfter{r: bytes.NewReader(data[:tc.size]), n: tc.cut}
+		if err := exportsink.PutS3(ctx, c, key, r, int64(tc.size), tc.partSize); err == nil {
+			t.Fatalf("%s: an upload cut at %d of %d bytes succeeded", tc.name, tc.cut, tc.size)
+		}
+	}
+	whole := "class_uid=1007/event_day=20261201/whole.parquet"
+	if err := exportsink.PutS3(ctx, c, whole, bytes.NewReader(data[:7*mib]), 7*mib, 5*mib); err != nil {
+		t.Fatal(err)
+	}
+	got := w.objects(t, "lake", "")
+	if len(got) != 1 || !bytes.Equal(got[whole], data[:7*mib]) {
+		keys := []string{}
+		for k, v := range got {
+			keys = append(keys, fmt.Sprintf("%s (%d bytes)", k, len(v)))
+		}
+		t.Fatalf("the bucket holds %v, want only %s whole", keys, whole)
 	}
 }

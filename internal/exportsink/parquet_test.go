@@ -333,3 +333,58 @@ func TestParquetDirectory(t *testing.T) {
 		t.Errorf("%d files for 3 batches over %d partitions", len(files), lakeClasses*len(lakeDays))
 	}
 }
+
+// TestParquetParse: a Parquet sink's bad values stop serve naming the
+// parameter, and no message holds the secret key.
+func TestParquetParse(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	dir := t.TempDir()
+	const secret = "s3cr3t-KEY"
+	for _, tc := range []struct {
+		url, format, want string
+	}{
+		{"parquet://relative/dir", "", "want parquet:///ABSOLUTE/DIR"},
+		{"parquet://" + dir + "?batch=0", "", `batch="0"`},
+		{"parquet://" + dir + "?batch=10001", "", `batch="10001"`},
+		{"parquet://" + dir + "?interval=soon", "", `interval="soon"`},
+		{"parquet://" + dir + "?layout=delta", "", `layout="delta"`},
+		{"parquet://" + dir + "?layout=security-lake&region=eu-west-1", "", "needs region and account_id"},
+		{"parquet://" + dir + "?account_id=1", "", "go with layout=security-lake"},
+		{"parquet://" + dir, "cloudevents", "writes OCSF only"},
+		{"parquet+s3://AK:" + secret + "@s3.example", "", "no bucket"},
+		{"parquet+s3://AK:" + secret + "@s3.example:99999/lake", "", "port"},
+		{"parquet+s3+http://AK:" + secret + "@127.0.0.1:9000/lake?ca=/x.pem", "", "need parquet+s3 (HTTPS)"},
+		{"parquet+s3://AK:" + secret + "@s3.example/lake?ca=/nonexistent.pem", "", "ca=/nonexistent.pem"},
+		{"parquet+s3://s3.example/lake", "", "no credentials"},
+		{"parquet+s3://AK:" + secret + "@s3.example/lake?batchsize=5", "", "batchsize"},
+	} {
+		_, err := exportsink.Parse("lake", tc.url, tc.format)
+		if err == nil {
+			t.Errorf("%s: accepted", tc.url)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want it to say %q", tc.url, err, tc.want)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: the message holds the secret key: %v", tc.url, err)
+		}
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "AK")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
+	for _, u := range []string{
+		"parquet+s3://s3.example/lake/acs?layout=security-lake&region=eu-west-1&account_id=123456789012",
+		"parquet+s3+http://127.0.0.1:9000/lake",
+		"parquet://" + dir + "?batch=500&interval=5m",
+	} {
+		c, err := exportsink.Parse("lake", u, "")
+		if err != nil {
+			t.Errorf("%s: %v", u, err)
+			continue
+		}
+		if strings.Contains(c.Redacted, secret) {
+			t.Errorf("%s: redacted as %s", u, c.Redacted)
+		}
+	}
+}
