@@ -237,3 +237,23 @@ func TestSyslogKill9IsReported(t *testing.T) {
 		}
 	}
 }
+
+// ?resend_window= takes a duration from 0s to 24h; anything else stops
+// serve naming the parameter.
+func TestResendWindowParameter(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"0s", "90s", "24h"} {
+		if _, err := exportsink.Parse("siem", "syslog+tcp://127.0.0.1:514?resend_window="+v, ""); err != nil {
+			t.Errorf("resend_window=%s: %v", v, err)
+		}
+	}
+	for _, v := range []string{"forever", "-1s", "25h", "60"} {
+		_, err := exportsink.Parse("siem", "syslog+tls://127.0.0.1:6514?resend_window="+v, "")
+		if err == nil || !strings.Contains(err.Error(), "resend_window") || !strings.Contains(err.Error(), "--export siem") {
+			t.Errorf("resend_window=%s: %v, want an error naming the flag and the parameter", v, err)
+		}
+	}
+	if _, err := exportsink.Parse("siem", "http://127.0.0.1:80/?resend_window=60s", ""); err == nil {
+		t.Error("resend_window accepted for an http sink, which has no window")
+	}
+}
