@@ -100,6 +100,16 @@ func testReceiptEndToEnd(t *testing.T, db string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// The COSE form (RFC 9942 receipt in a SCITT transparent statement).
+	resp := sendAuthed(t, "GET", url+"?format=cose", nil)
+	coseBuf := new(bytes.Buffer)
+	coseBuf.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !verify.IsCOSE(coseBuf.Bytes()) {
+		t.Fatalf("GET receipt?format=cose: %d %v %q", resp.StatusCode, resp.Header, coseBuf.Bytes())
+	}
+	coseAPI := coseBuf.Bytes()
+
 	// The agent's copy, with the credentials of its session, for its
 	// step by step_id: the same receipt.
 	_, status, raw, err := a.Post(t.Context(), guardian.MethodReceipt, map[string]any{"payload": map[string]any{"step_id": r.RequestID}})
@@ -211,6 +221,35 @@ func testReceiptEndToEnd(t *testing.T, db string) {
 			t.Fatalf("acsverify receipt %v: %v\n%s", args, err, o)
 		}
 	}
+	// The COSE form: the CLI writes the API's bytes, acsverify tells the
+	// form by itself and verifies the same step; one changed byte in its
+	// signature is a finding (exit 1), a changed tag an input error (2).
+	coseOut := filepath.Join(dir, "step.cose")
+	cmd = exec.Command(binary, "receipt", "--db", db, "--keys", keys, "--session", a.ID, "--position", pos, "--format", "cose", "--out", coseOut)
+	cmd.Dir = dir
+	if o, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("acsledger receipt --format cose: %v\n%s", err, o)
+	}
+	if fromCLI, _ := os.ReadFile(coseOut); !bytes.Equal(fromCLI, coseAPI) {
+		t.Fatalf("CLI COSE receipt differs from the API's:\n%x\n---\n%x", fromCLI, coseAPI)
+	}
+	o, err = exec.Command(v, "receipt", "--log-key", keyFile, "--json", coseOut).Output()
+	rep.Verified = false
+	if err != nil || json.Unmarshal(o, &rep) != nil || !rep.Verified || rep.SessionID != a.ID || rep.StepID != r.RequestID || !strings.EqualFold(rep.Decision, "deny") {
+		t.Fatalf("acsverify receipt (COSE): %v\n%s", err, o)
+	}
+	for _, c := range []struct {
+		at   int
+		code int
+	}{{len(coseAPI) - 1, 1}, {0, 2}} {
+		bad := bytes.Clone(coseAPI)
+		bad[c.at] ^= 1
+		os.WriteFile(coseOut, bad, 0o600)
+		if code := exitCode(exec.Command(v, "receipt", "--log-key", keyFile, coseOut).Run()); code != c.code {
+			t.Errorf("COSE receipt with byte %d changed: exit %d, want %d", c.at, code, c.code)
+		}
+	}
+
 	// One changed byte: findings, exit 1. Not a receipt: exit 2.
 	mangled := bytes.Replace(fromAPI, []byte("index "), []byte("index 1"), 1)
 	os.WriteFile(out, mangled, 0o600)
