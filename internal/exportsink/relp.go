@@ -170,10 +170,18 @@ func (s *relpSink) drop() {
 
 // idle reports whether the session is still open and quiet: a server
 // only speaks when asked, so anything to read (a serverclose, EOF, a
-// reset) means it ended the session while no batch was under way.
+// reset) means it ended the session while no batch was under way. The
+// socket is asked first, which costs no wait; over TLS, bytes waiting
+// there may be a TLS message rather than RELP, so then, as where the
+// socket cannot be asked, a read with a 1 ms deadline decides.
 func (s *relpSink) idle() bool {
 	if s.r.Buffered() > 0 {
 		return false
+	}
+	if s.tcp != nil {
+		if spoke, ok := peerSpoke(s.tcp); ok && (!spoke || s.c.Kind == "relp") {
+			return !spoke
+		}
 	}
 	if err := s.conn.SetReadDeadline(time.Now().Add(time.Millisecond)); err != nil {
 		return false
