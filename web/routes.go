@@ -23,6 +23,10 @@ const maxGuardianBody = 4 << 20
 // plugin uploads a few MiB at most; ingest reads it in bounded batches.
 const maxIngestBody = 256 << 20
 
+// maxOTLPBody caps one OTLP request as sent (gzip or not); the route caps
+// it again after decompression (ingestapi.DefaultMaxOTLPBodyBytes).
+const maxOTLPBody = 16 << 20
+
 // AccessTable is every route the server answers and who may use it: the
 // router's guard enforces it (web/access) and docs/security.md shows it; a
 // test holds both to it and fails on a registered route missing from it.
@@ -61,6 +65,10 @@ var AccessTable = []Route{
 	{Method: "POST", Pattern: "/api/v1/whatif/{run_id}/cancel", Roles: auditors},
 	{Method: "POST", Pattern: "/api/v1/ingest/opa/logs", Roles: writers, MaxBody: maxIngestBody},
 	{Method: "POST", Pattern: "/api/v1/ingest/a2h", Roles: writers},
+	// OTLP/HTTP's own paths, outside /api/v1: an exporter appends them to
+	// the endpoint it is given (docs/ingest.md).
+	{Method: "POST", Pattern: "/v1/traces", Roles: writers, MaxBody: maxOTLPBody},
+	{Method: "POST", Pattern: "/v1/logs", Roles: writers, MaxBody: maxOTLPBody},
 	{Method: "GET", Pattern: "/api/v1/ingest/quarantine", Roles: auditors, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/ingest/flagged", Roles: auditors, Recorded: true},
 	{Method: "GET", Pattern: "/api/v1/search", Roles: readers, Recorded: true},

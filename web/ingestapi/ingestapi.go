@@ -65,6 +65,9 @@ type Options struct {
 	// ingest.DefaultBatch).
 	MaxBodyBytes int64
 	Batch        int
+	// MaxOTLPBodyBytes caps one OTLP request body after decompression
+	// (default DefaultMaxOTLPBodyBytes).
+	MaxOTLPBodyBytes int64
 	// Now is the clock that stamps A2H pushes' received_at.
 	Now func() time.Time
 }
