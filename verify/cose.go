@@ -256,21 +256,8 @@ func VerifyCOSEReceipt(doc []byte, trust *ReceiptTrust) (*ReceiptReport, error) 
 		rep.Findings = append(rep.Findings, f)
 	}
 
-	// ACS §8.2: the hash is recomputed from the entry, never taken from it.
-	recomputed := acs.EntryHash(e.Content, e.PreviousHash)
+	recomputed, _ := checkReceiptEntry(e, st.SessionID, add)
 	rep.EntryHash = recomputed.String()
-	if e.EntryHash == nil || *e.EntryHash != recomputed {
-		stated := ""
-		if e.EntryHash != nil {
-			stated = e.EntryHash.String()
-		}
-		add(Finding{Code: CodeEntryHashMismatch, Expected: recomputed.String(), Actual: stated,
-			Message: fmt.Sprintf("The entry's content and previous_hash hash to %s, not to its stated entry_hash %s.", recomputed, orNone(stated))})
-	}
-	if sid, ok := canonicalString(acs.CanonicalMember(e.Content, "session_id")); ok && sid != st.SessionID {
-		add(Finding{Code: CodeReceiptSessionMismatch, Expected: st.SessionID, Actual: sid,
-			Message: fmt.Sprintf("The statement is for session %q, but its entry names session %q.", st.SessionID, sid)})
-	}
 
 	// RFC 9942 §5.2.1: apply the inclusion path to the leaf; the result
 	// is the root the receipt's signature must cover.

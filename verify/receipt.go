@@ -260,22 +260,8 @@ func VerifyReceipt(doc []byte, trust *ReceiptTrust, newer *NewerCheckpoint) (*Re
 	rep.Findings = append(rep.Findings, fs...)
 	rep.TreeSize, rep.Origin = cp.Size, cp.Origin
 
-	// ACS §8.2: the hash is recomputed from the entry, never taken from it.
-	recomputed := acs.EntryHash(e.Content, e.PreviousHash)
+	recomputed, hashEdited := checkReceiptEntry(e, x.SessionID, add)
 	rep.EntryHash = recomputed.String()
-	hashEdited := e.EntryHash == nil || *e.EntryHash != recomputed
-	if hashEdited {
-		stated := ""
-		if e.EntryHash != nil {
-			stated = e.EntryHash.String()
-		}
-		add(Finding{Code: CodeEntryHashMismatch, Expected: recomputed.String(), Actual: stated,
-			Message: fmt.Sprintf("The entry's content and previous_hash hash to %s, not to its stated entry_hash %s.", recomputed, orNone(stated))})
-	}
-	if sid, ok := canonicalString(acs.CanonicalMember(e.Content, "session_id")); ok && sid != x.SessionID {
-		add(Finding{Code: CodeReceiptSessionMismatch, Expected: x.SessionID, Actual: sid,
-			Message: fmt.Sprintf("The receipt is for session %q, but its entry names session %q.", x.SessionID, sid)})
-	}
 
 	// The leaf commits to (session, position, entry_hash): a receipt
 	// moved to another index, session or position leads to another root.
@@ -310,6 +296,29 @@ func VerifyReceipt(doc []byte, trust *ReceiptTrust, newer *NewerCheckpoint) (*Re
 		rep.Findings = []Finding{}
 	}
 	return rep, nil
+}
+
+// checkReceiptEntry recomputes the entry's hash, adding entry_hash_mismatch
+// when it is not the stated one (reported true), and
+// receipt_session_mismatch when the entry names another session than the
+// receipt's.
+func checkReceiptEntry(e *acs.Entry, sessionID string, add func(Finding)) (acs.Hash, bool) {
+	// ACS §8.2: the hash is recomputed from the entry, never taken from it.
+	recomputed := acs.EntryHash(e.Content, e.PreviousHash)
+	hashEdited := e.EntryHash == nil || *e.EntryHash != recomputed
+	if hashEdited {
+		stated := ""
+		if e.EntryHash != nil {
+			stated = e.EntryHash.String()
+		}
+		add(Finding{Code: CodeEntryHashMismatch, Expected: recomputed.String(), Actual: stated,
+			Message: fmt.Sprintf("The entry's content and previous_hash hash to %s, not to its stated entry_hash %s.", recomputed, orNone(stated))})
+	}
+	if sid, ok := canonicalString(acs.CanonicalMember(e.Content, "session_id")); ok && sid != sessionID {
+		add(Finding{Code: CodeReceiptSessionMismatch, Expected: sessionID, Actual: sid,
+			Message: fmt.Sprintf("The receipt is for session %q, but its entry names session %q.", sessionID, sid)})
+	}
+	return recomputed, hashEdited
 }
 
 // parseReceiptExtra decodes the extra data, which must be one JSON object
