@@ -23,8 +23,9 @@ const (
 	ACS            Format = "acs"
 )
 
-// Formats lists every format.
-var Formats = []Format{OPA, BashGuard, BashGuardAudit, A2H, ACS}
+// Formats lists every format. OTelGenAI comes in over OTLP/HTTP only
+// (web/ingestapi); `acsledger ingest` reads the others.
+var Formats = []Format{OPA, BashGuard, BashGuardAudit, A2H, ACS, OTelGenAI}
 
 // Reason codes of quarantined records (docs/findings.md). The store adds
 // ledger.ReasonChainMismatch, ledger.ReasonReplayedJTI,

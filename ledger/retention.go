@@ -72,7 +72,7 @@ var PayloadKinds = []PayloadKind{
 	// source_erasures row; the format is the entry's source_format, the
 	// ingest formats that keep their source (ingest.Formats less acs,
 	// whose records are entries already).
-	{Name: "source", Formats: []string{"opa", "bash-guard", "bash-guard-audit", "a2h"}},
+	{Name: "source", Formats: []string{"opa", "bash-guard", "bash-guard-audit", "a2h", "otel-genai"}},
 }
 
 // PayloadScope selects payloads to erase: those of entries recorded

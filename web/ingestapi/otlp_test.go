@@ -22,8 +22,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -31,6 +33,7 @@ import (
 
 	"github.com/acsledger/acsledger/ingest"
 	"github.com/acsledger/acsledger/internal/evidencetest"
+	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/evidence"
 	"github.com/acsledger/acsledger/verify"
 	"github.com/acsledger/acsledger/web"
@@ -407,4 +410,54 @@ func send(t *testing.T, url, contentType string, body []byte) (int, http.Header,
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, b
+}
+
+// TestOTLPLogs: GenAI log records go to their trace's session in time
+// order; one carrying the signing processor's audit.integrity.value is
+// flagged signed_unchecked; a record without a trace id, or of no GenAI
+// event, is skipped; a replay is counted as duplicates.
+func TestOTLPLogs(t *testing.T) {
+	ctx := context.Background()
+	f := evidencetest.New(t, "sqlite")
+	srv := httptest.NewServer(web.New(f.Store, web.Options{Auth: ingestAuth, Ingest: web.IngestOptions{Store: f.Store}}))
+	defer srv.Close()
+	trace := bytes.Repeat([]byte{9}, 16)
+	rec := func(name string, at uint64, attrs ...*commonpb.KeyValue) *logspb.LogRecord {
+		return &logspb.LogRecord{TraceId: trace, SpanId: bytes.Repeat([]byte{8}, 8), EventName: name, TimeUnixNano: at, Attributes: attrs,
+			Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "Alice Example asked for Oslo"}}}
+	}
+	noTrace := rec("gen_ai.client.inference.operation.details", 5)
+	noTrace.TraceId = nil
+	body, err := proto.Marshal(&collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{
+		rec("gen_ai.client.inference.operation.details", 1_764_583_200_000_000_300, strAttr("gen_ai.operation.name", "chat"), strAttr("audit.integrity.value", "c2lnbmF0dXJl")),
+		rec("gen_ai.evaluation.result", 1_764_583_200_000_000_100),
+		rec("app.debug", 1_764_583_200_000_000_200),
+		noTrace,
+	}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"accepted=2 duplicate=0 quarantined=0 skipped=2", "accepted=0 duplicate=2 quarantined=0 skipped=2"} {
+		code, hdr, b := send(t, srv.URL+"/v1/logs", "application/x-protobuf", body)
+		var answer collogspb.ExportLogsServiceResponse
+		if code != 200 || hdr.Get("Acsledger-Ingest") != want || proto.Unmarshal(b, &answer) != nil || answer.PartialSuccess != nil {
+			t.Fatalf("send %d: %d %s %q, want %s", i+1, code, hdr.Get("Acsledger-Ingest"), b, want)
+		}
+	}
+	es, err := f.Store.Entries(ctx, "otel-genai:"+hex.EncodeToString(trace), 0, 10)
+	if err != nil || len(es) != 2 {
+		t.Fatalf("%d entries, %v", len(es), err)
+	}
+	for i, want := range []string{`"step_type":"ingest/otel-genai/event/gen_ai.evaluation.result"`, `"step_type":"ingest/otel-genai/event/gen_ai.client.inference.operation.details"`} {
+		if !bytes.Contains(es[i].Content, []byte(want)) || bytes.Contains(es[i].Content, []byte("Alice")) {
+			t.Errorf("entry %d: %s, want %s and no body", i, es[i].Content, want)
+		}
+	}
+	if !bytes.Contains(es[1].Content, []byte(`"integrity":"signed_unchecked"`)) || !bytes.Contains(es[0].Content, []byte(`"integrity":"unsigned"`)) {
+		t.Errorf("integrity: %s / %s", es[0].Content, es[1].Content)
+	}
+	flagged, err := f.Store.Flagged(ctx, ingest.FlagOTelSignedUnchecked, ledger.IngestFilter{})
+	if err != nil || len(flagged) != 1 || flagged[0].Position != 1 {
+		t.Fatalf("flagged: %+v, %v", flagged, err)
+	}
 }
