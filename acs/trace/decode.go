@@ -78,7 +78,12 @@ func Parse(line []byte) (*Parsed, error) {
 		}
 		handle = path(m, "data", "acsledger")
 	case m["class_uid"] != nil:
+		// metadata.version tells the OCSF encodings apart: 1.5.0 is
+		// ocsf@1.5's, any other the default's.
 		p.Format = OCSF
+		if v, _ := path(m, "metadata", "version").(string); v == OCSF15Version {
+			p.Format = OCSF15
+		}
 		p.Finding = fmt.Sprint(m["class_uid"]) == "2004"
 		handle = path(m, "unmapped", "acsledger")
 	case m["acsledger"] != nil && m["entry"] != nil:
@@ -120,6 +125,19 @@ func readHandle(m map[string]any, h *Handle) error {
 	}
 	h.Source, _ = m["source"].(string)
 	h.Origin, _ = m["origin"].(string)
+	h.Receipt, _ = m["receipt"].(string)
+	if c, ok := m["checkpoint"].(map[string]any); ok {
+		cp := &Checkpoint{}
+		cp.Origin, _ = c["origin"].(string)
+		cp.RootHash, _ = c["root_hash"].(string)
+		n, _ := c["size"].(json.Number)
+		size, err := strconv.ParseUint(string(n), 10, 64)
+		if err != nil || cp.Origin == "" || cp.RootHash == "" {
+			return errors.New("checkpoint needs an origin, a size (a non-negative integer) and a root_hash")
+		}
+		cp.Size = size
+		h.Checkpoint = cp
+	}
 	return nil
 }
 
@@ -130,9 +148,9 @@ func readHandle(m map[string]any, h *Handle) error {
 // left for the caller.
 func (p *Parsed) Context() Evidence {
 	ev := Evidence{Origin: p.Handle.Origin, SessionID: p.Handle.SessionID, Position: p.Handle.Position,
-		EntryHash: p.Handle.EntryHash, LeafIndex: p.Handle.LeafIndex, Source: p.Handle.Source}
+		EntryHash: p.Handle.EntryHash, LeafIndex: p.Handle.LeafIndex, Source: p.Handle.Source, Checkpoint: p.Handle.Checkpoint}
 	switch p.Format {
-	case OCSF:
+	case OCSF, OCSF15:
 		ev.AgentID, _ = path(p.doc, "actor", "user", "uid").(string)
 		if n, ok := p.doc["time"].(json.Number); ok {
 			if ms, err := n.Int64(); err == nil {
@@ -217,6 +235,7 @@ func (p *Parsed) CompareValues(ev Evidence) (member, want, got string, err error
 // entryPaths is where each format holds the entry.
 var entryPaths = map[Format][]string{
 	OCSF:        {"unmapped", "acs", "entry"},
+	OCSF15:      {"unmapped", "acs", "entry"},
 	CloudEvents: {"data", "entry"},
 	ACS:         {"entry"},
 }
@@ -235,6 +254,7 @@ type differ struct{ want, got any }
 // paramPaths are the members an encoding makes from params.
 var paramPaths = map[Format][][]string{
 	OCSF:        {{"unmapped", "acs", "params"}, {"process", "name"}},
+	OCSF15:      {{"unmapped", "acs", "params"}, {"process", "name"}},
 	CloudEvents: {{"data", "params"}},
 	ACS:         {{"params"}},
 }

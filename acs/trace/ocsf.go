@@ -2,13 +2,26 @@ package trace
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/acsledger/acsledger/acs"
 )
 
-// OCSFVersion is the OCSF schema version the events follow.
-const OCSFVersion = "1.5.0"
+// OCSFVersion is the OCSF schema version the default (OCSF) events follow;
+// OCSF15Version is the version of the OCSF15 events.
+const (
+	OCSFVersion   = "1.9.0"
+	OCSF15Version = "1.5.0"
+)
+
+// ocsfVersion says which OCSF an event is written for.
+type ocsfVersion int
+
+const (
+	ocsf15 ocsfVersion = iota
+	ocsf19
+)
 
 // class is one OCSF event class with the activity an entry takes in it.
 // Names are the OCSF 1.5 captions: the ACS mapping's "Application
@@ -123,7 +136,7 @@ func Severity(disposition string) (int, string) {
 }
 
 // header writes the members every OCSF event starts with.
-func header(b *buf, c class, v *entryView, ev *Evidence, uidSuffix string) {
+func header(b *buf, c class, v *entryView, ev *Evidence, uidSuffix string, ver ocsfVersion) {
 	sev, sevName := Severity(v.disposition())
 	b.key("activity_id").int(int64(c.activity))
 	b.key("activity_name").str(c.actName)
@@ -142,19 +155,68 @@ func header(b *buf, c class, v *entryView, ev *Evidence, uidSuffix string) {
 	}
 	b.key("message").str(msg)
 	b.obj("metadata")
-	b.key("version").str(OCSFVersion)
+	if ver == ocsf15 {
+		b.key("version").str(OCSF15Version)
+	} else {
+		b.key("version").str(OCSFVersion)
+	}
 	b.obj("product").key("name").str("acsledger").key("vendor_name").str("acsledger").close()
 	b.key("uid").str(ev.EntryHash + uidSuffix)
 	b.key("correlation_uid").str(ev.SessionID)
 	b.strIf("log_name", ev.Origin)
 	b.strIf("original_time", v.Timestamp)
-	if c.uid == 2004 {
+	switch {
+	case ver == ocsf15 && c.uid == 2004:
 		b.key("profiles").raw([]byte(`["incident"]`))
+	case ver == ocsf19 && c.uid == 2004:
+		b.key("profiles").raw([]byte(`["incident","record_integrity"]`))
+	case ver == ocsf19:
+		b.key("profiles").raw([]byte(`["record_integrity"]`))
 	}
 	b.close()
 	actor(b, v, ev)
 	provenanceEnrichment(b, v)
+	if ver == ocsf19 {
+		attestation(b, ev)
+	}
 }
+
+// attestation writes the record_integrity profile's attestation_list (OCSF
+// 1.9): one attestation, the Merkle log's, whose fingerprint is the
+// entry's ACS §8.2 entry_hash. The log commits to the entry, not to this
+// event, which is one view of it: the fingerprint is what a leaf of the
+// log holds, so the entry (unmapped.acs.entry, or the ledger's copy) and
+// its chain link reproduce it, and the receipt proves it in the log.
+// chain_uid is the session, whose entries form the ACS hash chain; uid
+// is the entry's leaf index in the log once anchored; authority_uid is the
+// log's origin, which names the key that signs its checkpoints. OCSF 1.9's
+// attestation has no member for a log position's proof: the receipt's
+// location and the covering checkpoint are in unmapped.acsledger.
+// docs/export.md, "Record integrity (OCSF 1.9)".
+func attestation(b *buf, ev *Evidence) {
+	b.key("attestation_list").raw([]byte{'['})
+	b.open()
+	if ev.LeafIndex != nil {
+		b.key("uid").str(strconv.FormatUint(*ev.LeafIndex, 10))
+	}
+	b.strIf("authority_uid", ev.Origin)
+	b.key("chain_uid").str(ev.SessionID)
+	// fingerprint: SHA-256 (algorithm_id 3), hex (encoding_id 1); the
+	// bytes hashed are ACS §8.2's (JCS of the entry, then the previous
+	// entry_hash), which OCSF's serialization enum has no caption for.
+	b.obj("fingerprint")
+	b.key("algorithm_id").int(3).key("algorithm").str("SHA-256")
+	b.key("encoding_id").int(1).key("encoding").str("Hex")
+	b.key("serialization_id").int(99).key("serialization").str(EntryHashSerialization)
+	b.key("value").str(ev.EntryHash)
+	b.close()
+	b.close()
+	b.raw([]byte{']'})
+}
+
+// EntryHashSerialization is the attestation fingerprint's serialization
+// (serialization_id 99, Other): the entry hash of ACS §8.2.
+const EntryHashSerialization = "ACS entry_hash"
 
 // actor writes the actor: the agent (ACS-Trace: actor.user.type_id 99, "AI
 // Agent") and its session.
@@ -216,11 +278,11 @@ func agentObject(b *buf, v *entryView) {
 }
 
 // encodeOCSF writes the step's event in the class the mapping gives.
-func encodeOCSF(ev *Evidence, v *entryView, p *params) []byte {
+func encodeOCSF(ev *Evidence, v *entryView, p *params, ver ocsfVersion) []byte {
 	c := classOf(v.StepType)
 	b := newBuf(2*len(v.entry) + 1024)
 	b.open()
-	header(b, c, v, ev, "")
+	header(b, c, v, ev, "", ver)
 	switch c.uid {
 	case 3002:
 		b.key("user")
@@ -283,14 +345,14 @@ func encodeOCSF(ev *Evidence, v *entryView, p *params) []byte {
 		b.key("device")
 		agentObject(b, v)
 	}
-	unmapped(b, v, ev, p, v.entry)
+	unmapped(b, v, ev, p, v.entry, ver)
 	b.close()
 	return b.b
 }
 
 // unmapped writes the members OCSF has no attribute for: the ACS facts,
 // with the entry itself when entry is not nil, and the evidence handle.
-func unmapped(b *buf, v *entryView, ev *Evidence, p *params, entry json.RawMessage) {
+func unmapped(b *buf, v *entryView, ev *Evidence, p *params, entry json.RawMessage, ver ocsfVersion) {
 	b.obj("unmapped")
 	b.obj("acs")
 	acsFacts(b, v, ev, p)
@@ -299,17 +361,21 @@ func unmapped(b *buf, v *entryView, ev *Evidence, p *params, entry json.RawMessa
 	}
 	b.close()
 	b.key("acsledger")
-	ev.handle(b)
+	if ver == ocsf15 {
+		ev.handle(b)
+	} else {
+		ev.handleIntegrity(b)
+	}
 	b.close()
 }
 
 // encodeFinding writes the Detection Finding (2004) of a deny, modify,
 // ask or defer decision (ocsf-mapping.json decision_class).
-func encodeFinding(ev *Evidence, v *entryView, p *params) []byte {
+func encodeFinding(ev *Evidence, v *entryView, p *params, ver ocsfVersion) []byte {
 	d := v.disposition()
 	b := newBuf(len(v.entry) + 1024)
 	b.open()
-	header(b, classFinding, v, ev, "/finding")
+	header(b, classFinding, v, ev, "/finding", ver)
 	b.obj("finding_info")
 	b.key("uid").str(ev.EntryHash)
 	b.key("title").str(findingTitle(v.StepType, d))
@@ -327,7 +393,7 @@ func encodeFinding(ev *Evidence, v *entryView, p *params) []byte {
 	b.key("verdict").str(d)
 	b.close()
 	b.raw([]byte{']'})
-	unmapped(b, v, ev, p, nil)
+	unmapped(b, v, ev, p, nil, ver)
 	b.close()
 	return b.b
 }

@@ -39,10 +39,24 @@ var ingestEntries = map[string]string{
 
 // TestOCSFWalk walks every step type the mapping names, the ones acsledger
 // adds, an MCP tool call and an unknown step type, with every decision and
-// with and without a known agent, and checks each event against the OCSF
-// 1.5.0 schema and against ocsf-mapping.json.
+// with and without a known agent, and checks each event against
+// ocsf-mapping.json and the committed schema of its OCSF version: 1.9 with
+// the record_integrity profile for ocsf, 1.5.0 for ocsf@1.5.
 func TestOCSFWalk(t *testing.T) {
-	schema := loadOCSF(t)
+	for _, tc := range []struct {
+		f       Format
+		dir     string
+		version string
+	}{
+		{OCSF, ocsf19Dir, "1.9.0"},
+		{OCSF15, ocsf15Dir, "1.5.0"},
+	} {
+		t.Run(string(tc.f), func(t *testing.T) { walkOCSF(t, tc.f, tc.dir, tc.version) })
+	}
+}
+
+func walkOCSF(t *testing.T, f Format, dir, version string) {
+	schema := loadOCSF(t, dir)
 	var mapping struct {
 		Properties struct {
 			StepToClass struct {
@@ -87,7 +101,11 @@ func TestOCSFWalk(t *testing.T) {
 				}
 				ev := Evidence{Origin: "ledger.example/acs", SessionID: "sess-1", AgentID: agent, Position: 4,
 					EntryHash: testHash, LeafIndex: &li, Source: "guardian", Entry: entry}
-				evs, err := EncodeAll(OCSF, ev, Options{})
+				if agent != "" {
+					// Half the walk with a covering checkpoint, half without.
+					ev.Checkpoint = &Checkpoint{Origin: "ledger.example/acs", Size: 42, RootHash: strings.Repeat("ab", 32)}
+				}
+				evs, err := EncodeAll(f, ev, Options{})
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -105,6 +123,19 @@ func TestOCSFWalk(t *testing.T) {
 						t.Errorf("%s event %d: %s", name, i, msg)
 					}
 					var got struct {
+						Metadata struct {
+							Version  string   `json:"version"`
+							Profiles []string `json:"profiles"`
+						} `json:"metadata"`
+						Attestations []struct {
+							UID          string `json:"uid"`
+							AuthorityUID string `json:"authority_uid"`
+							ChainUID     string `json:"chain_uid"`
+							Fingerprint  struct {
+								AlgorithmID int    `json:"algorithm_id"`
+								Value       string `json:"value"`
+							} `json:"fingerprint"`
+						} `json:"attestation_list"`
 						ClassUID   int `json:"class_uid"`
 						ActivityID int `json:"activity_id"`
 						SeverityID int `json:"severity_id"`
@@ -125,6 +156,33 @@ func TestOCSFWalk(t *testing.T) {
 						t.Fatal(err)
 					}
 					classesUsed[got.ClassUID] = true
+					if got.Metadata.Version != version {
+						t.Errorf("%s event %d: metadata.version %q, want %q", name, i, got.Metadata.Version, version)
+					}
+					h := got.Unmapped.ACSLedger
+					if f == OCSF15 {
+						if got.Attestations != nil || h.Receipt != "" || h.Checkpoint != nil || slices.Contains(got.Metadata.Profiles, "record_integrity") {
+							t.Errorf("%s event %d: an ocsf@1.5 event with 1.9's integrity members: %s", name, i, e)
+						}
+					} else {
+						if !slices.Contains(got.Metadata.Profiles, "record_integrity") {
+							t.Errorf("%s event %d: metadata.profiles %v lacks record_integrity", name, i, got.Metadata.Profiles)
+						}
+						if len(got.Attestations) != 1 {
+							t.Fatalf("%s event %d: %d attestations, want 1: %s", name, i, len(got.Attestations), e)
+						}
+						a := got.Attestations[0]
+						if a.UID != "41" || a.AuthorityUID != "ledger.example/acs" || a.ChainUID != "sess-1" ||
+							a.Fingerprint.AlgorithmID != 3 || a.Fingerprint.Value != testHash {
+							t.Errorf("%s event %d: attestation %+v", name, i, a)
+						}
+						if h.Receipt != "/api/v1/sessions/sess-1/entries/4/receipt" {
+							t.Errorf("%s event %d: receipt %q", name, i, h.Receipt)
+						}
+						if (agent != "") != (h.Checkpoint != nil) || (h.Checkpoint != nil && *h.Checkpoint != *ev.Checkpoint) {
+							t.Errorf("%s event %d: checkpoint %+v, want %+v", name, i, h.Checkpoint, ev.Checkpoint)
+						}
+					}
 					if got.Time != 1796015564318 && got.Time != 1796015564000 {
 						t.Errorf("%s event %d: time %d", name, i, got.Time)
 					}
@@ -135,7 +193,7 @@ func TestOCSFWalk(t *testing.T) {
 					if got.SeverityID != wantSev {
 						t.Errorf("%s event %d: severity_id %d, want %d", name, i, got.SeverityID, wantSev)
 					}
-					if h := got.Unmapped.ACSLedger; h.SessionID != "sess-1" || h.Position != 4 || h.EntryHash != testHash || h.LeafIndex == nil || *h.LeafIndex != 41 {
+					if h.SessionID != "sess-1" || h.Position != 4 || h.EntryHash != testHash || h.LeafIndex == nil || *h.LeafIndex != 41 {
 						t.Errorf("%s event %d: evidence handle %+v", name, i, h)
 					}
 					if u := got.Actor.User; u != nil && (u.TypeID != 99 || u.Type != "AI Agent") {
@@ -176,10 +234,12 @@ func TestOCSFWalk(t *testing.T) {
 }
 
 // TestOCSFSchemaCatches makes sure the schema check is not vacuous: events
-// broken in each way it looks for are refused.
+// broken in each way it looks for are refused, by the 1.9 schema with its
+// record_integrity profile as by 1.5's.
 func TestOCSFSchemaCatches(t *testing.T) {
-	schema := loadOCSF(t)
-	ev := Evidence{SessionID: "s", AgentID: "a", Position: 0, EntryHash: testHash, Entry: guardianEntry("steps/toolCallRequest", "allow")}
+	schema := loadOCSF(t, ocsf19Dir)
+	li := uint64(7)
+	ev := Evidence{SessionID: "s", AgentID: "a", Position: 0, EntryHash: testHash, LeafIndex: &li, Entry: guardianEntry("steps/toolCallRequest", "allow")}
 	good, err := Encode(OCSF, ev, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -196,6 +256,20 @@ func TestOCSFSchemaCatches(t *testing.T) {
 		"wrong class_name":     func(m map[string]any) { m["class_name"] = "Application Activity" },
 		"activity not in enum": func(m map[string]any) { m["activity_id"] = 42; m["type_uid"] = 100742 },
 		"device without type":  func(m map[string]any) { delete(m["device"].(map[string]any), "type_id") },
+		"profile not named":    func(m map[string]any) { m["metadata"].(map[string]any)["profiles"] = []any{} },
+		"unknown profile": func(m map[string]any) {
+			m["metadata"].(map[string]any)["profiles"] = []any{"record_integrity", "tamper_proof"}
+		},
+		"attestation without fingerprint": func(m map[string]any) {
+			delete(m["attestation_list"].([]any)[0].(map[string]any), "fingerprint")
+		},
+		"fingerprint without algorithm_id": func(m map[string]any) {
+			delete(m["attestation_list"].([]any)[0].(map[string]any)["fingerprint"].(map[string]any), "algorithm_id")
+		},
+		"attestation with a leaf member": func(m map[string]any) {
+			m["attestation_list"].([]any)[0].(map[string]any)["leaf_index"] = 7
+		},
+		"attestation not a list": func(m map[string]any) { m["attestation_list"] = "x" },
 	} {
 		var m map[string]any
 		if err := json.Unmarshal(good, &m); err != nil {
@@ -326,12 +400,12 @@ func TestCloudEvent(t *testing.T) {
 }
 
 func TestParseFormat(t *testing.T) {
-	for in, want := range map[string]Format{"": OCSF, "ocsf": OCSF, "cloudevents": CloudEvents, "acs": ACS} {
+	for in, want := range map[string]Format{"": OCSF, "ocsf": OCSF, "ocsf@1.9": OCSF, "ocsf@1.5": OCSF15, "cloudevents": CloudEvents, "acs": ACS} {
 		if got, err := ParseFormat(in); err != nil || got != want {
 			t.Errorf("ParseFormat(%q) = %q, %v", in, got, err)
 		}
 	}
-	for _, bad := range []string{"OCSF", "json", "cef"} {
+	for _, bad := range []string{"OCSF", "json", "cef", "ocsf@1.6", "ocsf@"} {
 		if _, err := ParseFormat(bad); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("ParseFormat(%q): %v", bad, err)
 		}

@@ -1,5 +1,6 @@
 // Package trace encodes ledger entries as the events other tools read: OCSF
-// 1.5 events by the ACS-Trace mapping, CloudEvents 1.0 in structured JSON
+// 1.9 events by the ACS-Trace mapping with the record_integrity profile (or
+// OCSF 1.5 events, as before, on request), CloudEvents 1.0 in structured JSON
 // mode, or the entry and its signed response as stored. It is pure (no
 // ledger, no network), so the offline verifier uses the same code to check a
 // SIEM's copy of the events against an evidence bundle.
@@ -11,6 +12,7 @@
 // keys. docs/export.md describes each encoding.
 //
 // [ACS-Trace]: https://genai-security-project.github.io/agent-control-standard/schema/v0.1.0/trace/ocsf-mapping.json
+// [OCSF 1.9]: https://schema.ocsf.io/1.9.0/
 // [OCSF 1.5]: https://schema.ocsf.io/1.5.0/
 // [CloudEvents 1.0]: https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/formats/json-format.md
 package trace
@@ -19,6 +21,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,26 +32,33 @@ import (
 // Format names an encoding of exported events.
 type Format string
 
-// The encodings. OCSF is the default.
+// The encodings. OCSF is the default: OCSF 1.9 with the record_integrity
+// profile. OCSF15 is the OCSF 1.5 encoding exactly as acsledger wrote it
+// before 1.9, byte for byte, for receivers that have not moved.
 const (
 	OCSF        Format = "ocsf"
+	OCSF15      Format = "ocsf@1.5"
 	CloudEvents Format = "cloudevents"
 	ACS         Format = "acs"
 )
 
 // Formats lists the encodings, default first.
-var Formats = []Format{OCSF, CloudEvents, ACS}
+var Formats = []Format{OCSF, OCSF15, CloudEvents, ACS}
 
 // ParseFormat returns the Format named by s; "" is the default, OCSF.
+// "ocsf@1.9" names OCSF too, so that a configuration can pin it.
 func ParseFormat(s string) (Format, error) {
 	switch Format(s) {
-	case "", OCSF:
+	case "", OCSF, "ocsf@1.9":
 		return OCSF, nil
-	case CloudEvents, ACS:
+	case OCSF15, CloudEvents, ACS:
 		return Format(s), nil
 	}
-	return "", fmt.Errorf("unknown event format %q (want ocsf, cloudevents or acs)", s)
+	return "", fmt.Errorf("unknown event format %q (want ocsf, ocsf@1.9, ocsf@1.5, cloudevents or acs)", s)
 }
+
+// IsOCSF reports whether f is one of the OCSF encodings.
+func (f Format) IsOCSF() bool { return f == OCSF || f == OCSF15 }
 
 // Evidence is one ledger entry with what the ledger knows about it.
 type Evidence struct {
@@ -73,6 +84,10 @@ type Evidence struct {
 	// Committed is when the ledger appended the entry; it stands in for
 	// the event time when the entry has no valid timestamp. Zero if unknown.
 	Committed time.Time
+	// Checkpoint is a checkpoint of the log that covers the entry's leaf
+	// (Size > *LeafIndex), nil when the caller knows none. Only OCSF 1.9
+	// events carry it (unmapped.acsledger.checkpoint).
+	Checkpoint *Checkpoint
 
 	entrySource string // the entry's source_format, set by view
 }
@@ -108,6 +123,14 @@ func EncodeAll(f Format, ev Evidence, opt Options) ([][]byte, error) {
 	return encode(f, &ev, opt, true)
 }
 
+// Checkpoint names one checkpoint of the log: its origin, its tree size and
+// its root hash (lowercase hex), as the signed note states them.
+type Checkpoint struct {
+	Origin   string `json:"origin"`
+	Size     uint64 `json:"size"`
+	RootHash string `json:"root_hash"`
+}
+
 func encode(f Format, ev *Evidence, opt Options, all bool) ([][]byte, error) {
 	v, err := view(ev)
 	if err != nil {
@@ -119,14 +142,18 @@ func encode(f Format, ev *Evidence, opt Options, all bool) ([][]byte, error) {
 		return [][]byte{encodeACS(ev, p)}, nil
 	case CloudEvents:
 		return [][]byte{encodeCloudEvent(ev, v, p)}, nil
-	case OCSF, "":
-		out := [][]byte{encodeOCSF(ev, v, p)}
+	case OCSF, OCSF15, "":
+		ver := ocsf19
+		if f == OCSF15 {
+			ver = ocsf15
+		}
+		out := [][]byte{encodeOCSF(ev, v, p, ver)}
 		if all && v.finding() {
-			out = append(out, encodeFinding(ev, v, p))
+			out = append(out, encodeFinding(ev, v, p, ver))
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("unknown event format %q (want ocsf, cloudevents or acs)", f)
+	return nil, fmt.Errorf("unknown event format %q (want ocsf, ocsf@1.5, cloudevents or acs)", f)
 }
 
 // Handle is the evidence handle every event carries (unmapped.acsledger in
@@ -139,9 +166,38 @@ type Handle struct {
 	LeafIndex *uint64 `json:"leaf_index,omitempty"`
 	Source    string  `json:"source,omitempty"`
 	Origin    string  `json:"origin,omitempty"`
+	// Receipt and Checkpoint are in OCSF 1.9 events only: the URL path of
+	// the entry's receipt and a checkpoint that covers the entry, when the
+	// encoder knew one.
+	Receipt    string      `json:"receipt,omitempty"`
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 }
 
+// ReceiptPath is the URL path of the receipt of the entry at position of
+// session (docs/receipts.md): GET it with an auditor's token.
+func ReceiptPath(session string, position int64) string {
+	return "/api/v1/sessions/" + url.PathEscape(session) + "/entries/" + strconv.FormatInt(position, 10) + "/receipt"
+}
+
+// handle writes the evidence handle of the OCSF 1.5, CloudEvents and acs
+// encodings.
 func (ev *Evidence) handle(b *buf) {
+	ev.handleMembers(b)
+	b.close()
+}
+
+// handleIntegrity writes the evidence handle of OCSF 1.9: the handle with
+// where its receipt is and, when known, the checkpoint that covers it.
+func (ev *Evidence) handleIntegrity(b *buf) {
+	ev.handleMembers(b)
+	b.key("receipt").str(ReceiptPath(ev.SessionID, ev.Position))
+	if cp := ev.Checkpoint; cp != nil {
+		b.obj("checkpoint").key("origin").str(cp.Origin).key("size").uint(cp.Size).key("root_hash").str(cp.RootHash).close()
+	}
+	b.close()
+}
+
+func (ev *Evidence) handleMembers(b *buf) {
 	b.open()
 	b.key("session_id").str(ev.SessionID)
 	b.key("position").int(ev.Position)
@@ -155,7 +211,6 @@ func (ev *Evidence) handle(b *buf) {
 	if ev.Origin != "" {
 		b.key("origin").str(ev.Origin)
 	}
-	b.close()
 }
 
 // source is the ingest format the entry names (source_format), else the
