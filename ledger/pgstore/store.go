@@ -6,7 +6,8 @@
 // chain heads only (see migrations/postgres and docs/storage.md). The
 // service's URL names the acsledger_writer login itself, which cannot
 // RESET ROLE into anything more; Open never migrates and refuses a schema
-// older than the code. Migrate runs as the URL's own role, which must own
+// older than the code. Behind a PgBouncer the URL says how it pools
+// (pgbouncer.go). Migrate runs as the URL's own role, which must own
 // the schema (docs/operations.md, "Database roles").
 //
 // Concurrent Appends share commits (ledger/internal/groupcommit).
@@ -51,7 +52,19 @@ type Options struct {
 	MaxDelay time.Duration
 	// MaxConns is the connection pool size; 0 means Committers + 8.
 	MaxConns int32
+	// CommitTimeout bounds a group commit's transaction; 0 means 15s. A
+	// primary that stalls without closing its connections (frozen, or cut
+	// off by the network) would otherwise hold every append of its
+	// committer; after the timeout the waiting steps get the failure
+	// posture and the connection is dropped, so that the next one finds
+	// the new primary (docs/operations.md, "Patroni").
+	CommitTimeout time.Duration
 }
+
+// pingTimeout bounds the liveness check of a connection taken from the
+// pool after it sat idle, unless the URL sets pool_ping_timeout: a
+// connection to a stalled server is dropped after it instead of hanging.
+const pingTimeout = 5 * time.Second
 
 // Store is the PostgreSQL ledger.Store: ledger/internal/sqlstore's over
 // this package's driver (driver.go), with the write path of appends and
@@ -86,7 +99,20 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("couldn't parse database URL: %w", err)
 	}
 	cfg.MaxConns = opts.MaxConns
+	if cfg.PingTimeout <= 0 {
+		cfg.PingTimeout = pingTimeout
+	}
+	if opts.CommitTimeout <= 0 {
+		opts.CommitTimeout = 15 * time.Second
+	}
+	txPooled, err := applyBouncer(cfg.ConnConfig)
+	if err != nil {
+		return nil, err
+	}
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if txPooled {
+			return checkWriterLogin(ctx, c)
+		}
 		if _, err := c.Exec(ctx, "SET ROLE "+WriterRole); err != nil {
 			return fmt.Errorf("couldn't SET ROLE %s (has Migrate run, and is the connecting role a member?): %w", WriterRole, err)
 		}
@@ -107,7 +133,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s := &Store{pool: pool, opts: opts}
 	s.Store = sqlstore.New(sqlstore.Config{
 		Driver: &driver{s: s, pool: &querier{pool}}, Dialect: dialect{}, Queries: shared, Options: opts.Options,
-		Commit: groupcommit.Options{Queues: opts.Committers, MaxBatch: opts.MaxBatch, MaxDelay: opts.MaxDelay},
+		Commit: groupcommit.Options{Queues: opts.Committers, MaxBatch: opts.MaxBatch, MaxDelay: opts.MaxDelay, Timeout: opts.CommitTimeout},
 	})
 	return s, nil
 }
@@ -203,7 +229,7 @@ func Migrate(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := Connect(ctx, url)
 	if err != nil {
 		return fmt.Errorf("couldn't connect to the database: %w", err)
 	}

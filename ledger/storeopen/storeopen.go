@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/jackc/pgx/v5"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -149,7 +148,7 @@ func Reach(ctx context.Context, url string) error {
 	if err != nil || t.Postgres == "" {
 		return err
 	}
-	conn, err := pgx.Connect(ctx, t.Postgres)
+	conn, err := pgstore.Connect(ctx, t.Postgres)
 	if err != nil {
 		return redactedError(t.Postgres, err)
 	}
