@@ -109,6 +109,13 @@ func (s *Store) apply(ctx context.Context, ps []plan.Prepared, allOrNothing bool
 			}
 			return s.write(ctx, tx, p, locked)
 		})
+		if err != nil && pgconn.Timeout(err) {
+			// The server did not answer within the commit's timeout: it
+			// stalls (frozen, or cut off) while its connections stay up.
+			// Every pooled connection to it would hang the same way, so
+			// drop them all; new ones go to whichever host takes writes.
+			s.pool.Reset()
+		}
 		again, err := s.settle(ctx, err, attempt, ps, p)
 		if again && err == nil {
 			continue

@@ -33,6 +33,12 @@ type Options struct {
 	Queues   int           // default 2
 	MaxBatch int           // default 512
 	MaxDelay time.Duration // default 0: no lingering
+	// Timeout bounds a group's transaction, retries included; default a
+	// minute. A store whose server can stall (a frozen primary answers
+	// nothing, and its TCP connection stays up) sets it shorter, so that
+	// the waiting callers are told the ledger is unavailable and the
+	// connection is dropped.
+	Timeout time.Duration
 }
 
 // Committer is a set of group-commit queues.
@@ -187,7 +193,11 @@ func (c *Committer) flush(group []*pending) {
 	}
 	// The transaction serves many callers, so no single caller's context
 	// may cancel it.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	timeout := c.opts.Timeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	c.commit(ctx, live)
 }
