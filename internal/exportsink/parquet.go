@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/acsledger/acsledger/acs/trace"
@@ -185,7 +186,10 @@ type parquetSink struct {
 
 func newParquet(c Config) (*parquetSink, error) {
 	s := &parquetSink{c: c, p: c.parquet, opts: []parquet.WriterOption{
-		parquet.Compression(&parquet.Zstd),
+		// ZSTD at its fastest level: at the default level it took
+		// 45% of the sink's CPU for files no smaller (322 against
+		// 321 bytes an event in BenchmarkParquetDelivery).
+		parquet.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
 		parquet.CreatedBy("acsledger", "", ""),
 		parquet.KeyValueMetadata("ocsf_version", trace.OCSFVersion),
 	}}
@@ -219,7 +223,11 @@ func (s *parquetSink) Send(ctx context.Context, batch []export.Event) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	groups := map[partition][]export.Event{}
+	type timed struct {
+		ms int64
+		ev *export.Event
+	}
+	byPart := map[partition][]timed{}
 	for i := range batch {
 		class, ms, err := classAndTime(batch[i].JSON)
 		if err != nil {
@@ -227,7 +235,18 @@ func (s *parquetSink) Send(ctx context.Context, batch []export.Event) error {
 				s.c.Name, batch[i].EntryHash, batch[i].SessionID, batch[i].Position, err)
 		}
 		k := partition{class, time.UnixMilli(ms).UTC().Format("20060102")}
-		groups[k] = append(groups[k], batch[i])
+		byPart[k] = append(byPart[k], timed{ms, &batch[i]})
+	}
+	// Each file's rows in the order of their time (the lakes ask for it),
+	// in log order within a millisecond.
+	groups := make(map[partition][]export.Event, len(byPart))
+	for k, ts := range byPart {
+		slices.SortStableFunc(ts, func(a, b timed) int { return cmp.Compare(a.ms, b.ms) })
+		evs := make([]export.Event, len(ts))
+		for i, t := range ts {
+			evs[i] = *t.ev
+		}
+		groups[k] = evs
 	}
 	keys := make([]partition, 0, len(groups))
 	for k := range groups {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
@@ -312,8 +311,8 @@ func writeParquet(w io.Writer, classUID int32, evs []export.Event, opts []parque
 	return f(w, evs, opts)
 }
 
-// writeClass writes evs as rows of T, in the order of their time (stable:
-// log order within a millisecond).
+// writeClass writes evs as rows of T, in their order (the caller sorts
+// them by time).
 func writeClass[T any, P interface {
 	*T
 	classRow
@@ -324,9 +323,6 @@ func writeClass[T any, P interface {
 			return fmt.Errorf("event of entry %s (session %q position %d): %w", evs[i].EntryHash, evs[i].SessionID, evs[i].Position, err)
 		}
 	}
-	slices.SortStableFunc(rows, func(a, b T) int {
-		return int(P(&a).base().Time - P(&b).base().Time)
-	})
 	pw := parquet.NewGenericWriter[T](w, opts...)
 	if _, err := pw.Write(rows); err != nil {
 		return err

@@ -242,7 +242,10 @@ func checkLake(t *testing.T, files map[string][]byte, hashes []string, findings 
 		if len(rows) == 0 {
 			t.Fatalf("%s: no rows", key)
 		}
-		for _, r := range rows {
+		for i, r := range rows {
+			if i > 0 && r.time < rows[i-1].time {
+				t.Fatalf("%s: row %d is older than row %d", key, i, i-1)
+			}
 			if int(r.classUID) != class {
 				t.Fatalf("%s: a row of class %d", key, r.classUID)
 			}
