@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/ledger"
 )
 
@@ -435,10 +436,12 @@ func otelRecord(raw Raw, key, trace string, e otelEntry) ledger.IngestRecord {
 		return quarantine(OTelGenAI, raw, key, ReasonSchemaInvalid, "%v", err)
 	}
 	traceID, _ := hex.DecodeString(trace)
+	// Parsed here, outside the store's transaction, as mapAll does.
+	parsed, _ := acs.ParseEntry(entry)
 	return ledger.IngestRecord{
 		Source: string(OTelGenAI), Key: key, Digest: sha256.Sum256(raw.Bytes),
 		File: raw.File, Record: raw.Record, Raw: raw.Bytes, KeepSource: true, Flags: e.Flags,
-		Entry: ledger.Record{SessionID: OTelSession(traceID), Entry: entry},
+		Entry: ledger.Record{SessionID: OTelSession(traceID), Entry: entry}, Parsed: parsed,
 	}
 }
 

@@ -232,3 +232,15 @@ func ingestSplit(ctx context.Context, st Store, batch []ledger.IngestRecord, wri
 	}
 	return out, nil
 }
+
+// Write stores one batch of mapped records as Runner does: in parallel
+// transactions by session share on a ParallelStore, else in one. For a
+// caller that maps a whole request itself (the OTLP routes); the
+// results are in batch order.
+func Write(ctx context.Context, st Store, batch []ledger.IngestRecord) ([]ledger.IngestResult, error) {
+	writers := 1
+	if p, ok := st.(ParallelStore); ok {
+		writers = max(1, p.ParallelWriters())
+	}
+	return ingestSplit(ctx, st, batch, writers)
+}

@@ -71,9 +71,10 @@ func (ir *Routes) otlpLogs(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// otlp reads, maps and ingests one OTLP request in one store call (one
-// transaction): a request refused for its content writes nothing, and a
-// replayed request finds every record a duplicate. The answer follows
+// otlp reads, maps and ingests one OTLP request: a request refused for
+// its content writes nothing; the rest is written as ingest.Write writes
+// a batch, and a retry after a store failure, or a replayed request, finds
+// what was committed as duplicates. The answer follows
 // OTLP/HTTP: 200 with the export response (partial_success counting the
 // records not kept), or 4xx with a google.rpc.Status naming what was
 // wrong, in the request's encoding.
@@ -122,7 +123,7 @@ func (ir *Routes) otlp(w http.ResponseWriter, r *http.Request, file string,
 	var rejected int64
 	msg := ""
 	if len(batch.Records) > 0 {
-		res, err := ir.store.Ingest(r.Context(), batch.Records)
+		res, err := ingest.Write(r.Context(), ir.store, batch.Records)
 		if err != nil {
 			ir.fail(w, r, err)
 			return
