@@ -3,11 +3,13 @@ package verify
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/acsledger/acsledger/acs"
 	"github.com/acsledger/acsledger/acs/trace"
@@ -28,6 +30,20 @@ const (
 	// CodeEventOutsideBundle (a notice): an event names a session no
 	// bundle given covers, so it was not checked.
 	CodeEventOutsideBundle = "event_outside_bundle"
+
+	// CodeEventIntegrityMismatch: an OCSF 1.9 event's integrity members do
+	// not match the bundle: it has no record_integrity attestation, the
+	// attestation's fingerprint is not the entry hash, its uid or the
+	// handle's leaf_index is not the entry's leaf, its chain_uid not the
+	// session, its receipt path not the entry's, or its checkpoint does
+	// not cover the leaf or differs from the bundle's checkpoint of that
+	// origin and size.
+	CodeEventIntegrityMismatch = "event_integrity_mismatch"
+
+	// CodeEventCheckpointUnchecked (a notice): events name a covering
+	// checkpoint the bundle does not hold (another size), so its root hash
+	// was not compared.
+	CodeEventCheckpointUnchecked = "event_checkpoint_unchecked"
 )
 
 // EventResult is what the events check found for one event of the copy.
@@ -83,9 +99,15 @@ type eventsBundle struct {
 	hashes    []string
 	responses map[string]json.RawMessage // by result.request_id
 	leaves    map[int64]uint64           // position -> leaf index
-	seen      []bool
-	seenFind  []bool
-	differs   []bool // an event of the entry was an event_mismatch
+	// checkpoints are the bundle's checkpoints (VerifyBundle checked
+	// their signatures), for the checkpoint an OCSF 1.9 event names.
+	checkpoints []Checkpoint
+	// unchecked counts events whose checkpoint the bundle does not hold;
+	// uncheckedLine is the first one's line.
+	unchecked, uncheckedLine int
+	seen                     []bool
+	seenFind                 []bool
+	differs                  []bool // an event of the entry was an event_mismatch
 	// delivered and deliveredFind count the copy's events per position,
 	// for duplicates.
 	delivered, deliveredFind []bool
@@ -216,6 +238,12 @@ func VerifyEventsFunc(bundles [][]byte, events io.Reader, trust *Trust, each fun
 	}
 
 	for _, eb := range sortedBundles(byID) {
+		if eb.unchecked > 0 {
+			rep.Notices = append(rep.Notices, Finding{Code: CodeEventCheckpointUnchecked, EntryIndex: -1,
+				Where: fmt.Sprintf("event line %d", eb.uncheckedLine),
+				Message: fmt.Sprintf("%d event(s) of session %s name a checkpoint the bundle does not hold (another tree size), the first at line %d: its root hash was not compared (its origin and that it covers the leaf were)",
+					eb.unchecked, eb.session, eb.uncheckedLine)})
+		}
 		for i := range eb.entries {
 			f := Finding{Code: CodeEventMissing, EntryIndex: i, EntryID: eb.ids[i].EntryID, StepID: eb.ids[i].StepID,
 				Expected: eb.hashes[i], Where: "session " + eb.session}
@@ -266,6 +294,11 @@ func (eb *eventsBundle) check(p *trace.Parsed, line int) (*Finding, string) {
 		f.Message = fmt.Sprintf("the event's entry hash is not the ledger's at session %s position %d", eb.session, pos)
 		return f, "entry_hash"
 	}
+	if p.Format == trace.OCSF {
+		if f, member := eb.checkIntegrity(p, i, line); f != nil {
+			return f, member
+		}
+	}
 	ev := p.Context()
 	ev.Entry = eb.entries[i]
 	switch ev.Source {
@@ -306,11 +339,95 @@ func (eb *eventsBundle) check(p *trace.Parsed, line int) (*Finding, string) {
 		eb.seenFind[i] = true
 	} else {
 		eb.seen[i] = true
-		if p.Format == trace.OCSF {
-			evs, err := trace.EncodeAll(trace.OCSF, ev, trace.Options{})
+		if p.Format.IsOCSF() {
+			evs, err := trace.EncodeAll(p.Format, ev, trace.Options{})
 			eb.wantFind[i] = err == nil && len(evs) > 1
 		}
 	}
+	return nil, ""
+}
+
+// checkIntegrity holds the record_integrity members of OCSF 1.9 event p,
+// of entry i, against the bundle (docs/export.md, "Record integrity"): the
+// attestation's fingerprint must be the entry hash the chain gives, its
+// uid and the handle's leaf_index the leaf the bundle anchors the entry
+// at, its chain_uid the session, the receipt path the entry's, and a
+// checkpoint the event names must cover the leaf and, when the bundle
+// holds a checkpoint of its origin and size, have its root hash. The
+// event's entry hash was found to be the ledger's before.
+func (eb *eventsBundle) checkIntegrity(p *trace.Parsed, i, line int) (*Finding, string) {
+	f := &Finding{Code: CodeEventIntegrityMismatch, EntryIndex: i, EntryID: eb.ids[i].EntryID, StepID: eb.ids[i].StepID,
+		Where: fmt.Sprintf("event line %d", line)}
+	bad := func(member, want, got, msg string) (*Finding, string) {
+		f.Expected, f.Actual = want, got
+		f.Message = fmt.Sprintf("the event's record integrity does not match the bundle at %s: %s", member, msg)
+		return f, member
+	}
+	list, profiled, err := p.Integrity()
+	switch {
+	case err != nil:
+		return bad("attestation_list", "", "", err.Error())
+	case len(list) == 0:
+		return bad("attestation_list", "", "", "an OCSF "+trace.OCSFVersion+" event without its attestation")
+	case !profiled:
+		return bad("metadata.profiles", `"record_integrity"`, "", "the event carries an attestation but does not name the record_integrity profile")
+	case len(list) != 1:
+		return bad("attestation_list", "1", strconv.Itoa(len(list)), "acsledger writes one attestation per event")
+	}
+	a := list[0]
+	if a.FingerprintAlgorithmID != 3 {
+		return bad("attestation_list[0].fingerprint.algorithm_id", "3", strconv.FormatInt(a.FingerprintAlgorithmID, 10), "the entry hash is SHA-256 (3)")
+	}
+	if a.Fingerprint != eb.hashes[i] {
+		return bad("attestation_list[0].fingerprint.value", eb.hashes[i], a.Fingerprint, "the fingerprint is not the entry hash the chain gives")
+	}
+	if a.ChainUID != eb.session {
+		return bad("attestation_list[0].chain_uid", eb.session, a.ChainUID, "the chain is the session")
+	}
+	pos := int64(i)
+	leaf, anchored := eb.leaves[pos]
+	if h := p.Handle.LeafIndex; h != nil {
+		if anchored && *h != leaf {
+			return bad("unmapped.acsledger.leaf_index", strconv.FormatUint(leaf, 10), strconv.FormatUint(*h, 10), "not the leaf the bundle anchors the entry at")
+		}
+		if !anchored {
+			leaf, anchored = *h, true // unchecked here; the checkpoint must still cover it
+		}
+	}
+	if a.UID != "" || anchored {
+		want := ""
+		if anchored {
+			want = strconv.FormatUint(leaf, 10)
+		}
+		if a.UID != want {
+			return bad("attestation_list[0].uid", want, a.UID, "the attestation's uid is the entry's leaf index")
+		}
+	}
+	if want := trace.ReceiptPath(eb.session, pos); p.Handle.Receipt != want {
+		return bad("unmapped.acsledger.receipt", want, p.Handle.Receipt, "not the path of the entry's receipt")
+	}
+	cp := p.Handle.Checkpoint
+	if cp == nil {
+		return nil, ""
+	}
+	if anchored && cp.Size <= leaf {
+		return bad("unmapped.acsledger.checkpoint.size", "more than "+strconv.FormatUint(leaf, 10), strconv.FormatUint(cp.Size, 10), "the checkpoint does not cover the entry's leaf")
+	}
+	if eb.origin != "" && cp.Origin != eb.origin {
+		return bad("unmapped.acsledger.checkpoint.origin", eb.origin, cp.Origin, "not the bundle's log")
+	}
+	for _, c := range eb.checkpoints {
+		if c.Origin == cp.Origin && c.Size == cp.Size {
+			if root := hex.EncodeToString(c.Root[:]); cp.RootHash != root {
+				return bad("unmapped.acsledger.checkpoint.root_hash", root, cp.RootHash, "not the root hash of the bundle's checkpoint of that size")
+			}
+			return nil, ""
+		}
+	}
+	if eb.unchecked == 0 {
+		eb.uncheckedLine = line
+	}
+	eb.unchecked++
 	return nil, ""
 }
 
@@ -318,11 +435,12 @@ func (eb *eventsBundle) check(p *trace.Parsed, line int) (*Finding, string) {
 // VerifyBundle has read it first, so its shape is known to be sound.
 func readEventsBundle(b []byte) (*eventsBundle, error) {
 	var in struct {
-		SessionID string            `json:"session_id"`
-		Anchors   []json.RawMessage `json:"anchors"`
-		Responses []json.RawMessage `json:"responses"`
-		Entries   []json.RawMessage `json:"entries"`
-		Steps     []struct {
+		SessionID   string            `json:"session_id"`
+		Checkpoints []string          `json:"checkpoints"`
+		Anchors     []json.RawMessage `json:"anchors"`
+		Responses   []json.RawMessage `json:"responses"`
+		Entries     []json.RawMessage `json:"entries"`
+		Steps       []struct {
 			Entry    json.RawMessage `json:"entry"`
 			Response json.RawMessage `json:"response"`
 		} `json:"steps"`
@@ -359,6 +477,14 @@ func readEventsBundle(b []byte) (*eventsBundle, error) {
 		}
 		if json.Unmarshal(a, &an) == nil {
 			eb.leaves[an.Position] = an.LeafIndex
+		}
+	}
+	for _, note := range in.Checkpoints {
+		// The note's text is what precedes the blank line before its
+		// signatures (c2sp.org/signed-note).
+		text, _, _ := strings.Cut(note, "\n\n")
+		if c, err := ParseCheckpointHead([]byte(text + "\n")); err == nil {
+			eb.checkpoints = append(eb.checkpoints, c)
 		}
 	}
 	var prev *acs.Hash

@@ -41,6 +41,7 @@ func TestVerifyEvents(t *testing.T) {
 		notices    []string
 	}{
 		{file: "valid.ocsf.ndjson", statuses: map[string]int{"verified": 10}},
+		{file: "valid.ocsf@1.5.ndjson", statuses: map[string]int{"verified": 10}},
 		{file: "valid.cloudevents.ndjson", statuses: map[string]int{"verified": 9}},
 		{file: "valid.acs.ndjson", statuses: map[string]int{"verified": 9}},
 		{file: "pull.ndjson", statuses: map[string]int{"verified": 11}, duplicates: 1},
@@ -138,7 +139,10 @@ func TestEventsMangled(t *testing.T) {
 					// is outside the bundle, and this entry then missing.
 					continue
 				}
-				if fnd, _ := eb.check(p, li+1); fnd == nil {
+				unchecked := eb.unchecked
+				if fnd, _ := eb.check(p, li+1); fnd == nil && eb.unchecked == unchecked {
+					// (A checkpoint size the bundle lacks is noticed:
+					// event_checkpoint_unchecked.)
 					t.Errorf("%s line %d: mangled event accepted: %s", f, li+1, mangled)
 				}
 				n++
@@ -201,7 +205,7 @@ func TestEventsWithoutLinks(t *testing.T) {
 			}
 			var entry map[string]any
 			switch f {
-			case trace.OCSF:
+			case trace.OCSF, trace.OCSF15:
 				entry, _ = doc["unmapped"].(map[string]any)["acs"].(map[string]any)["entry"].(map[string]any)
 			case trace.CloudEvents:
 				entry = doc["data"].(map[string]any)["entry"].(map[string]any)
@@ -229,6 +233,110 @@ func TestEventsWithoutLinks(t *testing.T) {
 		r, err = VerifyEvents([][]byte{bundle}, strings.NewReader(strings.Join(wrong, "\n")), nil)
 		if err != nil || r.Verified() || len(r.Findings) == 0 || r.Findings[0].Code != CodeEventMismatch || !strings.Contains(r.Findings[0].Message, "previous_hash") {
 			t.Errorf("%s with a wrong previous_hash: %v %+v", f, err, r.Findings)
+		}
+	}
+}
+
+// TestEventsIntegrity changes the record_integrity members of the valid
+// OCSF 1.9 copy one way each and requires event_integrity_mismatch at the
+// member changed; a checkpoint of a size the bundle does not hold is a
+// notice, its root unchecked, and the copy still verifies.
+func TestEventsIntegrity(t *testing.T) {
+	bundle := readTestFile(t, "testdata", "bundles", "valid.json")
+	lines := strings.Split(strings.TrimSpace(string(readTestFile(t, "testdata", "events", "valid.ocsf.ndjson"))), "\n")
+	// The event of an anchored entry, so that every member is checked.
+	li := -1
+	for i, l := range lines {
+		if strings.Contains(l, `"leaf_index":`) && strings.Contains(l, `"checkpoint":`) {
+			li = i
+			break
+		}
+	}
+	if li < 0 {
+		t.Fatal("no anchored OCSF 1.9 event with a checkpoint in valid.ocsf.ndjson")
+	}
+	att := func(m map[string]any) map[string]any { return m["attestation_list"].([]any)[0].(map[string]any) }
+	handle := func(m map[string]any) map[string]any {
+		return m["unmapped"].(map[string]any)["acsledger"].(map[string]any)
+	}
+	cp := func(m map[string]any) map[string]any { return handle(m)["checkpoint"].(map[string]any) }
+	for _, tc := range []struct {
+		name, member string
+		mangle       func(m map[string]any)
+	}{
+		{"no attestation", "attestation_list", func(m map[string]any) { delete(m, "attestation_list") }},
+		{"attestation not an array", "attestation_list", func(m map[string]any) { m["attestation_list"] = map[string]any{} }},
+		{"two attestations", "attestation_list", func(m map[string]any) {
+			m["attestation_list"] = append(m["attestation_list"].([]any), att(m))
+		}},
+		{"profile not named", "metadata.profiles", func(m map[string]any) { m["metadata"].(map[string]any)["profiles"] = []any{} }},
+		{"fingerprint of another entry", "attestation_list[0].fingerprint.value", func(m map[string]any) {
+			att(m)["fingerprint"].(map[string]any)["value"] = strings.Repeat("0", 64)
+		}},
+		{"fingerprint algorithm", "attestation_list[0].fingerprint.algorithm_id", func(m map[string]any) {
+			att(m)["fingerprint"].(map[string]any)["algorithm_id"] = 4
+		}},
+		{"chain of another session", "attestation_list[0].chain_uid", func(m map[string]any) { att(m)["chain_uid"] = "sess-x" }},
+		{"attestation uid another leaf", "attestation_list[0].uid", func(m map[string]any) { att(m)["uid"] = "99999" }},
+		{"attestation uid dropped", "attestation_list[0].uid", func(m map[string]any) { delete(att(m), "uid") }},
+		{"handle leaf another leaf", "unmapped.acsledger.leaf_index", func(m map[string]any) {
+			handle(m)["leaf_index"] = json.Number("99999")
+		}},
+		{"receipt of another entry", "unmapped.acsledger.receipt", func(m map[string]any) {
+			handle(m)["receipt"] = strings.Replace(handle(m)["receipt"].(string), "/entries/", "/entries/1", 1)
+		}},
+		{"receipt dropped", "unmapped.acsledger.receipt", func(m map[string]any) { delete(handle(m), "receipt") }},
+		{"checkpoint root", "unmapped.acsledger.checkpoint.root_hash", func(m map[string]any) { cp(m)["root_hash"] = strings.Repeat("1", 64) }},
+		{"checkpoint origin", "unmapped.acsledger.checkpoint.origin", func(m map[string]any) { cp(m)["origin"] = "other.example/log" }},
+		{"checkpoint too small", "unmapped.acsledger.checkpoint.size", func(m map[string]any) { cp(m)["size"] = json.Number("0") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := json.NewDecoder(strings.NewReader(lines[li]))
+			d.UseNumber()
+			var m map[string]any
+			if err := d.Decode(&m); err != nil {
+				t.Fatal(err)
+			}
+			tc.mangle(m)
+			b, _ := json.Marshal(m)
+			copyLines := slices.Clone(lines)
+			copyLines[li] = string(b)
+			r, err := VerifyEvents([][]byte{bundle}, strings.NewReader(strings.Join(copyLines, "\n")), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Verified() || len(r.Findings) == 0 {
+				t.Fatalf("verified: %+v", r.Findings)
+			}
+			f := r.Findings[0]
+			if f.Code != CodeEventIntegrityMismatch || !strings.Contains(f.Message, " "+tc.member+":") || f.Where != fmt.Sprintf("event line %d", li+1) {
+				t.Errorf("finding %+v, want %s at %s", f, CodeEventIntegrityMismatch, tc.member)
+			}
+		})
+	}
+
+	// A checkpoint the bundle does not hold, bigger than its own: the root
+	// cannot be compared, a notice says so, and the copy verifies.
+	var out []string
+	for _, l := range lines {
+		out = append(out, strings.Replace(l, `"checkpoint":{"origin":"log.acsledger.example/audit","size":`, `"checkpoint":{"origin":"log.acsledger.example/audit","size":1`, 1))
+	}
+	r, err := VerifyEvents([][]byte{bundle}, strings.NewReader(strings.Join(out, "\n")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Verified() || len(r.Notices) != 1 || r.Notices[0].Code != CodeEventCheckpointUnchecked || !strings.Contains(r.Notices[0].Message, "10 event(s)") {
+		t.Errorf("a checkpoint the bundle lacks: verified %v, findings %+v, notices %+v", r.Verified(), r.Findings, r.Notices)
+	}
+}
+
+// TestEventCodesDocumented: the events check's codes have rows in
+// docs/findings.md.
+func TestEventCodesDocumented(t *testing.T) {
+	doc := string(readTestFile(t, "..", "docs", "findings.md"))
+	for _, c := range []string{CodeEventMismatch, CodeEventMissing, CodeEventOutsideBundle, CodeEventIntegrityMismatch, CodeEventCheckpointUnchecked} {
+		if !strings.Contains(doc, "| `"+c+"` |") && !strings.Contains(doc, "| `"+c+"` (notice) |") {
+			t.Errorf("docs/findings.md has no row for %s", c)
 		}
 	}
 }

@@ -8,11 +8,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/acsledger/acsledger/acs"
@@ -38,6 +41,22 @@ func main() {
 		log.Fatal(err)
 	}
 	origin, _, _ := strings.Cut(bundle.Checkpoints[0], "\n")
+	// The covering checkpoint OCSF 1.9 events name: the bundle's largest.
+	var cp *trace.Checkpoint
+	for _, note := range bundle.Checkpoints {
+		lines := strings.SplitN(note, "\n", 4)
+		size, err := strconv.ParseUint(lines[1], 10, 64)
+		if err != nil {
+			log.Fatal(err)
+		}
+		root, err := base64.StdEncoding.DecodeString(lines[2])
+		if err != nil {
+			log.Fatal(err)
+		}
+		if cp == nil || size > cp.Size {
+			cp = &trace.Checkpoint{Origin: lines[0], Size: size, RootHash: hex.EncodeToString(root)}
+		}
+	}
 	responses := map[string]json.RawMessage{}
 	for _, r := range bundle.Responses {
 		var env struct {
@@ -66,7 +85,7 @@ func main() {
 		h := acs.EntryHash(e.Content, prev)
 		prev = &h
 		ev := trace.Evidence{Origin: origin, SessionID: bundle.SessionID, AgentID: "report-builder", Position: int64(i),
-			EntryHash: h.String(), Source: "guardian", Entry: raw, Response: responses[e.StepID]}
+			EntryHash: h.String(), Source: "guardian", Entry: raw, Response: responses[e.StepID], Checkpoint: cp}
 		if li, ok := leaves[int64(i)]; ok {
 			ev.LeafIndex = &li
 		}
