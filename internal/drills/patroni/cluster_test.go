@@ -404,26 +404,6 @@ func (n *Node) KillPostgres(t testing.TB) int {
 	return pid
 }
 
-// Freeze stops the member's Patroni and PostgreSQL (every process of
-// both groups) with SIGSTOP, as a machine whose network stalls looks to
-// the others; Thaw lets them run again.
-func (n *Node) Freeze(t testing.TB) (postmaster int) {
-	t.Helper()
-	postmaster = n.Postmaster()
-	if postmaster == 0 {
-		t.Fatalf("%s: no postmaster runs", n.Name)
-	}
-	syscall.Kill(-postmaster, syscall.SIGSTOP)
-	n.patroni.signal(syscall.SIGSTOP)
-	return postmaster
-}
-
-// Thaw sends SIGCONT to what Freeze stopped.
-func (n *Node) Thaw(postmaster int) {
-	n.patroni.signal(syscall.SIGCONT)
-	syscall.Kill(-postmaster, syscall.SIGCONT)
-}
-
 // kill kills Patroni and PostgreSQL and waits until both are gone.
 func (n *Node) kill() {
 	if pid := n.Postmaster(); pid != 0 {
