@@ -192,7 +192,7 @@ func (w *weed) objects(t *testing.T, bucket, prefix string) map[string][]byte {
 func TestParquetS3(t *testing.T) {
 	t.Parallel()
 	n := 20000
-	if testing.Short() {
+	if testing.Short() || raceDetector {
 		n = 2000
 	}
 	w := startWeed(t, "lake")

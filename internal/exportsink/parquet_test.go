@@ -306,7 +306,7 @@ func checkLake(t *testing.T, files map[string][]byte, hashes []string, findings 
 func TestParquetDirectory(t *testing.T) {
 	t.Parallel()
 	n := 20000
-	if testing.Short() {
+	if testing.Short() || raceDetector {
 		n = 2000
 	}
 	l, hashes, findings := lakeLedger(t, n)

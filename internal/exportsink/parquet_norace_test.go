@@ -1,0 +1,5 @@
+//go:build !race
+
+package exportsink_test
+
+const raceDetector = false
