@@ -249,7 +249,7 @@ func VerifyEventsFunc(bundles [][]byte, events io.Reader, trust *Trust, each fun
 				Expected: eb.hashes[i], Where: "session " + eb.session}
 			switch {
 			case !eb.seen[i] && eb.differs[i]:
-				f.Message = fmt.Sprintf("the copy has no event of entry %d of session %s that matches the ledger, only one that differs (event_mismatch)", i, eb.session)
+				f.Message = fmt.Sprintf("the copy has no event of entry %d of session %s that matches the ledger, only one that differs (event_mismatch or event_integrity_mismatch)", i, eb.session)
 				rep.Findings = append(rep.Findings, f)
 			case !eb.seen[i]:
 				f.Message = fmt.Sprintf("the copy has no event of entry %d of session %s", i, eb.session)
