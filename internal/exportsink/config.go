@@ -23,6 +23,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -492,7 +493,7 @@ func tlsConfig(u *url.URL, q url.Values) (*tls.Config, error) {
 		tc.ServerName = v
 	}
 	if ca := q.Get("ca"); ca != "" {
-		pem, err := os.ReadFile(ca)
+		pem, err := readSmall(ca, 8<<20)
 		if err != nil {
 			return nil, fmt.Errorf("ca=%s: couldn't read the CA file: %w", ca, unwrapPath(err))
 		}
@@ -514,6 +515,21 @@ func tlsConfig(u *url.URL, q url.Values) (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{kp}
 	}
 	return tc, nil
+}
+
+// readSmall reads a file of at most limit bytes (a CA bundle is a few
+// hundred KiB; ca=/dev/zero must not read for ever).
+func readSmall(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = fmt.Errorf("bigger than %d MiB", limit>>20)
+	}
+	return b, err
 }
 
 // unwrapPath drops the path a *fs.PathError repeats (the message names

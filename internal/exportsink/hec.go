@@ -109,7 +109,6 @@ type hecSink struct {
 	meta    []byte
 	channel string
 	client  *http.Client
-	body    bytes.Buffer
 }
 
 func newHEC(c Config) (*hecSink, error) {
@@ -154,12 +153,14 @@ func (s *hecSink) renew() {
 func (s *hecSink) Send(ctx context.Context, batch []export.Event) error {
 	var ids []uint64
 	for start := 0; start < len(batch); {
-		s.body.Reset()
-		for start < len(batch) && (s.body.Len() == 0 || s.body.Len()+len(batch[start].JSON) < hecMaxPost) {
-			s.appendEvent(batch[start])
+		// A new body for each post: the HTTP transport may still read a
+		// request's body after Do returned an error.
+		var body []byte
+		for start < len(batch) && (len(body) == 0 || len(body)+len(batch[start].JSON) < hecMaxPost) {
+			body = s.appendEvent(body, batch[start])
 			start++
 		}
-		id, err := s.post(ctx)
+		id, err := s.post(ctx, body)
 		if err != nil {
 			s.renew()
 			var he *hecError
@@ -182,8 +183,7 @@ func (s *hecSink) Send(ctx context.Context, batch []export.Event) error {
 // appendEvent writes e as one HEC event object: time (when the ledger
 // committed the entry, epoch seconds with milliseconds), host, source,
 // sourcetype, index, and the event JSON as event.
-func (s *hecSink) appendEvent(e export.Event) {
-	b := s.body.AvailableBuffer()
+func (s *hecSink) appendEvent(b []byte, e export.Event) []byte {
 	b = append(b, `{"time":`...)
 	ms := e.RecordedAt.UnixMilli()
 	b = strconv.AppendInt(b, ms/1000, 10)
@@ -192,8 +192,7 @@ func (s *hecSink) appendEvent(e export.Event) {
 	b = append(b, s.meta...)
 	b = append(b, `,"event":`...)
 	b = append(b, e.JSON...)
-	b = append(b, "}\n"...)
-	s.body.Write(b)
+	return append(b, "}\n"...)
 }
 
 // hecReply is HEC's answer to a post.
@@ -204,9 +203,9 @@ type hecReply struct {
 	InvalidEvent *int    `json:"invalid-event-number"`
 }
 
-// post sends s.body and returns its ackId.
-func (s *hecSink) post(ctx context.Context) (uint64, error) {
-	status, raw, err := s.do(ctx, s.event, s.body.Bytes())
+// post sends body and returns its ackId.
+func (s *hecSink) post(ctx context.Context, body []byte) (uint64, error) {
+	status, raw, err := s.do(ctx, s.event, body)
 	if err != nil {
 		return 0, err
 	}
