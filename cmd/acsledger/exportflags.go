@@ -31,7 +31,7 @@ type exportFlags struct {
 
 func (f *exportFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.sinks, "export", "push every ledger event to the sink NAME=URL (repeatable): syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT?ca=FILE, http(s)://..., otlp+http://HOST:PORT, file:///DIR, parquet:///DIR, parquet+s3://HOST/BUCKET/PREFIX (docs/export.md)")
-	fs.Var(&f.formats, "export-format", "the encoding of sink NAME: NAME=ocsf|cloudevents|acs (default ocsf; repeatable)")
+	fs.Var(&f.formats, "export-format", "the encoding of sink NAME: NAME=ocsf|ocsf@1.5|cloudevents|acs (default ocsf, OCSF 1.9 with record_integrity; ocsf@1.5 the OCSF 1.5 events as before; repeatable)")
 }
 
 // check parses and checks every sink before serve starts anything.
