@@ -26,7 +26,7 @@ import (
 // and event day of each batch, under a Hive-style partition path, to a
 // directory (parquet:///DIR) or to S3-compatible object storage
 // (parquet+s3://HOST[:PORT]/BUCKET[/PREFIX], HTTPS; parquet+s3+http://
-// for a plain-HTTP endpoint). A file becomes visible only whole: written
+// for a plain-HTTP endpoint on a loopback address). A file becomes visible only whole: written
 // under a temporary name, fsynced and renamed in a directory; a completed
 // PUT (or multipart upload) in S3.
 
@@ -129,6 +129,9 @@ func (c *Config) parseParquet(u *url.URL, q url.Values) error {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 			return fmt.Errorf("port %q: want 1 to 65535", port)
 		}
+	}
+	if !p.secure && !isLoopback(u.Hostname()) {
+		return fmt.Errorf("parquet+s3+http sends the evidence in clear and is taken only to a loopback address (use parquet+s3)")
 	}
 	p.endpoint = u.Host
 	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")

@@ -361,6 +361,7 @@ func TestParquetParse(t *testing.T) {
 		{"parquet+s3://AK:" + secret + "@s3.example/lake?ca=/nonexistent.pem", "", "ca=/nonexistent.pem"},
 		{"parquet+s3://s3.example/lake", "", "no credentials"},
 		{"parquet+s3://AK:" + secret + "@s3.example/lake?batchsize=5", "", "batchsize"},
+		{"parquet+s3+http://AK:" + secret + "@s3.example:9000/lake", "", "only to a loopback address"},
 	} {
 		_, err := exportsink.Parse("lake", tc.url, tc.format)
 		if err == nil {
