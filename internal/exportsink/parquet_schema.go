@@ -41,9 +41,11 @@ type ocsfBase struct {
 	Metadata     ocsfMetadata `parquet:"metadata"`
 	Actor        ocsfActor    `parquet:"actor"`
 	Enrichments  string       `parquet:"enrichments,optional,json"`
-	Unmapped     string       `parquet:"unmapped,optional,json"`
-	Acsledger    handleCols   `parquet:"acsledger"`
-	Event        string       `parquet:"event,json"`
+	// AttestationList is OCSF 1.9's record_integrity attestation.
+	AttestationList string     `parquet:"attestation_list,optional,json"`
+	Unmapped        string     `parquet:"unmapped,optional,json"`
+	Acsledger       handleCols `parquet:"acsledger"`
+	Event           string     `parquet:"event,json"`
 }
 
 type ocsfMetadata struct {
@@ -373,6 +375,8 @@ func fillRow(r classRow, ev *export.Event) error {
 			err = fillActor(&b.Actor, v)
 		case "enrichments":
 			b.Enrichments = string(v)
+		case "attestation_list":
+			b.AttestationList = string(v)
 		case "unmapped":
 			b.Unmapped = string(v)
 			err = fillHandle(&b.Acsledger, v)

@@ -382,7 +382,7 @@ func TestParquetParse(t *testing.T) {
 		"parquet+s3+http://127.0.0.1:9000/lake",
 		"parquet://" + dir + "?batch=500&interval=5m",
 	} {
-		c, err := exportsink.Parse("lake", u, "")
+		c, err := exportsink.Parse("lake", u, "ocsf@1.5")
 		if err != nil {
 			t.Errorf("%s: %v", u, err)
 			continue
