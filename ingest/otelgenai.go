@@ -125,6 +125,11 @@ var otlpIDMembers = map[string]bool{
 // to base64, so that protojson reads them. Attribute keys are values of
 // "key" members, never member names, so no attribute is touched.
 func hexIDsToBase64(body []byte) ([]byte, error) {
+	// Strict first: the map below would keep the last of two members of
+	// one name, and invalid UTF-8 would be replaced, both silently.
+	if _, err := acs.Canonicalize(body); err != nil {
+		return nil, fmt.Errorf("the body is not strict JSON: %v", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any

@@ -298,7 +298,8 @@ func TestOTLPBadInput(t *testing.T) {
 		want              string
 	}{
 		{"malformed protobuf", "application/x-protobuf", []byte{0x0a, 0xff, 0x01}, 400, "not an OTLP protobuf message"},
-		{"malformed JSON", "application/json", []byte(`{"resourceSpans":[`), 400, "not JSON"},
+		{"malformed JSON", "application/json", []byte(`{"resourceSpans":[`), 400, "not strict JSON"},
+		{"JSON with a member twice", "application/json", []byte(`{"resourceSpans":[],"resourceSpans":[]}`), 400, "not strict JSON"},
 		{"JSON id not hex", "application/json", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","spanId":"0102030405060708"}]}]}]}`), 400, `resourceSpans[0].scopeSpans[0].spans[0].traceId: "zz" is not hex`},
 		{"span without trace id", "application/x-protobuf", otlpBody(t, good, noTrace), 400, "resourceSpans[0].scopeSpans[0].spans[1] (name \"execute_tool\"): trace_id is empty"},
 		{"span id of 3 bytes", "application/x-protobuf", otlpBody(t, good, shortSpan), 400, "span_id is 3 bytes, not 8"},
