@@ -55,6 +55,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	inf.register(fs)
 	var xf exportFlags
 	xf.register(fs)
+	var pf publishFlags
+	pf.register(fs)
 	var rf retentionFlags
 	rf.register(fs)
 	reverifyEvery := fs.Duration("reverify-every", time.Hour, "re-verify the whole ledger this often (0: only on demand through the admin API, whose token is $ACSLEDGER_ADMIN_TOKEN)")
@@ -63,6 +65,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log := newLogger(stderr)
 	if err := xf.check(); err != nil {
+		return err
+	}
+	if err := pf.check(); err != nil {
 		return err
 	}
 	if (af.tlsCert == "") != (af.tlsKey == "") {
@@ -171,6 +176,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// Export reads the primary: its cursors are written there, and a
 	// leaf index means the same on every copy of the log.
 	g, gctx := errgroup.WithContext(ctx)
+	// The publisher starts first: a bucket it refuses stops serve before
+	// anything else runs.
+	if err := pf.start(gctx, g, mlog, log); err != nil {
+		return err
+	}
 	sinks, err := xf.start(gctx, g, store, mlog.Origin(), log)
 	if err != nil {
 		return err

@@ -224,15 +224,17 @@ func (d *dirBucket) temp(key string, data []byte) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return "", "", err
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o444)
 	}
-	if err := f.Chmod(0o444); err == nil {
+	if err == nil {
 		err = f.Sync()
 	}
-	if err := f.Close(); err != nil {
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		os.Remove(f.Name())
 		return "", "", err
 	}
