@@ -113,6 +113,13 @@ func openS3(u *url.URL) (Bucket, error) {
 	if region == "" {
 		region = "us-east-1"
 	}
+	prefix := strings.Trim(u.Path, "/")
+	if prefix != "" {
+		if path.Clean(prefix) != prefix || strings.HasPrefix(prefix, "..") {
+			return nil, fmt.Errorf("--publish: prefix %q is not a clean path", prefix)
+		}
+		prefix += "/"
+	}
 	var creds *credentials.Credentials
 	if file := q.Get("credentials"); file != "" {
 		if _, err := os.Stat(file); err != nil {
@@ -127,13 +134,6 @@ func openS3(u *url.URL) (Bucket, error) {
 			return nil, fmt.Errorf("--publish s3://%s: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give ?credentials=FILE", name)
 		}
 		creds = credentials.NewEnvAWS()
-	}
-	prefix := strings.Trim(u.Path, "/")
-	if prefix != "" {
-		if path.Clean(prefix) != prefix || strings.HasPrefix(prefix, "..") {
-			return nil, fmt.Errorf("--publish: prefix %q is not a clean path", prefix)
-		}
-		prefix += "/"
 	}
 	cl, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: region})
 	if err != nil {

@@ -323,21 +323,24 @@ func (p *Publisher) publish(ctx context.Context) (uint64, error) {
 	return cur.cp.Size, nil
 }
 
-// tileRef names one tile or entry bundle.
-type tileRef struct {
-	level int
-	n     uint64
-	width int
+// TileRef names one tile or entry bundle.
+type TileRef struct {
+	Level int
+	N     uint64
+	Width int
 }
+
+// Path is the tile's C2SP path, its key under the prefix.
+func (r TileRef) Path() string { return tlog.TilePath(r.Level, r.N, r.Width) }
 
 // NeededTiles lists the tiles and entry bundles that a tree of newSize
 // needs and a tree of oldSize (already published) did not: the full tiles
 // completed since, and the partial tile of each level at newSize where
 // that level grew. Full
 // tiles come first, level 0 upward, bundles beside level 0.
-func NeededTiles(oldSize, newSize uint64) []tileRef {
-	var out []tileRef
-	var partial []tileRef
+func NeededTiles(oldSize, newSize uint64) []TileRef {
+	var out []TileRef
+	var partial []TileRef
 	for level := 0; level <= 7; level++ {
 		shift := uint(tlog.TileHeight * level)
 		count := newSize >> shift
@@ -347,15 +350,15 @@ func NeededTiles(oldSize, newSize uint64) []tileRef {
 		oldFull := (oldSize >> shift) / tlog.TileWidth
 		full := count / tlog.TileWidth
 		for n := oldFull; n < full; n++ {
-			out = append(out, tileRef{level, n, tlog.TileWidth})
+			out = append(out, TileRef{level, n, tlog.TileWidth})
 			if level == 0 {
-				out = append(out, tileRef{tlog.EntriesLevel, n, tlog.TileWidth})
+				out = append(out, TileRef{tlog.EntriesLevel, n, tlog.TileWidth})
 			}
 		}
 		if w := int(count % tlog.TileWidth); w > 0 && oldSize>>shift != count {
-			partial = append(partial, tileRef{level, full, w})
+			partial = append(partial, TileRef{level, full, w})
 			if level == 0 {
-				partial = append(partial, tileRef{tlog.EntriesLevel, full, w})
+				partial = append(partial, TileRef{tlog.EntriesLevel, full, w})
 			}
 		}
 	}
@@ -372,11 +375,11 @@ func (p *Publisher) writeTiles(ctx context.Context, oldSize, newSize uint64) err
 	g.SetLimit(p.cfg.Concurrency)
 	for _, r := range refs {
 		g.Go(func() error {
-			data, err := p.src.Tile(gctx, r.level, r.n, r.width)
+			data, err := p.src.Tile(gctx, r.Level, r.N, r.Width)
 			if err != nil {
-				return fmt.Errorf("couldn't read %s from the log: %w", tlog.TilePath(r.level, r.n, r.width), err)
+				return fmt.Errorf("couldn't read %s from the log: %w", tlog.TilePath(r.Level, r.N, r.Width), err)
 			}
-			key := tlog.TilePath(r.level, r.n, r.width)
+			key := tlog.TilePath(r.Level, r.N, r.Width)
 			err = p.b.Create(gctx, key, data, tileObject)
 			if errors.Is(err, ErrExists) {
 				have, gerr := p.b.Get(gctx, key)
