@@ -50,6 +50,17 @@ const (
 // pgbouncer binary skips the test, or fails it under CI=true.
 func (ps *Server) NewPgBouncer(t testing.TB, mode string, users ...string) *PgBouncer {
 	t.Helper()
+	poolSize := BouncerPoolSize
+	if mode == "session" {
+		poolSize = BouncerSessionPoolSize
+	}
+	return ps.NewPgBouncerSized(t, mode, poolSize, users...)
+}
+
+// NewPgBouncerSized is NewPgBouncer with poolSize server connections per
+// database and login.
+func (ps *Server) NewPgBouncerSized(t testing.TB, mode string, poolSize int, users ...string) *PgBouncer {
+	t.Helper()
 	bin, err := exec.LookPath("pgbouncer")
 	if err != nil {
 		if bin, err = exec.LookPath("/usr/sbin/pgbouncer"); err != nil {
@@ -73,10 +84,6 @@ func (ps *Server) NewPgBouncer(t testing.TB, mode string, users ...string) *PgBo
 	b := &PgBouncer{Mode: mode, log: new(bytes.Buffer), done: make(chan struct{})}
 	if b.Port, err = freePort(); err != nil {
 		t.Fatal(err)
-	}
-	poolSize := BouncerPoolSize
-	if mode == "session" {
-		poolSize = BouncerSessionPoolSize
 	}
 	conf := fmt.Sprintf(`[databases]
 * = host=127.0.0.1 port=%d
