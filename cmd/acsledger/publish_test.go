@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -105,6 +106,10 @@ func TestServePublishS3(t *testing.T) {
 	}
 	if code, served := get(t, s.url+"/checkpoint"); code != http.StatusOK || string(served) != string(cp) {
 		t.Errorf("serve's /checkpoint differs from the bucket's:\n%s\n%s", served, cp)
+	}
+	code, metrics := get(t, s.url+"/metrics")
+	if code != http.StatusOK || !regexp.MustCompile(fmt.Sprintf(`(?m)^acsledger_tlogpub_published_tree_size(\{[^}]*\})? %d$`, n)).Match(metrics) {
+		t.Errorf("/metrics lacks the bucket's tree size %d:\n%s", n, grepLines(string(metrics), "tlogpub"))
 	}
 	s.stop(t, syscall.SIGTERM)
 
