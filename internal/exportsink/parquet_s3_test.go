@@ -61,7 +61,10 @@ type weed struct {
 
 // startWeed starts SeaweedFS (master, volume, filer and S3 gateway on
 // loopback ports, telemetry off, nothing else listening) with one
-// identity, and waits until a PUT into bucket succeeds.
+// identity, and waits until a PUT into bucket succeeds. Its ports are
+// picked free just before it starts, so another process can take one
+// first: a server that exits before it is ready is started again on new
+// ports, five times at most.
 func startWeed(t *testing.T, bucket string) *weed {
 	t.Helper()
 	bin := weedBinary(t)
@@ -71,13 +74,29 @@ func startWeed(t *testing.T, bucket string) *weed {
 	if err := os.WriteFile(filepath.Join(dir, "s3.json"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	for attempt := 1; ; attempt++ {
+		err := w.start(t, bin, dir, attempt, bucket)
+		if err == nil {
+			return w
+		}
+		if attempt == 5 || !errors.Is(err, errWeedExited) {
+			t.Fatalf("SeaweedFS (attempt %d): %v", attempt, err)
+		}
+		t.Logf("SeaweedFS attempt %d: %v; again on new ports", attempt, err)
+	}
+}
+
+var errWeedExited = errors.New("the server exited before it was ready")
+
+// start runs one SeaweedFS server in dir/N and waits until it is ready.
+func (w *weed) start(t *testing.T, bin, dir string, n int, bucket string) error {
 	ports := freePorts(t, 8)
 	w.endpoint = fmt.Sprintf("127.0.0.1:%d", ports[6])
-	data := filepath.Join(dir, "data")
+	data := filepath.Join(dir, fmt.Sprintf("data%d", n))
 	if err := os.Mkdir(data, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	log, err := os.Create(filepath.Join(dir, "weed.log"))
+	log, err := os.Create(filepath.Join(dir, fmt.Sprintf("weed%d.log", n)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,13 +111,15 @@ func startWeed(t *testing.T, bucket string) *weed {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		cmd.Wait()
+		<-exited
 		log.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(log.Name()); err == nil {
-				t.Logf("weed log (tail):\n%s", tail(string(b), 3000))
+				t.Logf("%s (tail):\n%s", filepath.Base(log.Name()), tail(string(b), 3000))
 			}
 		}
 	})
@@ -124,10 +145,16 @@ func startWeed(t *testing.T, bucket string) *weed {
 			err = w.client.RemoveObject(ctx, bucket, "probe", minio.RemoveObjectOptions{})
 		}
 		if err == nil {
-			return w
+			return nil
+		}
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(log.Name())
+			return fmt.Errorf("%w: %s", errWeedExited, tail(string(b), 400))
+		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("SeaweedFS's S3 gateway never took an object: %v", err)
+			return fmt.Errorf("its S3 gateway never took an object: %v", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
