@@ -150,7 +150,9 @@ func (r *rsyslog) start(bin string) {
 		r.t.Fatal(err)
 	}
 	r.cmd = cmd
-	deadline := time.Now().Add(10 * time.Second)
+	// Generous: on a loaded 2-core box with several rsyslogds starting
+	// their TLS at once, 10 s was too short.
+	deadline := time.Now().Add(time.Minute)
 	for {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.port))
 		if err == nil {
