@@ -80,7 +80,7 @@ func runDrill(t *testing.T, name string, fault func(t *testing.T, c *Cluster, le
 	srv := drills.Serve(t, bin, "--db", c.URL(c.Writer), "--db-password-file", c.WriterPasswordFile, "--keys", keys)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("--- acsledger serve:\n%s", tail(srv.Log(), 8000))
+			t.Logf("--- acsledger serve:\n%s", tail(srv.Log(), 20000))
 		}
 	})
 	logPolicy := drills.LogPolicy(t, bin, keys)
