@@ -22,6 +22,7 @@ func FuzzRoundTrip(f *testing.F) {
 		ev := Evidence{Origin: "o", SessionID: "s", AgentID: agent, Position: 3, EntryHash: testHash, Source: "guardian", Entry: entry}
 		if anchored {
 			ev.LeafIndex = &li
+			ev.Checkpoint = &Checkpoint{Origin: "o", Size: 10, RootHash: testHash}
 		}
 		for _, f := range Formats {
 			evs, err := EncodeAll(f, ev, Options{})
