@@ -386,3 +386,51 @@ func orRoot(at string) string {
 	}
 	return at
 }
+
+// Attestation is one attestation of an OCSF 1.9 event's attestation_list
+// (the record_integrity profile), as read back; members the event lacks
+// stay zero.
+type Attestation struct {
+	UID, AuthorityUID, ChainUID string
+	// FingerprintAlgorithmID is fingerprint.algorithm_id (3 is SHA-256),
+	// -1 when absent or not an integer; Fingerprint is fingerprint.value.
+	FingerprintAlgorithmID int64
+	Fingerprint            string
+}
+
+// Integrity returns the attestations of the event's attestation_list and
+// whether metadata.profiles names record_integrity. Its error says how
+// attestation_list is malformed (not an array of objects).
+func (p *Parsed) Integrity() (list []Attestation, profiled bool, err error) {
+	if ps, ok := path(p.doc, "metadata", "profiles").([]any); ok {
+		profiled = slices.Contains(ps, any("record_integrity"))
+	}
+	raw, ok := p.doc["attestation_list"]
+	if !ok {
+		return nil, profiled, nil
+	}
+	arr, ok := raw.([]any)
+	if !ok {
+		return nil, profiled, errors.New("attestation_list is not an array")
+	}
+	for i, it := range arr {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, profiled, fmt.Errorf("attestation_list[%d] is not an object", i)
+		}
+		a := Attestation{FingerprintAlgorithmID: -1}
+		a.UID, _ = m["uid"].(string)
+		a.AuthorityUID, _ = m["authority_uid"].(string)
+		a.ChainUID, _ = m["chain_uid"].(string)
+		if fp, ok := m["fingerprint"].(map[string]any); ok {
+			a.Fingerprint, _ = fp["value"].(string)
+			if n, ok := fp["algorithm_id"].(json.Number); ok {
+				if id, err := n.Int64(); err == nil {
+					a.FingerprintAlgorithmID = id
+				}
+			}
+		}
+		list = append(list, a)
+	}
+	return list, profiled, nil
+}
