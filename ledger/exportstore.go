@@ -49,6 +49,9 @@ type ExportFilter struct {
 	WithParams bool
 }
 
+// MaxExportPage caps one page of ExportEntries.
+const MaxExportPage = 10000
+
 // ExportCursor is the durable delivery state of one export sink
 // (docs/export.md, "Counters").
 type ExportCursor struct {
@@ -77,7 +80,8 @@ var ErrCursorMoved = errors.New("export cursor moved concurrently")
 
 // ExportStore is the store's part of export (migrations 0020, 0023).
 //
-//   - ExportEntries returns the page f selects, possibly empty.
+//   - ExportEntries returns the page f selects, possibly empty, and at
+//     most MaxExportPage entries whatever f.Limit asks.
 //   - ExportCursor returns ErrNotFound for a sink that never saved one.
 //   - PutExportCursor creates c, or moves the stored cursor of c.Name
 //     whose Next is expectNext to c; it returns ErrCursorMoved otherwise.

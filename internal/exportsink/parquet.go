@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/acsledger/acsledger/acs/trace"
+	"github.com/acsledger/acsledger/ledger"
 	"github.com/acsledger/acsledger/ledger/export"
 )
 
@@ -38,7 +39,7 @@ import (
 // most one file per class and day a minute.
 const (
 	parquetBatch    = 10000
-	parquetMaxBatch = 10000
+	parquetMaxBatch = ledger.MaxExportPage
 	parquetInterval = time.Minute
 	// parquetParallel is how many files of a batch are encoded and put
 	// at once.

@@ -185,6 +185,9 @@ func (d *Deliverer) defaults() {
 	if d.Batch <= 0 {
 		d.Batch = 1000
 	}
+	// A batch is one page of the store: a longer one would come back
+	// short and read as leaves missing from the ledger.
+	d.Batch = min(d.Batch, ledger.MaxExportPage)
 	if d.Poll <= 0 {
 		d.Poll = time.Second
 	}

@@ -291,3 +291,23 @@ func TestCursorCompareAndSwap(t *testing.T) {
 		t.Fatalf("stale writer: %v", err)
 	}
 }
+
+// A batch asked longer than one page of the store is cut to a page: the
+// store's short page is not read as leaves missing from the ledger.
+func TestDelivererBatchOverPage(t *testing.T) {
+	t.Parallel()
+	l := exporttest.New(t)
+	l.Append(t, ledger.MaxExportPage+3)
+	sink := &flakySink{}
+	d := &export.Deliverer{Name: "lake", Store: l, Encoder: export.Encoder{Format: trace.ACS}, Sink: sink,
+		Batch: 2 * ledger.MaxExportPage, Poll: 5 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- d.Run(ctx) }()
+	waitFor(t, "every entry", func() bool { return d.Status().NextLeaf == ledger.MaxExportPage+3 })
+	cancel()
+	<-done
+	if st := d.Status(); st.LastError != "" || st.Acknowledged != ledger.MaxExportPage+3 || sink.count() != ledger.MaxExportPage+3 {
+		t.Errorf("status %+v, sink got %d", st, sink.count())
+	}
+}

@@ -67,12 +67,17 @@ func (l *Ledger) Append(t testing.TB, n int) {
 	}
 	l.n += n
 	tlogtest.IntegrateAll(t, l.Log)
-	es, err := l.ExportEntries(context.Background(), ledger.ExportFilter{From: uint64(len(l.Hashes)), To: uint64(l.n), Limit: 10000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range es {
-		l.Hashes = append(l.Hashes, hex.EncodeToString(e.EntryHash[:]))
+	for len(l.Hashes) < l.n {
+		es, err := l.ExportEntries(context.Background(), ledger.ExportFilter{From: uint64(len(l.Hashes)), To: uint64(l.n), Limit: ledger.MaxExportPage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) == 0 {
+			break
+		}
+		for _, e := range es {
+			l.Hashes = append(l.Hashes, hex.EncodeToString(e.EntryHash[:]))
+		}
 	}
 	if len(l.Hashes) != l.n {
 		t.Fatalf("%d leaves for %d entries", len(l.Hashes), l.n)

@@ -9,17 +9,14 @@ import (
 
 var _ ledger.ExportStore = (*Store)(nil)
 
-// maxExportPage caps one page of ExportEntries, whatever the caller asks.
-const maxExportPage = 10000
-
 // ExportEntries implements ledger.ExportStore.
 func (s *Store) ExportEntries(ctx context.Context, f ledger.ExportFilter) ([]ledger.ExportEntry, error) {
 	if f.To <= f.From {
 		return nil, nil
 	}
 	limit := f.Limit
-	if limit <= 0 || limit > maxExportPage {
-		limit = maxExportPage
+	if limit <= 0 || limit > ledger.MaxExportPage {
+		limit = ledger.MaxExportPage
 	}
 	out := make([]ledger.ExportEntry, 0, min(limit, int(f.To-f.From)))
 	err := s.eachRow(ctx, s.q.ExportEntries, []any{int64(f.From), int64(f.To), f.AgentPrefix, limit, f.WithParams}, func(r Rows) error {
