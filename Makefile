@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help run test check vulncheck unit drills bench bench-scale bench-10m screenshots fuzz lint
+.PHONY: help run test tools check vulncheck unit unit-full drills bench bench-scale bench-10m screenshots fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
@@ -10,7 +10,10 @@ help: ## list the targets
 run: ## run the service on the embedded store at http://127.0.0.1:8080
 	$(GO) run ./cmd/acsledger serve
 
-test: check unit drills ## the whole suite: formatting, vet, staticcheck, race-enabled tests, fault drills (starts its own PostgreSQL)
+test: tools check unit unit-full drills ## the whole suite: formatting, vet, staticcheck, race-enabled tests, full-size runs, fault drills (starts its own PostgreSQL and SeaweedFS)
+
+tools: ## build the test servers that come as Go modules (SeaweedFS's weed, cached under ~/.cache/acsledger; minutes the first time)
+	@deploy/seaweedfs/build.sh
 
 check: ## gofmt, go vet, staticcheck and govulncheck
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -36,6 +39,11 @@ vulncheck: ## govulncheck ./... (skipped, with a message, only when vuln.go.dev 
 
 unit: ## go test -race over every package
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# The race detector slows the embedded store about tenfold, so the tests
+# that need volume run at full size here, without it.
+unit-full: ## the full-size runs without the race detector (the Parquet sink's 20,000 entries)
+	$(GO) test -count=1 -run 'TestParquet' ./internal/exportsink/
 
 # The drills build only with the tag; they run the built binary, kill it,
 # stop and cut PostgreSQL, and restore a backup (docs/operations.md, "Drills").
