@@ -92,12 +92,16 @@ type Server struct {
 	dir     string
 	ports   []int
 	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd has exited
 	logFile *os.File
 }
 
 // Start starts SeaweedFS (master, volume, filer and S3 gateway on loopback
 // ports, telemetry off, nothing else listening) and waits until a PUT
-// into bucket succeeds. It is stopped when the test ends.
+// into bucket succeeds. It is stopped when the test ends. Its ports are
+// picked free just before it starts, so another process can take one
+// first: a server that exits before it is ready is started again on new
+// ports, five times at most.
 func Start(t testing.TB, bucket string, opt Options) *Server {
 	t.Helper()
 	s := &Server{t: t, bin: Binary(t), dir: t.TempDir()}
@@ -114,13 +118,6 @@ func Start(t testing.TB, bucket string, opt Options) *Server {
 	if err := os.Mkdir(filepath.Join(s.dir, "data"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	s.ports = FreePorts(t, 8)
-	s.Endpoint = fmt.Sprintf("127.0.0.1:%d", s.ports[6])
-	var err error
-	s.Client, err = minio.New(s.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s.Access, s.Secret, ""), Region: "us-east-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
@@ -129,10 +126,30 @@ func Start(t testing.TB, bucket string, opt Options) *Server {
 			}
 		}
 	})
-	s.start()
-	s.waitBucket(bucket)
-	return s
+	for attempt := 1; ; attempt++ {
+		s.ports = FreePorts(t, 8)
+		s.Endpoint = fmt.Sprintf("127.0.0.1:%d", s.ports[6])
+		var err error
+		s.Client, err = minio.New(s.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s.Access, s.Secret, ""), Region: "us-east-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.start()
+		err = s.waitBucket(bucket)
+		if err == nil {
+			return s
+		}
+		s.Stop()
+		if attempt == 5 || !errors.Is(err, errExited) {
+			t.Fatalf("SeaweedFS (attempt %d): %v", attempt, err)
+		}
+		t.Logf("SeaweedFS attempt %d: %v; again on new ports", attempt, err)
+	}
 }
+
+// errExited is waitBucket's error when the server stopped before it was
+// ready (most often: another process took one of its ports first).
+var errExited = errors.New("the server exited before it was ready")
 
 // start runs the server process over the data directory.
 func (s *Server) start() {
@@ -154,7 +171,9 @@ func (s *Server) start() {
 		lf.Close()
 		s.t.Fatal(err)
 	}
-	s.cmd, s.logFile = cmd, lf
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	s.cmd, s.logFile, s.exited = cmd, lf, exited
 }
 
 // Stop kills the server (its data stays for Restart).
@@ -163,7 +182,7 @@ func (s *Server) Stop() {
 		return
 	}
 	s.cmd.Process.Kill()
-	s.cmd.Wait()
+	<-s.exited
 	s.logFile.Close()
 	s.cmd = nil
 }
@@ -173,13 +192,14 @@ func (s *Server) Stop() {
 func (s *Server) Restart(bucket string) {
 	s.t.Helper()
 	s.start()
-	s.waitBucket(bucket)
+	if err := s.waitBucket(bucket); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 // waitBucket waits until bucket exists and takes an object (the volume
 // server registers with the master a moment after the gateway listens).
-func (s *Server) waitBucket(bucket string) {
-	s.t.Helper()
+func (s *Server) waitBucket(bucket string) error {
 	ctx := context.Background()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -196,10 +216,16 @@ func (s *Server) waitBucket(bucket string) {
 			err = s.Client.RemoveObject(ctx, bucket, "s3test-probe", minio.RemoveObjectOptions{})
 		}
 		if err == nil {
-			return
+			return nil
+		}
+		select {
+		case <-s.exited:
+			b, _ := os.ReadFile(filepath.Join(s.dir, "weed.log"))
+			return fmt.Errorf("%w: %s", errExited, Tail(string(b), 400))
+		default:
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("SeaweedFS's S3 gateway never took an object: %v", err)
+			return fmt.Errorf("SeaweedFS's S3 gateway never took an object: %v", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
