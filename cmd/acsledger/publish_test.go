@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	sumtlog "golang.org/x/mod/sumdb/tlog"
 
 	"github.com/acsledger/acsledger/internal/s3test"
@@ -83,42 +87,70 @@ func TestServePublishS3(t *testing.T) {
 	publish := "s3://log/acs?endpoint=http://" + w.Endpoint
 	s := startIn(t, t.TempDir(), env, "serve", "--addr", "127.0.0.1:0", "--db", t.TempDir(), "--keys", keys, "--publish", publish)
 	const n = 40
-	for i := range n {
-		if code, out := post(t, s.url+"/api/v1/sessions/s1/entries?agent_id=agent-7", entryJSON(i)); code != http.StatusCreated {
-			t.Fatalf("append %d: %d %v", i, code, out)
-		}
-	}
 	base := "http://" + w.Endpoint + "/log/acs"
-	var cp []byte
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		resp, b := plainGet(t, base+"/checkpoint")
-		if resp.StatusCode == http.StatusOK {
-			if size, _ := tlogtest.OpenCheckpoint(t, vkey, b); size == n {
-				cp = b
-				break
+	appendUntil := func(from, to int) []byte {
+		for i := from; i < to; i++ {
+			if code, out := post(t, s.url+"/api/v1/sessions/s1/entries?agent_id=agent-7", entryJSON(i)); code != http.StatusCreated {
+				t.Fatalf("append %d: %d %v", i, code, out)
 			}
 		}
+		// Reading evidence is itself recorded: the receipt's read adds
+		// a leaf, so the tree may hold more than the appended entries.
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			resp, b := plainGet(t, base+"/checkpoint")
+			if resp.StatusCode == http.StatusOK {
+				if size, _ := tlogtest.OpenCheckpoint(t, vkey, b); size >= int64(to) {
+					return b
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the bucket's checkpoint never reached %d leaves (last: %s %q)\nserve log:\n%s", to, resp.Status, b, s.log())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	appendUntil(0, n/2)
+	// A receipt of entry 3 against the tree of 20, checked below from the
+	// bucket against the tree of 40.
+	code, receipt := get(t, s.url+"/api/v1/sessions/s1/entries/3/receipt")
+	if code != http.StatusOK {
+		t.Fatalf("receipt: %d %s", code, receipt)
+	}
+	receiptFile := filepath.Join(t.TempDir(), "e3.tlog-proof")
+	if err := os.WriteFile(receiptFile, receipt, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	appendUntil(n/2, n)
+	// The bucket catches up with what serve publishes, and /metrics
+	// shows the bucket's tree size.
+	var size int64
+	var root sumtlog.Hash
+	var cp []byte
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		_, served := get(t, s.url+"/checkpoint")
+		_, cp = plainGet(t, base+"/checkpoint")
+		size, root = tlogtest.OpenCheckpoint(t, vkey, cp)
+		_, metrics := get(t, s.url+"/metrics")
+		gauge := regexp.MustCompile(fmt.Sprintf(`(?m)^acsledger_tlogpub_published_tree_size(\{[^}]*\})? %d$`, size))
+		if string(served) == string(cp) && gauge.Match(metrics) {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the bucket's checkpoint never reached %d leaves (last: %s %q)\nserve log:\n%s", n, resp.Status, b, s.log())
+			t.Fatalf("the bucket's checkpoint never matched serve's, or /metrics lacks its size %d:\n%s\n%s\n%s", size, served, cp, grepLines(string(metrics), "tlogpub"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if code, served := get(t, s.url+"/checkpoint"); code != http.StatusOK || string(served) != string(cp) {
-		t.Errorf("serve's /checkpoint differs from the bucket's:\n%s\n%s", served, cp)
-	}
-	code, metrics := get(t, s.url+"/metrics")
-	if code != http.StatusOK || !regexp.MustCompile(fmt.Sprintf(`(?m)^acsledger_tlogpub_published_tree_size(\{[^}]*\})? %d$`, n)).Match(metrics) {
-		t.Errorf("/metrics lacks the bucket's tree size %d:\n%s", n, grepLines(string(metrics), "tlogpub"))
-	}
 	s.stop(t, syscall.SIGTERM)
 
-	size, root := tlogtest.OpenCheckpoint(t, vkey, cp)
+	if size < n || size > 255 {
+		t.Fatalf("published tree of %d leaves", size)
+	}
 	tree := sumtlog.Tree{N: size, Hash: root}
 	thr := sumtlog.TileHashReader(tree, publicTiles{t, base})
-	_, bundle := plainGet(t, base+"/"+tlog.TilePath(tlog.EntriesLevel, 0, n))
+	_, bundle := plainGet(t, base+"/"+tlog.TilePath(tlog.EntriesLevel, 0, int(size)))
 	leaves, err := tlog.ParseBundle(bundle)
-	if err != nil || len(leaves) != n {
+	if err != nil || int64(len(leaves)) != size {
 		t.Fatalf("entry bundle: %d leaves, %v", len(leaves), err)
 	}
 	for i, leaf := range leaves {
@@ -131,16 +163,47 @@ func TestServePublishS3(t *testing.T) {
 		}
 	}
 
+	out, exit := runAcsverify(t, "receipt", "--json", "--log-key", vkey, "--log-url", base, receiptFile)
+	// The entries were appended through the API, with no Guardian
+	// response: that is the one finding; the log's proofs all hold.
+	var rep struct {
+		TreeSize      int64 `json:"tree_size"`
+		NewerTreeSize int64 `json:"newer_tree_size"`
+		Findings      []struct {
+			Code string `json:"code"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("acsverify receipt --log-url: exit %d, %v\n%s", exit, err, out)
+	}
+	if exit != 1 || rep.NewerTreeSize != size || rep.TreeSize >= size || len(rep.Findings) != 1 || rep.Findings[0].Code != "entry_without_response" {
+		t.Fatalf("acsverify receipt --log-url: exit %d\n%s", exit, out)
+	}
+
+	if out, exit := runAcsverify(t, "receipt", "--log-key", vkey, "--log-url", "ftp://"+w.Endpoint, receiptFile); exit != 2 || !strings.Contains(out, "--log-url must be an http(s) URL") {
+		t.Errorf("acsverify --log-url ftp://: exit %d\n%s", exit, out)
+	}
+	// A tile overwritten in the bucket (bypassing the publisher) is
+	// caught: the tiles no longer hash to the signed root.
+	tile := "acs/" + tlog.TilePath(0, 0, int(size))
+	junk := make([]byte, 32*size)
+	if _, err := w.Client.PutObject(context.Background(), "log", tile, bytes.NewReader(junk), int64(len(junk)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, exit := runAcsverify(t, "receipt", "--log-key", vkey, "--log-url", base, receiptFile); exit == 0 || !strings.Contains(out, "from the published tiles") {
+		t.Errorf("acsverify --log-url over an overwritten tile: exit %d\n%s", exit, out)
+	}
+
 	// Another store has another log key: serve refuses the bucket.
 	otherKeys := filepath.Join(t.TempDir(), "keys")
 	keygen(t, otherKeys, "--log-origin", "other.test/log")
 	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--db", t.TempDir(), "--keys", otherKeys, "--publish", publish)
 	cmd.Dir, cmd.Env = t.TempDir(), env
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "not a checkpoint signed by this log's key") || !strings.Contains(string(out), "s3://log/acs/") {
-		t.Fatalf("serve on another log's bucket: %v\n%s", err, out)
+	cmdOut, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(cmdOut), "not a checkpoint signed by this log's key") || !strings.Contains(string(cmdOut), "s3://log/acs/") {
+		t.Fatalf("serve on another log's bucket: %v\n%s", err, cmdOut)
 	}
-	if strings.Contains(string(out), w.Secret) {
+	if strings.Contains(string(cmdOut), w.Secret) {
 		t.Fatal("serve printed the secret key")
 	}
 	if _, b := plainGet(t, base+"/checkpoint"); string(b) != string(cp) {
