@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
+	"golang.org/x/mod/sumdb/note"
 	sumtlog "golang.org/x/mod/sumdb/tlog"
 
 	"github.com/acsledger/acsledger/internal/s3test"
@@ -310,5 +312,87 @@ func TestCreateIsConditional(t *testing.T) {
 	defer obj.Close()
 	if got, _ := io.ReadAll(obj); string(got) != "one" {
 		t.Fatalf("tile holds %q", got)
+	}
+}
+
+// TestPublishOrderUnderReads runs the publisher's loop while the log
+// grows in 12 batches and a reader polls the bucket the whole time: every
+// checkpoint it sees must verify and have every tile it needs (the last
+// leaf's inclusion is proved from the bucket each time).
+func TestPublishOrderUnderReads(t *testing.T) {
+	f := newFixture(t)
+	b, err := tlogpub.Open(f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tlogpub.New(f.log, b, tlogpub.Config{Interval: 20 * time.Millisecond})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	const batches, per = 12, 97
+	readerErr := make(chan error, 1)
+	seen := make(chan int, 1)
+	go func() {
+		sizes := map[int64]bool{}
+		defer func() { seen <- len(sizes) }()
+		deadline := time.Now().Add(3 * time.Minute)
+		for time.Now().Before(deadline) {
+			resp, cp, err := httpGet(f.base + "/checkpoint")
+			if err != nil {
+				readerErr <- err
+				return
+			}
+			if resp.StatusCode == http.StatusNotFound {
+				time.Sleep(5 * time.Millisecond) // poll interval
+				continue
+			}
+			v, err := note.NewVerifier(f.vkey)
+			if err != nil {
+				readerErr <- err
+				return
+			}
+			n, err := note.Open(cp, note.VerifierList(v))
+			if err != nil {
+				readerErr <- fmt.Errorf("checkpoint does not verify: %v", err)
+				return
+			}
+			c, err := tlog.ParseCheckpoint([]byte(n.Text))
+			if err != nil {
+				readerErr <- err
+				return
+			}
+			tree := sumtlog.Tree{N: int64(c.Size), Hash: sumtlog.Hash(c.Root)}
+			if _, err := sumtlog.ProveRecord(tree.N, tree.N-1, sumtlog.TileHashReader(tree, bucketTiles{f.base})); err != nil {
+				readerErr <- fmt.Errorf("checkpoint %d names tiles the bucket lacks or that do not match: %v", c.Size, err)
+				return
+			}
+			sizes[tree.N] = true
+			if tree.N == batches*per {
+				return
+			}
+		}
+		readerErr <- errors.New("the bucket never reached the last batch")
+	}()
+	for i := range batches {
+		tlogdb.AppendSQLite(t, f.st, "s", int64(i*per), per)
+		tlogtest.IntegrateAll(t, f.log)
+	}
+	n := <-seen
+	select {
+	case err := <-readerErr:
+		t.Fatal(err)
+	default:
+	}
+	t.Logf("the reader checked %d published sizes", n)
+	if st := p.Status(); st.Published != batches*per || st.Failures != 0 {
+		t.Errorf("status %+v", st)
 	}
 }
