@@ -163,7 +163,9 @@ func TestServePublishS3(t *testing.T) {
 		}
 	}
 
-	out, exit := runAcsverify(t, "receipt", "--json", "--log-key", vkey, "--log-url", base, receiptFile)
+	// The auditor's copy of the bucket, as `aws s3 sync` makes it:
+	// acsverify reads files, it opens no connection.
+	out, exit := runAcsverify(t, "receipt", "--json", "--log-key", vkey, "--log-dir", mirror(t, w, "log", "acs/"), receiptFile)
 	// The entries were appended through the API, with no Guardian
 	// response: that is the one finding; the log's proofs all hold.
 	var rep struct {
@@ -174,14 +176,14 @@ func TestServePublishS3(t *testing.T) {
 		} `json:"findings"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("acsverify receipt --log-url: exit %d, %v\n%s", exit, err, out)
+		t.Fatalf("acsverify receipt --log-dir: exit %d, %v\n%s", exit, err, out)
 	}
 	if exit != 1 || rep.NewerTreeSize != size || rep.TreeSize >= size || len(rep.Findings) != 1 || rep.Findings[0].Code != "entry_without_response" {
-		t.Fatalf("acsverify receipt --log-url: exit %d\n%s", exit, out)
+		t.Fatalf("acsverify receipt --log-dir: exit %d\n%s", exit, out)
 	}
 
-	if out, exit := runAcsverify(t, "receipt", "--log-key", vkey, "--log-url", "ftp://"+w.Endpoint, receiptFile); exit != 2 || !strings.Contains(out, "--log-url must be an http(s) URL") {
-		t.Errorf("acsverify --log-url ftp://: exit %d\n%s", exit, out)
+	if out, exit := runAcsverify(t, "receipt", "--log-key", vkey, "--log-dir", filepath.Join(t.TempDir(), "none"), receiptFile); exit != 2 || !strings.Contains(out, "--log-dir: ") {
+		t.Errorf("acsverify --log-dir of a missing directory: exit %d\n%s", exit, out)
 	}
 	// A tile overwritten in the bucket (bypassing the publisher) is
 	// caught: the tiles no longer hash to the signed root.
@@ -190,8 +192,8 @@ func TestServePublishS3(t *testing.T) {
 	if _, err := w.Client.PutObject(context.Background(), "log", tile, bytes.NewReader(junk), int64(len(junk)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if out, exit := runAcsverify(t, "receipt", "--log-key", vkey, "--log-url", base, receiptFile); exit == 0 || !strings.Contains(out, "from the published tiles") {
-		t.Errorf("acsverify --log-url over an overwritten tile: exit %d\n%s", exit, out)
+	if out, exit := runAcsverify(t, "receipt", "--log-key", vkey, "--log-dir", mirror(t, w, "log", "acs/"), receiptFile); exit == 0 || !strings.Contains(out, "from the published tiles") {
+		t.Errorf("acsverify --log-dir over an overwritten tile: exit %d\n%s", exit, out)
 	}
 
 	// Another store has another log key: serve refuses the bucket.
@@ -244,4 +246,25 @@ func (h publicTiles) ReadTiles(tiles []sumtlog.Tile) ([][]byte, error) {
 		out[i] = b
 	}
 	return out, nil
+}
+
+// mirror copies every object of bucket under prefix into a new directory,
+// by key less the prefix, as an auditor's `aws s3 sync` would.
+func mirror(t *testing.T, w *s3test.Server, bucket, prefix string) string {
+	t.Helper()
+	dir := t.TempDir()
+	ctx := context.Background()
+	for o := range w.Client.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		name := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(o.Key, prefix)))
+		if err := os.MkdirAll(filepath.Dir(name), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Client.FGetObject(ctx, bucket, o.Key, name, minio.GetObjectOptions{}); err != nil {
+			t.Fatalf("%s: %v", o.Key, err)
+		}
+	}
+	return dir
 }

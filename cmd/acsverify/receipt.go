@@ -12,7 +12,7 @@ import (
 	"github.com/acsledger/acsledger/verify"
 )
 
-const receiptArgs = "[--format auto|tlog-proof|cose] --log-key KEY [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--checkpoint NEWER (--consistency PROOF | --bundle B) | --log-url URL] [--tsa-cert FILE] [--require-timestamp] [--json] FILE.tlog-proof|FILE.cose"
+const receiptArgs = "[--format auto|tlog-proof|cose] --log-key KEY [--trust KEYFILE ...] [--hmac-ikm KEY_ID=HEX ...] [--checkpoint NEWER (--consistency PROOF | --bundle B) | --log-dir DIR] [--tsa-cert FILE] [--require-timestamp] [--json] FILE.tlog-proof|FILE.cose"
 
 // receipt verifies one entry's receipt (docs/receipts.md) offline.
 func receipt(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -25,7 +25,7 @@ func receipt(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&ikms, "hmac-ikm", "HMAC-SHA256 input keying material as KEY_ID=HEX (repeatable)")
 	newer := fs.String("checkpoint", "", "a newer checkpoint of the log you hold (a signed note file); checks the receipt's checkpoint is consistent with it")
 	consistency := fs.String("consistency", "", "with --checkpoint: the consistency proof from the receipt's tree to the newer one, as GET /api/v1/proofs/consistency answers (JSON)")
-	logURL := fs.String("log-url", "", "the log's public `URL` (an object-storage bucket served over HTTP, or the server): its current checkpoint must extend the receipt's, proven from its tiles (docs/object-storage.md)")
+	logDir := fs.String("log-dir", "", "a local copy `DIR` of the published log (its C2SP paths: checkpoint, tile/...; e.g. aws s3 sync of the bucket serve --publish writes): its checkpoint must extend the receipt's, proven from its tiles (docs/object-storage.md)")
 	bundleFile := fs.String("bundle", "", "an evidence bundle exported with since_size=<the receipt's tree size>: its consistency proof (and, without --checkpoint, its latest checkpoint) are used")
 	tsaCert := fs.String("tsa-cert", "", "PEM file of the RFC 3161 time-stamping authority's certificate or its CA: the receipt's time-stamp must chain to it (timestamp_invalid)")
 	requireTS := fs.Bool("require-timestamp", false, "fail with timestamp_missing unless the receipt carries a valid RFC 3161 time-stamp of its checkpoint")
@@ -50,13 +50,8 @@ func receipt(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *newer != "" && *consistency == "" && *bundleFile == "" {
 		return fail("--checkpoint needs --consistency or --bundle: the proof that the newer tree extends the receipt's")
 	}
-	if *logURL != "" {
-		if *newer != "" || *consistency != "" || *bundleFile != "" {
-			return fail("give --log-url or --checkpoint/--consistency/--bundle, not both")
-		}
-		if err := checkLogURL(*logURL); err != nil {
-			return fail("%v", err)
-		}
+	if *logDir != "" && (*newer != "" || *consistency != "" || *bundleFile != "") {
+		return fail("give --log-dir or --checkpoint/--consistency/--bundle, not both")
 	}
 	if *consistency != "" && *newer == "" {
 		return fail("--consistency needs --checkpoint, the newer checkpoint it leads to")
@@ -99,7 +94,7 @@ func receipt(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail("%s: %v", name, err)
 	}
 	if *format == "cose" || *format == "auto" && verify.IsCOSE(doc) {
-		if *newer != "" || *bundleFile != "" || *logURL != "" || *tsaCert != "" || *requireTS {
+		if *newer != "" || *bundleFile != "" || *logDir != "" || *tsaCert != "" || *requireTS {
 			return fail("%s: a COSE receipt carries no checkpoint note or time-stamp: --checkpoint, --bundle, --tsa-cert and --require-timestamp apply to the tlog-proof form only", name)
 		}
 		rep, err := verify.VerifyCOSEReceipt(doc, trust)
@@ -109,8 +104,8 @@ func receipt(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return printReceipt(name, rep, *asJSON, stdout, stderr)
 	}
 	var nc *verify.NewerCheckpoint
-	if *logURL != "" {
-		if nc, err = logURLCheckpoint(doc, *logURL); err != nil {
+	if *logDir != "" {
+		if nc, err = logDirCheckpoint(doc, *logDir); err != nil {
 			return fail("%v", err)
 		}
 	} else if *newer != "" || *bundleFile != "" {
