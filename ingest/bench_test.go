@@ -344,26 +344,7 @@ func BenchmarkOPAUploads(b *testing.B) {
 		}
 		start, cpu, self := time.Now(), cpuTime(), selfCPU()
 		stop := anchoring(b, l)
-		work := make(chan []byte)
-		errs := make(chan error, clients)
-		for range clients {
-			go func() {
-				errs <- upload(srv.URL, work)
-				// After a failure, take the rest of the work so that the
-				// sender does not wait for a client that is gone.
-				for range work {
-				}
-			}()
-		}
-		for _, body := range bodies {
-			work <- body
-		}
-		close(work)
-		for range clients {
-			if err := <-errs; err != nil {
-				b.Fatal(err)
-			}
-		}
+		sendAll(b, clients, bodies, func(work <-chan []byte) error { return upload(srv.URL, work) })
 		stop()
 		secs += time.Since(start).Seconds()
 		cpuUsed += cpuTime() - cpu
@@ -379,6 +360,31 @@ const benchToken = "acsl_bench-bootstrap-token"
 
 // upload POSTs each body of work as the decision-log plugin does, retrying
 // on 429, and returns the first failure.
+// sendAll hands bodies to clients goroutines running send, and fails b
+// on the first error any of them returns.
+func sendAll(b testing.TB, clients int, bodies [][]byte, send func(work <-chan []byte) error) {
+	work := make(chan []byte)
+	errs := make(chan error, clients)
+	for range clients {
+		go func() {
+			errs <- send(work)
+			// After a failure, take the rest of the work so that the
+			// sender does not wait for a client that is gone.
+			for range work {
+			}
+		}()
+	}
+	for _, body := range bodies {
+		work <- body
+	}
+	close(work)
+	for range clients {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func upload(base string, work <-chan []byte) error {
 	for body := range work {
 		for {

@@ -149,24 +149,7 @@ func benchOTLPSpans(b *testing.B, kind string, per int) {
 		bodies := otlpBenchBodies(b, i, n, per)
 		start, cpu := time.Now(), cpuTime()
 		stop := anchoring(b, l)
-		work := make(chan []byte)
-		errs := make(chan error, clients)
-		for range clients {
-			go func() {
-				errs <- exportOTLP(srv.URL, work)
-				for range work {
-				}
-			}()
-		}
-		for _, body := range bodies {
-			work <- body
-		}
-		close(work)
-		for range clients {
-			if err := <-errs; err != nil {
-				b.Fatal(err)
-			}
-		}
+		sendAll(b, clients, bodies, func(work <-chan []byte) error { return exportOTLP(srv.URL, work) })
 		stop()
 		spanSecs += time.Since(start).Seconds()
 		spanCPU += cpuTime() - cpu
