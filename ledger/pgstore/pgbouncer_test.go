@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -20,6 +21,10 @@ import (
 type bounced struct {
 	ps *pgtest.Server
 	b  *pgtest.PgBouncer
+	// login lets the writer role log in, once per server: ALTER ROLE is
+	// cluster-wide, and two at once from parallel subtests fail with
+	// "tuple concurrently updated".
+	login sync.Once
 }
 
 func newBounced(t *testing.T, mode string) *bounced {
@@ -41,7 +46,7 @@ func (bc *bounced) db(t *testing.T) (direct, store string) {
 	}
 	store = bc.b.URL(t, direct) + "&pgbouncer=" + bc.b.Mode
 	if bc.b.Mode == "transaction" {
-		bc.ps.Exec(t, "ALTER ROLE "+pgstore.WriterRole+" LOGIN")
+		bc.login.Do(func() { bc.ps.Exec(t, "ALTER ROLE "+pgstore.WriterRole+" LOGIN") })
 		store = pgtest.WithUser(t, store, pgstore.WriterRole)
 	}
 	return direct, store
